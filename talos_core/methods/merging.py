@@ -1,0 +1,865 @@
+"""Post-hoc task-vector methods the paper compares against: TIES-Merging, DARE, Breadcrumbs, TALL masks /
+Consensus, plus the plain task-arithmetic helpers they are built from.
+
+A *task vector* here is a ``dict[str, torch.Tensor]``: parameter name -> dense delta ``θ_t − θ0``.
+All vectors passed together must share the same names and shapes (checked; a mismatch raises
+:class:`~talos_core.errors.TalosError`). Every function is pure: inputs are never modified, outputs
+are new tensors with the input's dtype and device. Work is done tensor by tensor; the only whole-vector
+buffer is the concatenation of ``|τ|`` needed for a *global* top-k (one float copy of one vector).
+
+Per-tensor helpers work on a stacked tensor ``[T, ...]`` (see :func:`stack_param`) and are what the
+dict-level functions call key by key: :func:`elect_sign`, :func:`disjoint_mean`,
+:func:`tall_mask_tensor`.
+
+Ordering and ties: every top-k / quantile selection is *exact* (it keeps exactly the requested count)
+and deterministic: entries are ranked by ``|x|`` descending, equal magnitudes by position (parameter
+order of the vector, then flat index), earlier first. Counts are ``round(fraction * numel)`` with
+halves rounded up.
+
+Registry: :data:`POSTHOC_METHODS` maps a method name to a :class:`PosthocSpec` whose callables take the
+paper's hyperparameter names (``sparsity`` etc.) and whose ``grid`` is the paper's search grid
+(appendix, "Hyperparameter search").
+
+Task negation with these methods: the paper applies each post-hoc method to the single task's vector
+and then subtracts it. Use ``spec.single_task(vectors, index, **hparams)`` (the processed vector of task
+``index``; e.g. TIES on one vector is trimming only, since sign election and the disjoint mean of a
+single vector return it unchanged) and scale it by a negative α (:func:`scale`).
+
+Differences from the official TaLoS code (iurada/talos-task-arithmetic), see
+``/work/shared/notes/official-code.md``:
+
+* TALL mask: the official code compares ``|τ_t|`` with ``λ (τ_MTL − τ_t)`` without ``abs()`` and
+  applies the last task's mask to every vector; here the mask is ``|τ_t| > λ |τ_MTL − τ_t|`` and each
+  task gets its own mask.
+* TIES sign tie-break: entries whose trimmed values sum to exactly 0 take the vector-wide majority
+  sign, as in the original TIES-Merging code (sign of the sum of elected signs); the official TaLoS
+  code takes the sign of ``Σ|τ|``, which is always +1.
+* DARE: Bernoulli drop (original DARE); the official TaLoS code drops exactly ``int(p·n)`` entries per
+  tensor and skips a few embedding tensors.
+* Breadcrumbs: per-tensor quantile band (original Breadcrumbs, paper grid); the official TaLoS code
+  works per row of the last dimension (available as ``scope="row"``) with fixed fractions.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, Union
+
+import torch
+
+from talos_core.errors import TalosError, check_range, unknown
+
+Vector = dict[str, torch.Tensor]
+"""A task vector: parameter name -> dense delta tensor."""
+
+VectorLike = Mapping[str, torch.Tensor]
+Scope = Literal["global", "tensor"]
+BandScope = Literal["tensor", "row"]
+TieBreak = Literal["majority", "zero"]
+TallSource = Literal["mtl", "task"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _no_grad(fn: _F) -> _F:
+    """Run ``fn`` under ``torch.no_grad()`` (defined here so doctest still finds the wrapped function)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Validation
+# ----------------------------------------------------------------------------------------------------
+
+
+def _check_vector(vector: object, what: str = "task vector") -> list[str]:
+    if not isinstance(vector, Mapping):
+        raise TalosError(f"{what} must be a dict of parameter name -> tensor, got {type(vector).__name__}")
+    if len(vector) == 0:
+        raise TalosError(f"{what} is empty; it must hold at least one parameter tensor")
+    for name, value in vector.items():
+        if not isinstance(value, torch.Tensor):
+            raise TalosError(f"{what} entry {name!r} must be a torch.Tensor, got {type(value).__name__}")
+        if not (torch.is_floating_point(value)):
+            raise TalosError(f"{what} entry {name!r} must be a floating-point tensor, got dtype {value.dtype}")
+    return list(vector.keys())
+
+
+def _check_vectors(vectors: object) -> list[str]:
+    """Check a non-empty sequence of vectors with identical names and shapes; return the names."""
+    if isinstance(vectors, Mapping) or not isinstance(vectors, Sequence):
+        raise TalosError(
+            f"expected a list of task vectors (dicts), got {type(vectors).__name__}; wrap a single vector as [vector]"
+        )
+    if len(vectors) == 0:
+        raise TalosError("expected at least one task vector, got an empty list")
+    keys = _check_vector(vectors[0], "task vector 0")
+    key_set = set(keys)
+    first = vectors[0]
+    for t, vec in enumerate(vectors[1:], start=1):
+        _check_vector(vec, f"task vector {t}")
+        other = set(vec.keys())
+        if other != key_set:
+            missing = sorted(key_set - other)
+            extra = sorted(other - key_set)
+            detail = []
+            if missing:
+                detail.append(f"missing {missing[:3]}")
+            if extra:
+                detail.append(f"unexpected {extra[:3]}")
+            raise TalosError(
+                f"task vector {t} has different parameter names than task vector 0 ({'; '.join(detail)}); "
+                "all task vectors must share the same names"
+            )
+        for name in keys:
+            if vec[name].shape != first[name].shape:
+                raise TalosError(
+                    f"parameter {name!r} has shape {tuple(vec[name].shape)} in task vector {t} but "
+                    f"{tuple(first[name].shape)} in task vector 0; all task vectors must share shapes"
+                )
+    return keys
+
+
+def _check_density(density: float, name: str = "density") -> float:
+    return check_range(name, density, 0.0, 1.0, low_open=True, high_open=False)
+
+
+def _check_lam(lam: float, name: str = "lam") -> float:
+    return check_range(name, lam, 0.0, math.inf)
+
+
+def _check_index(index: object, num_tasks: int) -> int:
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < num_tasks:
+        raise TalosError(f"task index must be an integer in [0, {num_tasks - 1}], got {index!r}")
+    return index
+
+
+def _count(fraction: float, n: int) -> int:
+    """``round(fraction * n)`` with halves rounded up, clamped to ``[0, n]``."""
+    return min(n, max(0, int(math.floor(fraction * n + 0.5))))
+
+
+def _scores(x: torch.Tensor) -> torch.Tensor:
+    """Flat ``|x|`` in a dtype ``kthvalue``/``sort`` handle well (half types are promoted to float32)."""
+    a = x.detach().abs().flatten()
+    if a.dtype in (torch.float16, torch.bfloat16):
+        a = a.float()
+    return a
+
+
+def _masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``x`` where ``mask`` else +0 (``x * mask`` would leave ``-0.0`` for dropped negative entries)."""
+    return torch.where(mask.to(device=x.device, dtype=torch.bool), x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Plain helpers
+# ----------------------------------------------------------------------------------------------------
+
+
+@_no_grad
+def add(vectors: Sequence[VectorLike]) -> Vector:
+    """Task arithmetic sum ``τ = Σ_t τ_t`` (Ilharco et al., 2023).
+
+    >>> add([{"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([0.5, -2.0])}])
+    {'w': tensor([1.5000, 0.0000])}
+    """
+    keys = _check_vectors(vectors)
+    out: Vector = {}
+    for name in keys:
+        acc = vectors[0][name].detach().clone()
+        for vec in vectors[1:]:
+            acc.add_(vec[name])
+        out[name] = acc
+    return out
+
+
+@_no_grad
+def scale(vector: VectorLike, alpha: float) -> Vector:
+    """``α τ``. Negative α gives task negation (``θ0 − |α| τ``).
+
+    >>> scale({"w": torch.tensor([1.0, -2.0])}, -0.5)
+    {'w': tensor([-0.5000,  1.0000])}
+    """
+    keys = _check_vector(vector)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+        raise TalosError(f"alpha must be a finite number, got {alpha!r}")
+    return {name: vector[name].detach() * alpha for name in keys}
+
+
+@_no_grad
+def apply_mask(vector: VectorLike, mask: Mapping[str, torch.Tensor]) -> Vector:
+    """``τ ⊙ m`` for a boolean (or 0/1) mask with the same names and shapes.
+
+    >>> apply_mask({"w": torch.tensor([1.0, -2.0])}, {"w": torch.tensor([False, True])})
+    {'w': tensor([ 0., -2.])}
+    """
+    keys = _check_vector(vector)
+    if not isinstance(mask, Mapping) or set(mask.keys()) != set(keys):
+        raise TalosError("mask must be a dict with exactly the task vector's parameter names")
+    out: Vector = {}
+    for name in keys:
+        if mask[name].shape != vector[name].shape:
+            raise TalosError(
+                f"mask for {name!r} has shape {tuple(mask[name].shape)}, "
+                f"expected {tuple(vector[name].shape)}"
+            )
+        out[name] = _masked(vector[name].detach(), mask[name] != 0)
+    return out
+
+
+def stack_param(vectors: Sequence[VectorLike], name: str) -> torch.Tensor:
+    """Stack one parameter of every task vector into a ``[T, ...]`` tensor.
+
+    >>> stack_param([{"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([3.0, 4.0])}], "w")
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    keys = _check_vectors(vectors)
+    if name not in keys:
+        raise TalosError(f"unknown parameter {name!r}; the task vectors hold {len(keys)} parameters")
+    return torch.stack([vec[name].detach() for vec in vectors])
+
+
+def density_of(vector: VectorLike) -> float:
+    """Fraction of non-zero entries of a vector (1 − sparsity).
+
+    >>> density_of({"a": torch.tensor([0.0, 1.0]), "b": torch.tensor([2.0, 0.0, 0.0, 3.0])})
+    0.5
+    """
+    keys = _check_vector(vector)
+    nnz = sum(int(torch.count_nonzero(vector[k])) for k in keys)
+    total = sum(vector[k].numel() for k in keys)
+    return nnz / total if total else 0.0
+
+
+# ----------------------------------------------------------------------------------------------------
+# Magnitude top-k (trim)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _topk_select(scores: Sequence[torch.Tensor], k: int) -> list[torch.Tensor]:
+    """Boolean masks selecting exactly the ``k`` largest entries of the concatenation of flat ``scores``.
+
+    Ties at the threshold go to the earliest positions (tensor order, then flat index).
+    """
+    n = sum(s.numel() for s in scores)
+    if k <= 0:
+        return [torch.zeros_like(s, dtype=torch.bool) for s in scores]
+    if k >= n:
+        return [torch.ones_like(s, dtype=torch.bool) for s in scores]
+    joined = torch.cat(list(scores)) if len(scores) > 1 else scores[0]
+    threshold = torch.kthvalue(joined, n - k + 1).values  # k-th largest
+    del joined
+    remaining = k - sum(int((s > threshold).sum()) for s in scores)  # >= 1 slots for ties
+    masks = []
+    for s in scores:
+        mask = s > threshold
+        if remaining > 0:
+            eq = s == threshold
+            take = eq & (torch.cumsum(eq, 0) <= remaining)
+            remaining -= int(take.sum())
+            mask |= take
+        masks.append(mask)
+    return masks
+
+
+def topk_mask_tensor(x: torch.Tensor, density: float) -> torch.Tensor:
+    """Boolean mask of the ``round(density · numel)`` largest-magnitude entries of one tensor.
+
+    >>> topk_mask_tensor(torch.tensor([0.1, -3.0, 2.0, 0.5]), 0.5)
+    tensor([False,  True,  True, False])
+    """
+    _check_density(density)
+    if not isinstance(x, torch.Tensor):
+        raise TalosError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    (mask,) = _topk_select([_scores(x)], _count(density, x.numel()))
+    return mask.reshape(x.shape)
+
+
+@_no_grad
+def magnitude_topk_mask(vector: VectorLike, density: float, *, scope: Scope = "global") -> dict[str, torch.Tensor]:
+    """Boolean masks keeping the top-k entries of ``vector`` by ``|x|`` (TIES "trim" step).
+
+    ``scope="global"`` (default; TIES paper and official code): ``k = round(density · N)`` over the whole
+    flattened vector (all tensors together, ``N`` = total entries). ``scope="tensor"``: ``k`` is computed
+    and applied per tensor. ``density`` is the kept fraction in ``(0, 1]`` (paper's sparsity ``1 − density``).
+
+    >>> v = {"a": torch.tensor([4.0, -1.0]), "b": torch.tensor([0.5, -3.0])}
+    >>> magnitude_topk_mask(v, 0.5)
+    {'a': tensor([ True, False]), 'b': tensor([False,  True])}
+    >>> magnitude_topk_mask({"a": torch.tensor([4.0, -1.0, 2.0, 0.0])}, 0.25, scope="tensor")
+    {'a': tensor([ True, False, False, False])}
+    """
+    keys = _check_vector(vector)
+    _check_density(density)
+    if scope == "global":
+        total = sum(vector[k].numel() for k in keys)
+        masks = _topk_select([_scores(vector[k]) for k in keys], _count(density, total))
+        return {k: m.reshape(vector[k].shape) for k, m in zip(keys, masks)}
+    if scope == "tensor":
+        return {k: topk_mask_tensor(vector[k], density) for k in keys}
+    raise TalosError(f"scope must be 'global' or 'tensor', got {scope!r}")
+
+
+@_no_grad
+def trim(vector: VectorLike, density: float, *, scope: Scope = "global") -> Vector:
+    """Keep the top-k magnitude entries of ``vector`` and zero the rest (see :func:`magnitude_topk_mask`).
+
+    This is TIES-Merging applied to a single vector (used for task negation and single-task accuracy).
+
+    >>> trim({"a": torch.tensor([4.0, -1.0]), "b": torch.tensor([0.5, -3.0])}, 0.5)
+    {'a': tensor([4., 0.]), 'b': tensor([ 0., -3.])}
+    """
+    masks = magnitude_topk_mask(vector, density, scope=scope)
+    return {k: _masked(vector[k].detach(), masks[k]) for k in masks}
+
+
+# ----------------------------------------------------------------------------------------------------
+# TIES-Merging (Yadav et al., 2023)
+# ----------------------------------------------------------------------------------------------------
+
+
+def elect_sign(stacked: torch.Tensor, *, tie_sign: float = 0.0) -> torch.Tensor:
+    """TIES sign election on a stacked ``[T, ...]`` tensor: ``γ = sgn(Σ_t τ̂_t)`` (sign of the total mass).
+
+    Entries whose sum is exactly 0 get ``tie_sign`` (-1, 0 or +1). Returns a tensor of shape ``[...]``
+    with values in {-1, 0, +1} and the input's dtype.
+
+    >>> elect_sign(torch.tensor([[2.0, -1.0, 3.0], [-1.0, -1.0, -3.0]]))
+    tensor([ 1., -1.,  0.])
+    >>> elect_sign(torch.tensor([[2.0, -1.0, 3.0], [-1.0, -1.0, -3.0]]), tie_sign=1.0)
+    tensor([ 1., -1.,  1.])
+    """
+    if not isinstance(stacked, torch.Tensor) or stacked.dim() < 1:
+        raise TalosError("stacked must be a tensor of shape [T, ...] with at least one dimension")
+    if tie_sign not in (-1, 0, 1):
+        raise TalosError(f"tie_sign must be -1, 0 or 1, got {tie_sign!r}")
+    sign = torch.sign(stacked.sum(dim=0))
+    if tie_sign != 0:
+        sign = torch.where(sign == 0, torch.full_like(sign, float(tie_sign)), sign)
+    return sign
+
+
+def disjoint_mean(stacked: torch.Tensor, sign: torch.Tensor) -> torch.Tensor:
+    """TIES disjoint merge: mean over the tasks whose entry is non-zero and agrees with ``sign``.
+
+    ``τ_m[j] = Σ_{t ∈ A_j} τ̂_t[j] / |A_j|`` with ``A_j = {t : τ̂_t[j] ≠ 0, sgn(τ̂_t[j]) = γ[j]}``;
+    0 where ``A_j`` is empty (including where ``γ[j] = 0``).
+
+    >>> disjoint_mean(torch.tensor([[2.0, -1.0, 0.0], [4.0, 3.0, 0.0]]), torch.tensor([1.0, -1.0, 1.0]))
+    tensor([ 3., -1.,  0.])
+    """
+    if not isinstance(stacked, torch.Tensor) or stacked.dim() < 1 or stacked.shape[1:] != sign.shape:
+        raise TalosError(
+            f"disjoint_mean needs stacked [T, ...] and sign [...] shapes that match, got "
+            f"{tuple(getattr(stacked, 'shape', ()))} and {tuple(sign.shape)}"
+        )
+    agree = (stacked != 0) & (torch.sign(stacked) == sign.unsqueeze(0))
+    total = _masked(stacked, agree).sum(dim=0)
+    count = agree.sum(dim=0).clamp(min=1)
+    return total / count.to(total.dtype)
+
+
+@_no_grad
+def ties_merge(
+    vectors: Sequence[VectorLike],
+    density: float,
+    *,
+    lam: float = 1.0,
+    scope: Scope = "global",
+    tie_break: TieBreak = "majority",
+) -> Vector:
+    """TIES-Merging: trim, elect sign, disjoint mean, scale (Yadav et al., 2023, Alg. 1).
+
+    1. Trim: ``τ̂_t`` = top ``density`` fraction of ``τ_t`` by magnitude (:func:`trim`; global by default).
+       ``density = 1`` skips trimming (the paper's appendix "TaLoS + TIES" variant).
+    2. Elect: ``γ = sgn(Σ_t τ̂_t)`` (:func:`elect_sign`). Entries with zero total mass get the vector-wide
+       majority sign ``sgn(Σ_j γ_j)`` (``tie_break="majority"``, original TIES code) or stay 0
+       (``tie_break="zero"``, dropping them).
+    3. Disjoint mean over agreeing, non-zero entries (:func:`disjoint_mean`).
+    4. Output ``lam · τ_m``. In this package α is searched by the evaluator on top, so ``lam=1``.
+
+    On a single vector this equals :func:`trim` scaled by ``lam`` (use that for task negation).
+
+    >>> v1 = {"w": torch.tensor([3.0, -2.0, 1.0, 0.1])}
+    >>> v2 = {"w": torch.tensor([1.0, 4.0, -1.0, 0.2])}
+    >>> ties_merge([v1, v2], density=0.75)
+    {'w': tensor([2., 4., 1., 0.])}
+    """
+    keys = _check_vectors(vectors)
+    _check_density(density)
+    _check_lam(lam)
+    if tie_break not in ("majority", "zero"):
+        raise TalosError(f"tie_break must be 'majority' or 'zero', got {tie_break!r}")
+    if density < 1.0:
+        masks = [magnitude_topk_mask(vec, density, scope=scope) for vec in vectors]
+    else:
+        masks = None
+
+    def trimmed(name: str) -> torch.Tensor:
+        if masks is None:
+            return torch.stack([vec[name].detach() for vec in vectors])
+        return torch.stack([_masked(vec[name].detach(), m[name]) for vec, m in zip(vectors, masks)])
+
+    signs = {name: elect_sign(trimmed(name)) for name in keys}
+    tie_sign = 0.0
+    if tie_break == "majority":
+        balance = sum(float(s.sum(dtype=torch.float64)) for s in signs.values())  # (#positive − #negative)
+        tie_sign = 0.0 if balance == 0 else math.copysign(1.0, balance)
+    out: Vector = {}
+    for name in keys:
+        stacked = trimmed(name)
+        sign = signs.pop(name)
+        if tie_sign != 0.0:
+            sign = torch.where(sign == 0, torch.full_like(sign, tie_sign), sign)
+        merged = disjoint_mean(stacked, sign)
+        out[name] = merged * lam if lam != 1.0 else merged
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# DARE (Yu et al., 2024)
+# ----------------------------------------------------------------------------------------------------
+
+
+@_no_grad
+def dare(vector: VectorLike, drop_p: float, *, generator: torch.Generator | None = None) -> Vector:
+    """Drop And REscale: ``τ̃ = (m ⊙ τ) / (1 − p)`` with ``m_j ~ Bernoulli(1 − p)`` i.i.d.
+
+    Each entry is dropped with probability ``drop_p ∈ [0, 1)`` (the paper's sparsity k) and survivors are
+    rescaled by ``1 / (1 − p)``, so ``E[τ̃] = τ``. Random numbers come from ``generator`` (CPU or the
+    tensors' device; ``None`` uses torch's global RNG); the same generator state gives the same result.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> out = dare({"w": torch.ones(8)}, 0.5, generator=g)
+    >>> sorted(set(out["w"].tolist())) in ([0.0, 2.0], [0.0], [2.0])
+    True
+    """
+    keys = _check_vector(vector)
+    check_range("drop_p", drop_p, 0.0, 1.0)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TalosError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    out: Vector = {}
+    for name in keys:
+        x = vector[name].detach()
+        if drop_p == 0.0:
+            out[name] = x.clone()
+            continue
+        device = generator.device if generator is not None else x.device
+        u = torch.rand(x.shape, generator=generator, device=device).to(x.device)
+        keep = u >= drop_p
+        out[name] = _masked(x / (1.0 - drop_p), keep)
+    return out
+
+
+def dare_merge(
+    vectors: Sequence[VectorLike], drop_p: float, generator: torch.Generator | None = None
+) -> Vector:
+    """Sum of independently DAREd task vectors: ``Σ_t DARE(τ_t, p)`` (vectors processed in order).
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> dare_merge([{"w": torch.ones(3)}, {"w": torch.ones(3)}], 0.0, g)
+    {'w': tensor([2., 2., 2.])}
+    """
+    _check_vectors(vectors)
+    check_range("drop_p", drop_p, 0.0, 1.0)
+    return add([dare(vec, drop_p, generator=generator) for vec in vectors])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Model Breadcrumbs (Davari & Belilovsky, 2023)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _band_rows(a: torch.Tensor, low_quantile: float, high_quantile: float) -> torch.Tensor:
+    """Band mask for a 2-D score tensor ``[rows, n]``, row by row (descending rank, ties by index)."""
+    n = a.shape[-1]
+    lo = _count(low_quantile, n)
+    hi = _count(high_quantile, n)
+    order = torch.sort(a, dim=-1, descending=True, stable=True).indices
+    rank = torch.empty_like(order)
+    rank.scatter_(-1, order, torch.arange(n, device=a.device).expand_as(order).contiguous())
+    # ascending rank r = n - 1 - rank; keep r in [lo, hi)  <=>  rank in [n - hi, n - lo)
+    return (rank >= n - hi) & (rank < n - lo)
+
+
+def band_mask_tensor(
+    x: torch.Tensor, low_quantile: float, high_quantile: float, *, scope: BandScope = "tensor"
+) -> torch.Tensor:
+    """Mask of the entries whose ``|x|`` lies in the quantile band ``[low_quantile, high_quantile)``.
+
+    Ranking ascending by ``|x|`` (``n`` entries, exact ranks with deterministic ties), an entry of rank
+    ``r`` is kept iff ``round(low·n) ≤ r < round(high·n)``: the ``round(low·n)`` smallest and the
+    ``n − round(high·n)`` largest (outliers) are dropped. ``scope="row"`` ranks each row of the last
+    dimension separately (official TaLoS code); ``"tensor"`` ranks the whole tensor (original method).
+
+    >>> band_mask_tensor(torch.tensor([1.0, -9.0, 3.0, 0.2, 5.0]), 0.4, 0.8)
+    tensor([False, False,  True, False,  True])
+    """
+    check_range("low_quantile", low_quantile, 0.0, 1.0)
+    check_range("high_quantile", high_quantile, 0.0, 1.0, low_open=True, high_open=False)
+    if low_quantile >= high_quantile:
+        raise TalosError(
+            f"low_quantile must be below high_quantile, got {low_quantile!r} >= {high_quantile!r}"
+        )
+    if scope not in ("tensor", "row"):
+        raise TalosError(f"scope must be 'tensor' or 'row', got {scope!r}")
+    a = _scores(x)
+    if scope == "tensor" or x.dim() == 0:
+        n = a.numel()
+        # ascending ranks [lo, hi) = the (n - lo) largest minus the (n - hi) largest (nested, same tie order)
+        (upper,) = _topk_select([a], n - _count(low_quantile, n))
+        (outliers,) = _topk_select([a], n - _count(high_quantile, n))
+        return (upper & ~outliers).reshape(x.shape)
+    if x.numel() == 0:
+        return torch.zeros(x.shape, dtype=torch.bool, device=x.device)
+    return _band_rows(a.reshape(-1, x.shape[-1]), low_quantile, high_quantile).reshape(x.shape)
+
+
+@_no_grad
+def breadcrumbs(
+    vector: VectorLike, low_quantile: float, high_quantile: float, *, scope: BandScope = "tensor"
+) -> Vector:
+    """Model Breadcrumbs mask applied per tensor (per layer): keep the ``|τ|`` band ``[β, γ)``.
+
+    ``low_quantile`` = β: the fraction of smallest-magnitude entries removed (the paper's sparsity k,
+    grid {0.1, …, 0.9, 0.95, 0.99}). ``high_quantile`` = γ: entries at or above this magnitude quantile
+    are outliers and removed (the paper's "percentage of top-k parameters considered outliers", grid
+    {0.8, 0.9, 0.95, 0.99, 0.992, …, 0.999}). Per tensor, ``round(γ n) − round(β n)`` entries are kept.
+    Requires ``0 ≤ β < γ ≤ 1``. See :func:`band_mask_tensor`.
+
+    >>> breadcrumbs({"w": torch.tensor([1.0, -9.0, 3.0, 0.2, 5.0])}, 0.4, 0.8)
+    {'w': tensor([0., 0., 3., 0., 5.])}
+    """
+    keys = _check_vector(vector)
+    return {
+        k: _masked(vector[k].detach(), band_mask_tensor(vector[k], low_quantile, high_quantile, scope=scope))
+        for k in keys
+    }
+
+
+def breadcrumbs_merge(
+    vectors: Sequence[VectorLike], low_quantile: float, high_quantile: float, *, scope: BandScope = "tensor"
+) -> Vector:
+    """Sum of the Breadcrumbs-masked task vectors: ``Σ_t m_t ⊙ τ_t``.
+
+    >>> breadcrumbs_merge([{"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([2.0, 1.0])}], 0.5, 1.0)
+    {'w': tensor([2., 2.])}
+    """
+    _check_vectors(vectors)
+    return add([breadcrumbs(vec, low_quantile, high_quantile, scope=scope) for vec in vectors])
+
+
+# ----------------------------------------------------------------------------------------------------
+# TALL masks / Consensus (Wang et al., 2024)
+# ----------------------------------------------------------------------------------------------------
+
+
+def tall_mask_tensor(stacked: torch.Tensor, lam: float) -> torch.Tensor:
+    """TALL masks for a stacked ``[T, ...]`` tensor: ``m_t = |τ_t| > λ |τ_MTL − τ_t|``, ``τ_MTL = Σ_t τ_t``.
+
+    Returns a boolean ``[T, ...]`` tensor, one mask per task.
+
+    >>> tall_mask_tensor(torch.tensor([[1.0, 0.1], [-3.0, 2.0]]), 0.5)
+    tensor([[False, False],
+            [ True,  True]])
+    """
+    _check_lam(lam)
+    if not isinstance(stacked, torch.Tensor) or stacked.dim() < 1:
+        raise TalosError("stacked must be a tensor of shape [T, ...] with at least one dimension")
+    mtl = stacked.sum(dim=0, keepdim=True)
+    return stacked.abs() > lam * (mtl - stacked).abs()
+
+
+@_no_grad
+def tall_masks(vectors: Sequence[VectorLike], lam: float) -> list[dict[str, torch.Tensor]]:
+    """Per-task TALL masks (one boolean dict per task, same order): ``m_t = |τ_t| > λ |τ_MTL − τ_t|``.
+
+    >>> ms = tall_masks([{"w": torch.tensor([1.0, 0.1])}, {"w": torch.tensor([-3.0, 2.0])}], 0.5)
+    >>> [m["w"].tolist() for m in ms]
+    [[False, False], [True, True]]
+    """
+    keys = _check_vectors(vectors)
+    _check_lam(lam)
+    masks: list[dict[str, torch.Tensor]] = [{} for _ in vectors]
+    for name in keys:
+        per_task = tall_mask_tensor(stack_param(vectors, name), lam)
+        for t in range(len(vectors)):
+            masks[t][name] = per_task[t]
+    return masks
+
+
+def _check_k(k: object, num_tasks: int) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= num_tasks:
+        raise TalosError(f"consensus threshold k must be an integer in [0, {num_tasks}] (number of tasks), got {k!r}")
+    return k
+
+
+@_no_grad
+def consensus_mask(masks: Sequence[Mapping[str, torch.Tensor]], k: int = 2) -> dict[str, torch.Tensor]:
+    """Consensus mask: entries selected by at least ``k`` task masks, ``m_cons = 1[Σ_t m_t ≥ k]``.
+
+    ``k`` ranges over ``{0, …, T}`` (paper grid); ``k = 0`` keeps everything (plain task arithmetic),
+    ``k = 1`` is the union, ``k = T`` the intersection. Default ``k = 2`` (Wang et al.).
+
+    >>> ms = [{"w": torch.tensor([True, True, False])}, {"w": torch.tensor([True, False, False])}]
+    >>> consensus_mask(ms, k=2)
+    {'w': tensor([ True, False, False])}
+    """
+    if isinstance(masks, Mapping) or not isinstance(masks, Sequence) or len(masks) == 0:
+        raise TalosError("masks must be a non-empty list of per-task mask dicts")
+    keys = list(masks[0].keys())
+    for t, m in enumerate(masks):
+        if not isinstance(m, Mapping) or set(m.keys()) != set(keys):
+            raise TalosError(f"mask {t} has different parameter names than mask 0; all masks must share names")
+        for name in keys:
+            if m[name].shape != masks[0][name].shape:
+                raise TalosError(
+                    f"mask {t} entry {name!r} has shape {tuple(m[name].shape)}, expected {tuple(masks[0][name].shape)}"
+                )
+    _check_k(k, len(masks))
+    out = {}
+    for name in keys:
+        count = torch.stack([m[name].to(torch.int32) for m in masks]).sum(dim=0)
+        out[name] = count >= k
+    return out
+
+
+@_no_grad
+def consensus_merge(vectors: Sequence[VectorLike], k: int = 2, *, lam: float) -> Vector:
+    """Consensus merging: ``τ_cons = m_cons ⊙ τ_MTL`` with ``m_cons`` = entries in ≥ ``k`` TALL masks of
+    parameter ``λ = lam`` (:func:`tall_masks`, :func:`consensus_mask`). Computed parameter by parameter.
+
+    >>> v1 = {"w": torch.tensor([1.0, 2.0, 0.0])}
+    >>> v2 = {"w": torch.tensor([1.0, 0.0, 3.0])}
+    >>> consensus_merge([v1, v2], k=2, lam=0.5)
+    {'w': tensor([2., 0., 0.])}
+    """
+    keys = _check_vectors(vectors)
+    _check_lam(lam)
+    _check_k(k, len(vectors))
+    out: Vector = {}
+    for name in keys:
+        stacked = stack_param(vectors, name)
+        keep = tall_mask_tensor(stacked, lam).sum(dim=0) >= k
+        out[name] = _masked(stacked.sum(dim=0), keep)
+    return out
+
+
+def _tall_vector(vectors: Sequence[VectorLike], keys: list[str], index: int, lam: float, source: TallSource) -> Vector:
+    out: Vector = {}
+    for name in keys:
+        stacked = stack_param(vectors, name)
+        mtl = stacked.sum(dim=0)
+        mask = stacked[index].abs() > lam * (mtl - stacked[index]).abs()
+        out[name] = _masked(mtl if source == "mtl" else stacked[index], mask)
+    return out
+
+
+@_no_grad
+def tall_mask_vectors(vectors: Sequence[VectorLike], lam: float, *, source: TallSource = "mtl") -> list[Vector]:
+    """Task-specific TALL vectors, one per task: ``m_t ⊙ τ_MTL`` (``source="mtl"``, TALL paper: the
+    multi-task vector localized to task t) or ``m_t ⊙ τ_t`` (``source="task"``, what the official TaLoS
+    code evaluates for single-task accuracy and negation).
+
+    >>> v1 = {"w": torch.tensor([1.0, 0.1])}
+    >>> v2 = {"w": torch.tensor([-3.0, 2.0])}
+    >>> [v["w"].tolist() for v in tall_mask_vectors([v1, v2], 0.5)]
+    [[0.0, 0.0], [-2.0, 2.0999999046325684]]
+    >>> [v["w"].tolist() for v in tall_mask_vectors([v1, v2], 0.5, source="task")]
+    [[0.0, 0.0], [-3.0, 2.0]]
+    """
+    keys = _check_vectors(vectors)
+    _check_lam(lam)
+    if source not in ("mtl", "task"):
+        raise TalosError(f"source must be 'mtl' or 'task', got {source!r}")
+    return [_tall_vector(vectors, keys, t, lam, source) for t in range(len(vectors))]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Registry of post-hoc methods with the paper's hyperparameter grids
+# ----------------------------------------------------------------------------------------------------
+
+SPARSITY_GRID: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+"""Paper appendix: post-hoc sparsity ratio k ∈ {0.1, 0.2, …, 0.9, 0.95, 0.99}."""
+
+OUTLIER_QUANTILE_GRID: tuple[float, ...] = (0.8, 0.9, 0.95, 0.99, 0.992, 0.994, 0.996, 0.998, 0.999)
+"""Paper appendix: Breadcrumbs outlier quantile ∈ {0.8, 0.9, 0.95, 0.99, 0.992, 0.994, …, 0.999}."""
+
+TALL_LAMBDA_GRID: tuple[float, ...] = (0.2, 0.3, 0.4, 0.5, 0.6)
+"""TALL mask λ grid (Wang et al., 2024); the official TaLoS scripts use λ = 0.2."""
+
+
+def consensus_k_grid(num_tasks: int) -> tuple[int, ...]:
+    """Paper appendix: consensus threshold k ∈ {0, …, T}.
+
+    >>> consensus_k_grid(3)
+    (0, 1, 2, 3)
+    """
+    return tuple(range(num_tasks + 1))
+
+
+GridValues = Union[Sequence[Any], Callable[[int], Sequence[Any]]]
+
+
+@dataclass(frozen=True)
+class PosthocSpec:
+    """A post-hoc method, its callables and its hyperparameter grid.
+
+    ``merge(vectors, **hparams)`` returns ONE merged vector for task addition (scale it by α afterwards).
+    ``single_task(vectors, index, **hparams)`` returns the processed vector of task ``index`` alone: use
+    it for the method's own single-task accuracy (normalized accuracy) and, scaled by a negative α, for
+    task negation. ``grid`` maps each hyperparameter to its values, or to a callable ``T -> values`` when
+    they depend on the number of tasks; ``constraint`` filters invalid combinations. ``defaults`` are the
+    values used by the official TaLoS scripts.
+    """
+
+    name: str
+    description: str
+    merge: Callable[..., Vector]
+    single_task: Callable[..., Vector]
+    grid: Mapping[str, GridValues]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    constraint: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def grid_points(self, num_tasks: int) -> list[dict[str, Any]]:
+        """All valid hyperparameter combinations for ``num_tasks`` task vectors (cartesian product).
+
+        >>> len(POSTHOC_METHODS["ties"].grid_points(8))
+        11
+        >>> POSTHOC_METHODS["tall_consensus"].grid_points(2)[:2]
+        [{'lam': 0.2, 'k': 0}, {'lam': 0.2, 'k': 1}]
+        """
+        if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 1:
+            raise TalosError(f"num_tasks must be a positive integer, got {num_tasks!r}")
+        names = list(self.grid)
+        values = [list(v(num_tasks) if callable(v) else v) for v in self.grid.values()]
+        points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
+        if self.constraint is not None:
+            points = [p for p in points if self.constraint(p)]
+        return points
+
+
+def _sparsity(sparsity: float) -> float:
+    return check_range("sparsity", sparsity, 0.0, 1.0)
+
+
+def _ties_merge_hp(vectors: Sequence[VectorLike], *, sparsity: float, lam: float = 1.0) -> Vector:
+    return ties_merge(vectors, 1.0 - _sparsity(sparsity), lam=lam)
+
+
+def _ties_single_hp(vectors: Sequence[VectorLike], index: int, *, sparsity: float, lam: float = 1.0) -> Vector:
+    _check_vectors(vectors)
+    _check_index(index, len(vectors))
+    return ties_merge([vectors[index]], 1.0 - _sparsity(sparsity), lam=lam)
+
+
+def _dare_generator(seed: int, index: int) -> torch.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TalosError(f"seed must be an integer, got {seed!r}")
+    return torch.Generator().manual_seed((seed * 10_007 + index) % (2**63))
+
+
+def _dare_merge_hp(vectors: Sequence[VectorLike], *, sparsity: float, seed: int = 0) -> Vector:
+    _check_vectors(vectors)
+    p = _sparsity(sparsity)
+    return add([dare(vec, p, generator=_dare_generator(seed, t)) for t, vec in enumerate(vectors)])
+
+
+def _dare_single_hp(vectors: Sequence[VectorLike], index: int, *, sparsity: float, seed: int = 0) -> Vector:
+    _check_vectors(vectors)
+    _check_index(index, len(vectors))
+    return dare(vectors[index], _sparsity(sparsity), generator=_dare_generator(seed, index))
+
+
+def _breadcrumbs_merge_hp(vectors: Sequence[VectorLike], *, sparsity: float, outlier_quantile: float) -> Vector:
+    return breadcrumbs_merge(vectors, _sparsity(sparsity), outlier_quantile)
+
+
+def _breadcrumbs_single_hp(
+    vectors: Sequence[VectorLike], index: int, *, sparsity: float, outlier_quantile: float
+) -> Vector:
+    _check_vectors(vectors)
+    _check_index(index, len(vectors))
+    return breadcrumbs(vectors[index], _sparsity(sparsity), outlier_quantile)
+
+
+def _consensus_merge_hp(vectors: Sequence[VectorLike], *, lam: float, k: int = 2) -> Vector:
+    return consensus_merge(vectors, k, lam=lam)
+
+
+@_no_grad
+def _tall_single_hp(
+    vectors: Sequence[VectorLike], index: int, *, lam: float, k: int = 2, source: TallSource = "mtl"
+) -> Vector:
+    keys = _check_vectors(vectors)
+    _check_index(index, len(vectors))
+    _check_lam(lam)
+    _check_k(k, len(vectors))  # validated for a uniform interface; the single-task TALL vector ignores k
+    if source not in ("mtl", "task"):
+        raise TalosError(f"source must be 'mtl' or 'task', got {source!r}")
+    return _tall_vector(vectors, keys, index, lam, source)
+
+
+POSTHOC_METHODS: dict[str, PosthocSpec] = {
+    "ties": PosthocSpec(
+        name="TIES-Merging",
+        description="Trim each vector to its top (1 - sparsity) magnitudes (global), elect signs by mass, "
+        "average the agreeing entries (Yadav et al., 2023). λ is fixed to 1: the evaluator's α search "
+        "plays its role.",
+        merge=_ties_merge_hp,
+        single_task=_ties_single_hp,
+        grid={"sparsity": SPARSITY_GRID},
+        defaults={"sparsity": 0.9},
+    ),
+    "tall_consensus": PosthocSpec(
+        name="TALL Mask / Consensus",
+        description="Per-task TALL masks |τ_t| > λ|τ_MTL − τ_t|; task addition keeps the multi-task vector "
+        "where at least k masks agree; single task uses m_t ⊙ τ_MTL (Wang et al., 2024).",
+        merge=_consensus_merge_hp,
+        single_task=_tall_single_hp,
+        grid={"lam": TALL_LAMBDA_GRID, "k": consensus_k_grid},
+        defaults={"lam": 0.2, "k": 2},
+    ),
+    "dare": PosthocSpec(
+        name="DARE",
+        description="Drop each entry with probability p = sparsity and rescale survivors by 1/(1 - p) "
+        "(Yu et al., 2024); seeded per task (seed, task index) so results are reproducible.",
+        merge=_dare_merge_hp,
+        single_task=_dare_single_hp,
+        grid={"sparsity": SPARSITY_GRID},
+        defaults={"sparsity": 0.9, "seed": 0},
+    ),
+    "breadcrumbs": PosthocSpec(
+        name="Breadcrumbs",
+        description="Per tensor, drop the smallest `sparsity` fraction and the magnitudes at or above the "
+        "`outlier_quantile` quantile, keep the band in between (Davari & Belilovsky, 2023).",
+        merge=_breadcrumbs_merge_hp,
+        single_task=_breadcrumbs_single_hp,
+        grid={"sparsity": SPARSITY_GRID, "outlier_quantile": OUTLIER_QUANTILE_GRID},
+        defaults={"sparsity": 0.7, "outlier_quantile": 0.9},
+        constraint=lambda p: p["sparsity"] < p["outlier_quantile"],
+    ),
+}
+"""Post-hoc baselines of the paper's Tables 1-2, keyed by method id."""
+
+
+def get_posthoc(name: str) -> PosthocSpec:
+    """Look up a post-hoc method by id.
+
+    >>> get_posthoc("ties").name
+    'TIES-Merging'
+    """
+    if name not in POSTHOC_METHODS:
+        raise unknown("post-hoc method", name, POSTHOC_METHODS)
+    return POSTHOC_METHODS[name]

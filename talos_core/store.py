@@ -1,0 +1,294 @@
+"""The results store: a folder of runs and analysis results (JSON + safetensors only).
+
+Layout::
+
+    <store>/
+      store.json                         # {"format": "talos-store/1"}
+      runs/<run_id>/manifest.json        # config, seed, versions, metrics, timings, history
+      runs/<run_id>/mask.safetensors     # boolean mask (sparse methods)
+      runs/<run_id>/task_vector.safetensors
+      results/<kind>/<name>.json         # tidy tables and grids written by talos_core.evaluation
+
+Every file is written to a temporary name in the same folder and renamed into place, and a run
+folder is assembled under ``runs/.tmp-*`` and renamed when complete, so a reader (the dashboard,
+another workshop participant) never sees a half-written artifact, and two writers never share a
+temporary file. ``cached_results/`` in the repository is a store too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from talos_core.errors import TalosError
+
+STORE_FORMAT = "talos-store/1"
+
+
+# --------------------------------------------------------------------------------------------
+# atomic primitives
+# --------------------------------------------------------------------------------------------
+def _tmp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_path(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def atomic_write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` as JSON atomically (NaN/inf become null)."""
+    text = json.dumps(_clean(payload), indent=1, sort_keys=False, default=_json_default)
+    atomic_write_bytes(Path(path), text.encode())
+
+
+def _clean(obj: Any) -> Any:
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def read_json(path: Path) -> Any:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TalosError(f"missing file {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TalosError(f"corrupt JSON file {path}: {exc}") from None
+
+
+def atomic_save_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+    from safetensors.torch import save
+
+    data = save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata=metadata)
+    atomic_write_bytes(Path(path), data)
+
+
+def load_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Load tensors and metadata; a missing or corrupt file becomes one clear :class:`TalosError`."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.exists():
+        raise TalosError(f"missing file {path}")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = fh.metadata() or {}
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+    except Exception as exc:  # safetensors raises its own error types for bad headers
+        raise TalosError(f"corrupt safetensors file {path}: {exc}") from None
+    return tensors, meta
+
+
+def save_mask(mask: dict[str, torch.Tensor], path: Path) -> None:
+    atomic_save_safetensors({n: m.to(torch.bool) for n, m in mask.items()}, path, {"format": "talos-mask/1"})
+
+
+def load_mask(path: Path) -> dict[str, torch.Tensor]:
+    tensors, meta = load_safetensors(path)
+    if meta.get("format") != "talos-mask/1":
+        raise TalosError(f"{path} is not a TaLoS mask file")
+    return {n: t.to(torch.bool) for n, t in tensors.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# runs
+# --------------------------------------------------------------------------------------------
+def versions() -> dict[str, str]:
+    import numpy
+
+    import talos_core
+
+    out = {"talos_core": talos_core.__version__, "torch": torch.__version__, "numpy": numpy.__version__,
+           "python": platform.python_version()}
+    for mod in ("transformers", "open_clip"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    return out
+
+
+def run_id(model: str, task: str, method: str, config: dict) -> str:
+    """Deterministic id: readable prefix + hash of the full configuration.
+
+    >>> run_id("tiny-clip", "digits", "talos", {"a": 1})[:28]
+    'tiny-clip__digits__talos__'
+    """
+    digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    safe = lambda s: "".join(c if c.isalnum() or c in "-._" else "-" for c in s)  # noqa: E731
+    return f"{safe(model)}__{safe(task)}__{safe(method)}__{digest}"
+
+
+@dataclass
+class Run:
+    """A finished run in a store."""
+
+    path: Path
+    manifest: dict
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    def task_vector(self):
+        from talos_core.vectors import TaskVector
+
+        return TaskVector.load(self.path / "task_vector.safetensors")
+
+    def mask(self) -> dict[str, torch.Tensor] | None:
+        p = self.path / "mask.safetensors"
+        return load_mask(p) if p.exists() else None
+
+
+class Store:
+    """A results store rooted at ``root`` (created on first write)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    # ----- runs -----------------------------------------------------------------------------
+    def ensure(self) -> None:
+        (self.root / "runs").mkdir(parents=True, exist_ok=True)
+        marker = self.root / "store.json"
+        if not marker.exists():
+            atomic_write_json(marker, {"format": STORE_FORMAT})
+
+    def run_path(self, rid: str) -> Path:
+        return self.root / "runs" / rid
+
+    def has_run(self, rid: str) -> bool:
+        return (self.run_path(rid) / "manifest.json").exists()
+
+    def get_run(self, rid: str) -> Run:
+        path = self.run_path(rid)
+        if not (path / "manifest.json").exists():
+            raise TalosError(f"no run {rid!r} in store {self.root}")
+        return Run(path, read_json(path / "manifest.json"))
+
+    def runs(self) -> Iterator[Run]:
+        folder = self.root / "runs"
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith(".") or not (path / "manifest.json").exists():
+                continue
+            try:
+                yield Run(path, read_json(path / "manifest.json"))
+            except TalosError:
+                continue  # a corrupt run is skipped, not fatal for listing
+
+    def find_runs(self, **match: Any) -> list[Run]:
+        """Runs whose manifest has all the given top-level key/values (e.g. ``model=..., task=...``)."""
+        return [r for r in self.runs() if all(r.manifest.get(k) == v for k, v in match.items())]
+
+    def run_table(self) -> pd.DataFrame:
+        rows = []
+        for r in self.runs():
+            m = r.manifest
+            rows.append({"run_id": r.id, "model": m.get("model"), "task": m.get("task"),
+                         "method": m.get("method"), "sparsity": m.get("sparsity"), "seed": m.get("seed"),
+                         **{f"metric.{k}": v for k, v in (m.get("metrics") or {}).items()
+                            if not isinstance(v, (dict, list))}})
+        return pd.DataFrame(rows)
+
+    def staging(self, rid: str) -> Path:
+        """A fresh private folder to assemble run ``rid`` in (see :meth:`commit`)."""
+        self.ensure()
+        path = self.root / "runs" / f".tmp-{rid}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        path.mkdir(parents=True)
+        return path
+
+    def checkpoint_dir(self, rid: str) -> Path:
+        """Stable folder for a run's resumable checkpoints (survives a crash; removed on commit)."""
+        path = self.root / "checkpoints" / rid
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def commit(self, staging: Path, rid: str) -> Run:
+        """Atomically publish a staged run folder (replacing an older run with the same id)."""
+        target = self.run_path(rid)
+        if not (staging / "manifest.json").exists():
+            raise TalosError(f"staged run {staging} has no manifest.json")
+        if target.exists():
+            trash = target.with_name(f".old-{rid}-{uuid.uuid4().hex[:6]}")
+            os.replace(target, trash)
+            os.replace(staging, target)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+        shutil.rmtree(self.root / "checkpoints" / rid, ignore_errors=True)
+        return Run(target, read_json(target / "manifest.json"))
+
+    # ----- results --------------------------------------------------------------------------
+    def result_path(self, kind: str, name: str) -> Path:
+        return self.root / "results" / kind / f"{name}.json"
+
+    def write_result(self, kind: str, name: str, payload: dict) -> Path:
+        self.ensure()
+        path = self.result_path(kind, name)
+        atomic_write_json(path, payload)
+        return path
+
+    def read_result(self, kind: str, name: str) -> dict:
+        return read_json(self.result_path(kind, name))
+
+    def results(self, kind: str) -> list[str]:
+        folder = self.root / "results" / kind
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
+
+    def write_table(self, kind: str, name: str, table: pd.DataFrame, **extra: Any) -> Path:
+        """Store a tidy table as ``{"columns": [...], "records": [...], **extra}``."""
+        records = json.loads(table.to_json(orient="records"))
+        return self.write_result(kind, name, {"columns": list(table.columns), "records": records, **extra})
+
+    def read_table(self, kind: str, name: str) -> pd.DataFrame:
+        payload = self.read_result(kind, name)
+        if "records" not in payload:
+            raise TalosError(f"result {kind}/{name} in {self.root} is not a table")
+        return pd.DataFrame(payload["records"], columns=payload.get("columns"))
+
+
+def tempdir(prefix: str = "talos-") -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix))

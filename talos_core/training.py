@@ -1,0 +1,381 @@
+"""(Sparse) fine-tuning of a :class:`TaskModel` on a task, producing a task vector.
+
+What is trainable is a *plan*: ``{name: None}`` for a tensor trained densely, ``{name: bool mask}``
+for a tensor of which only the ``True`` entries are trained; tensors missing from the plan are
+frozen with ``requires_grad=False`` (no weight gradient is computed for them at all).
+
+:class:`MaskedAdamW` is AdamW (decoupled weight decay, bias correction) whose state holds only the
+trainable entries: dense tensors keep dense moments; partly trainable tensors keep compact moments
+indexed by the flat positions of their ``True`` entries and are updated with ``index_add_`` — so
+off-mask entries are never touched, weight decay included, and the task vector is exactly zero
+there. Gradient clipping uses the norm of the trainable entries' gradients.
+
+The loop: cross-entropy on the frozen head's logits, cosine schedule with linear warm-up, gradient
+clipping, bf16 autocast on GPU, a tqdm progress bar, per-step timings (forward+backward and
+optimizer step, separately), and resumable checkpoints (safetensors + JSON) every N steps.
+Dropout is disabled (the model stays in eval mode), so every method — including the linearized
+ones, evaluated through a Jacobian-vector product — shares one deterministic forward.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from talos_core.errors import TalosError, check_range
+from talos_core.models.base import TaskModel
+from talos_core.tasks.base import Split, TaskSpec
+from talos_core.vectors import TaskVector
+
+Plan = dict[str, "torch.Tensor | None"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Fine-tuning hyperparameters (paper vision defaults: lr 1e-5, wd 0.1, batch 128, 2,000 steps,
+    200 warm-up steps, clip 1.0)."""
+
+    steps: int = 2000
+    batch_size: int = 128
+    lr: float = 1e-5
+    weight_decay: float = 0.1
+    warmup_steps: int = 200
+    grad_clip: float = 1.0
+    seed: int = 0
+    precision: str = "auto"  # auto = bf16 autocast on GPU, fp32 on CPU
+    checkpoint_every: int = 0  # 0 = no checkpoints
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise TalosError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("warmup_steps", "checkpoint_every"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise TalosError(f"{name} must be a non-negative integer, got {v!r}")
+        check_range("lr", self.lr, 0.0, 1.0, low_open=True, high_open=False)
+        check_range("weight_decay", self.weight_decay, 0.0, math.inf)
+        check_range("grad_clip", self.grad_clip, 0.0, math.inf)
+        if self.precision not in ("auto", "fp32", "bf16"):
+            raise TalosError(f"precision must be auto, fp32 or bf16, got {self.precision!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def cosine_lr(step: int, config: TrainConfig) -> float:
+    """Learning rate at ``step`` (0-based): linear warm-up to ``lr``, then cosine decay to 0.
+
+    >>> c = TrainConfig(steps=10, warmup_steps=2, lr=1.0)
+    >>> [round(cosine_lr(s, c), 3) for s in (0, 1, 2, 9)]
+    [0.5, 1.0, 1.0, 0.038]
+    """
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    span = max(config.steps - config.warmup_steps, 1)
+    progress = (step - config.warmup_steps) / span
+    return config.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+class MaskedAdamW:
+    """AdamW over the trainable entries of a plan only (see module docstring)."""
+
+    def __init__(self, params: dict[str, torch.nn.Parameter], plan: Plan, *, lr: float,
+                 weight_decay: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
+        self.step_count = 0
+        self.dense: dict[str, torch.nn.Parameter] = {}
+        self.sparse: dict[str, tuple[torch.nn.Parameter, torch.Tensor]] = {}
+        for name, mask in plan.items():
+            p = params[name]
+            if mask is None:
+                self.dense[name] = p
+            else:
+                idx = torch.nonzero(mask.reshape(-1).to(p.device)).view(-1)
+                self.sparse[name] = (p, idx)
+        self.exp_avg: dict[str, torch.Tensor] = {}
+        self.exp_avg_sq: dict[str, torch.Tensor] = {}
+        for n, p in self.dense.items():
+            self.exp_avg[n] = torch.zeros_like(p, dtype=torch.float32)
+            self.exp_avg_sq[n] = torch.zeros_like(p, dtype=torch.float32)
+        for n, (p, idx) in self.sparse.items():
+            self.exp_avg[n] = torch.zeros(idx.numel(), device=p.device, dtype=torch.float32)
+            self.exp_avg_sq[n] = torch.zeros(idx.numel(), device=p.device, dtype=torch.float32)
+
+    def names(self) -> list[str]:
+        return list(self.dense) + list(self.sparse)
+
+    def _grads(self) -> dict[str, torch.Tensor]:
+        out = {}
+        for n, p in self.dense.items():
+            out[n] = p.grad.float() if p.grad is not None else torch.zeros_like(self.exp_avg[n])
+        for n, (p, idx) in self.sparse.items():
+            out[n] = (p.grad.reshape(-1).index_select(0, idx).float() if p.grad is not None
+                      else torch.zeros_like(self.exp_avg[n]))
+        return out
+
+    @torch.no_grad()
+    def step(self, grad_clip: float = 0.0) -> float:
+        """One AdamW step; returns the pre-clipping gradient norm of the trainable entries."""
+        grads = self._grads()
+        names = list(grads)
+        if not names:
+            return 0.0
+        gl = [grads[n] for n in names]
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in gl]))
+        if grad_clip > 0:
+            coef = (grad_clip / (norm + 1e-6)).clamp(max=1.0)
+            torch._foreach_mul_(gl, coef)
+        self.step_count += 1
+        b1, b2 = self.betas
+        bc1 = 1.0 - b1 ** self.step_count
+        bc2 = 1.0 - b2 ** self.step_count
+        m = [self.exp_avg[n] for n in names]
+        v = [self.exp_avg_sq[n] for n in names]
+        torch._foreach_lerp_(m, gl, 1.0 - b1)
+        torch._foreach_mul_(v, b2)
+        torch._foreach_addcmul_(v, gl, gl, value=1.0 - b2)
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_div_(denom, math.sqrt(bc2))
+        torch._foreach_add_(denom, self.eps)
+        updates = torch._foreach_div(m, denom)
+        step_size = self.lr / bc1
+        for n, upd in zip(names, updates):
+            if n in self.dense:
+                p = self.dense[n]
+                if self.weight_decay:
+                    p.mul_(1.0 - self.lr * self.weight_decay)
+                p.add_(upd.to(p.dtype), alpha=-step_size)
+            else:
+                p, idx = self.sparse[n]
+                flat = p.view(-1)
+                delta = upd.mul_(-step_size)
+                if self.weight_decay:
+                    delta.add_(flat.index_select(0, idx).float(), alpha=-self.lr * self.weight_decay)
+                flat.index_add_(0, idx, delta.to(p.dtype))
+        return float(norm)
+
+    def zero_grad(self) -> None:
+        for p in self.dense.values():
+            p.grad = None
+        for p, _ in self.sparse.values():
+            p.grad = None
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        out = {}
+        for n in self.names():
+            out[f"{n}::exp_avg"] = self.exp_avg[n]
+            out[f"{n}::exp_avg_sq"] = self.exp_avg_sq[n]
+        return out
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor], step_count: int) -> None:
+        for n in self.names():
+            self.exp_avg[n].copy_(tensors[f"{n}::exp_avg"])
+            self.exp_avg_sq[n].copy_(tensors[f"{n}::exp_avg_sq"])
+        self.step_count = step_count
+
+
+def plan_from_mask(mask: dict[str, torch.Tensor], dense_names: tuple[str, ...] | list[str] = ()) -> Plan:
+    """Turn a boolean mask into a plan: all-True tensors train densely, all-False ones are frozen."""
+    plan: Plan = {}
+    for n, m in mask.items():
+        count = int(m.sum())
+        if count == m.numel():
+            plan[n] = None
+        elif count > 0:
+            plan[n] = m
+    for n in dense_names:
+        plan[n] = None
+    return plan
+
+
+def batch_indices(step: int, n: int, batch_size: int, seed: int) -> np.ndarray:
+    """Indices of the examples in training step ``step``: epochs of fixed seeded permutations.
+
+    Stateless, so a resumed run sees exactly the batches an uninterrupted one would.
+    """
+    start = step * batch_size
+    out = []
+    while len(out) < batch_size:
+        epoch, offset = divmod(start, n)
+        perm = np.random.default_rng([seed, epoch]).permutation(n)
+        take = perm[offset: offset + batch_size - len(out)]
+        out.extend(take.tolist())
+        start += len(take)
+    return np.asarray(out, dtype=np.int64)
+
+
+@dataclass
+class TrainResult:
+    vector: TaskVector
+    history: list[dict] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+LossFn = Callable[[TaskModel, dict], torch.Tensor]
+
+
+def default_logits(model: TaskModel, batch: dict) -> torch.Tensor:
+    return model(**batch)
+
+
+def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config: TrainConfig, *,
+             progress: bool = True, checkpoint_dir: Path | None = None,
+             on_step: Callable[[int, dict], None] | None = None,
+             logits_fn: LossFn = default_logits) -> TrainResult:
+    """Fine-tune the entries in ``plan`` on ``train``; return ``τ = θ* − θ0`` and the history.
+
+    The model's weights are changed in place during training and restored to exactly ``θ0`` at the
+    end (apply the returned vector to get ``θ*``). ``logits_fn`` lets other methods (linearized
+    fine-tuning) supply their own forward.
+    """
+    if len(train) == 0:
+        raise TalosError(f"task {task.name!r} has an empty training split")
+    params = dict(model.named_parameters())
+    unknown_names = [n for n in plan if n not in params]
+    if unknown_names:
+        raise TalosError(f"plan names parameters the model does not have: {unknown_names[:3]}")
+    device = model.device
+    theta0 = {n: params[n].detach().clone() for n in plan}
+    for n, p in params.items():
+        p.requires_grad_(n in plan)
+    opt = MaskedAdamW(params, plan, lr=config.lr, weight_decay=config.weight_decay)
+    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
+    start_step, history = 0, []
+    if checkpoint_dir is not None:
+        start_step, history = _maybe_resume(checkpoint_dir, config, params, opt)
+    model.eval()  # no dropout: see module docstring
+    steps = range(start_step, config.steps)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
+    fb_times, opt_times = [], []
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    for step in steps:
+        idx = batch_indices(step, len(train), config.batch_size, config.seed)
+        part = train.take(idx)
+        batch = {k: v.to(device) for k, v in model.prepare(part.inputs, task).items()}
+        labels = torch.as_tensor(part.labels, device=device)
+        for group in (opt,):
+            group.lr = cosine_lr(step, config)
+        _sync(device)
+        t0 = time.perf_counter()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
+            logits = logits_fn(model, batch)
+        loss = F.cross_entropy(logits.float(), labels)
+        loss.backward()
+        _sync(device)
+        t1 = time.perf_counter()
+        gnorm = opt.step(config.grad_clip)
+        opt.zero_grad()
+        _sync(device)
+        t2 = time.perf_counter()
+        fb_times.append(t1 - t0)
+        opt_times.append(t2 - t1)
+        acc = float((logits.argmax(-1) == labels).float().mean())
+        record = {"step": step + 1, "loss": loss.item(), "acc": acc, "lr": opt.lr, "grad_norm": gnorm}
+        history.append(record)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{record['loss']:.3f}")
+        if on_step is not None:
+            on_step(step + 1, record)
+        if checkpoint_dir is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
+                and step + 1 < config.steps:
+            _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history)
+    if bar is not None:
+        bar.close()
+    for p in params.values():
+        p.requires_grad_(False)
+    vector = _task_vector(params, theta0, plan)
+    with torch.no_grad():
+        for n, value in theta0.items():
+            params[n].copy_(value)
+    timings = {
+        "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
+        "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
+        "opt_s_mean": float(np.mean(opt_times)) if opt_times else 0.0,
+        "opt_s_std": float(np.std(opt_times)) if opt_times else 0.0,
+        "train_s": float(np.sum(fb_times) + np.sum(opt_times)),
+        "peak_memory_mb": _peak_memory_mb(device),
+        "peak_memory_kind": "cuda_max_allocated" if device.type == "cuda" else "process_peak_rss",
+        "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
+        "trainable_tensors": len(plan),
+    }
+    if checkpoint_dir is not None:
+        for f in ("checkpoint.safetensors", "checkpoint.json"):
+            (checkpoint_dir / f).unlink(missing_ok=True)
+    return TrainResult(vector, history, timings)
+
+
+def _task_vector(params: dict, theta0: dict, plan: Plan) -> TaskVector:
+    values, indices, shapes = {}, {}, {}
+    for n, mask in plan.items():
+        delta = (params[n].detach() - theta0[n]).float().cpu()
+        shapes[n] = tuple(delta.shape)
+        if mask is None:
+            values[n], indices[n] = delta, None
+        else:
+            idx = torch.nonzero(mask.reshape(-1)).view(-1).cpu()
+            values[n], indices[n] = delta.reshape(-1)[idx].clone(), idx
+    return TaskVector.from_entries(values, indices, shapes)
+
+
+def _config_key(config: TrainConfig) -> str:
+    return json.dumps({k: v for k, v in config.to_dict().items() if k != "checkpoint_every"}, sort_keys=True)
+
+
+def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict, opt: MaskedAdamW,
+                     history: list[dict]) -> None:
+    from talos_core.store import atomic_save_safetensors, atomic_write_json
+
+    tensors = {f"{n}::param": params[n].detach().contiguous() for n in opt.names()}
+    tensors.update(opt.state_tensors())
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_save_safetensors(tensors, folder / "checkpoint.safetensors", {"step": str(step)})
+    atomic_write_json(folder / "checkpoint.json", {"step": step, "config": _config_key(config),
+                                                     "history": history})
+
+
+def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAdamW) -> tuple[int, list]:
+    from talos_core.store import load_safetensors
+
+    meta_path, tensor_path = folder / "checkpoint.json", folder / "checkpoint.safetensors"
+    if not (meta_path.exists() and tensor_path.exists()):
+        return 0, []
+    meta = json.loads(meta_path.read_text())
+    if meta.get("config") != _config_key(config):
+        return 0, []  # a different configuration: start over
+    tensors, st_meta = load_safetensors(tensor_path)
+    if st_meta.get("step") != str(meta["step"]):
+        return 0, []
+    with torch.no_grad():
+        for n in opt.names():
+            params[n].copy_(tensors[f"{n}::param"])
+    opt.load_state_tensors(tensors, meta["step"])
+    return int(meta["step"]), list(meta.get("history", []))
