@@ -179,6 +179,9 @@ def apply_vectors(model: nn.Module, terms: Iterable[tuple[TaskVector, float]]) -
         for n in tv.values:
             if n not in params:
                 raise TalosError(f"task vector entry {n!r} is not a parameter of this model")
+            if tuple(params[n].shape) != tuple(tv.shapes[n]):
+                raise TalosError(f"task vector entry {n!r} has shape {tuple(tv.shapes[n])}, "
+                                 f"the model's parameter has {tuple(params[n].shape)}")
             idx = tv.indices[n]
             prev = saved.get(n)
             if prev is not None and prev[0] is None:

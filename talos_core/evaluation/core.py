@@ -92,3 +92,91 @@ def accuracy(model: TaskModel, task: TaskSpec, split: Split, terms: Terms = (), 
         return float("nan")
     preds = predict(model, task, split, terms, mode=mode, batch_size=batch_size)
     return float((preds == np.asarray(split.labels)).mean())
+
+
+# --------------------------------------------------------------------------------------------
+# helpers added for the evaluation protocols (existing functions above are unchanged)
+# --------------------------------------------------------------------------------------------
+Evaluation = tuple[TaskSpec, Split, dict]
+"""One ``(task, split, head)`` to evaluate; ``head`` is the task's frozen head (``model.build_head``)."""
+
+
+def predict_logits_many(model: TaskModel, evals: Sequence[Evaluation], terms: Terms = (), *,
+                        mode: Mode = "nonlinear", batch_size: int = 128) -> list[torch.Tensor]:
+    """Logits of ``θ0 + Σ α τ`` on several ``(task, split, head)`` with ONE weight edit.
+
+    The weights are the same for every task, only the frozen head differs, so in ``"nonlinear"``
+    mode the vectors are applied in place once (:func:`~talos_core.vectors.apply_vectors`), each
+    task's head is swapped in with :meth:`TaskModel.set_head` (a buffer swap) and the weights are
+    restored bitwise at the end. ``"linearized"`` mode has no weight edit: each task runs its own JVP.
+    The model keeps the head of the last evaluated task.
+
+    >>> # logits = predict_logits_many(model, [(spec_a, data_a.test, head_a), (spec_b, data_b.test, head_b)],
+    >>> #                              [(tau_a, 0.3), (tau_b, 0.3)])
+    """
+    terms = [(tv, float(a)) for tv, a in terms if a != 0.0]
+    outs: list[torch.Tensor] = []
+    if mode == "nonlinear":
+        with apply_vectors(model, terms):
+            for task, split, head in evals:
+                if model.head_task != task.name:
+                    model.set_head(head, task.name)
+                outs.append(predict_logits(model, task, split, (), mode="nonlinear", batch_size=batch_size))
+    elif mode == "linearized":
+        for task, split, head in evals:
+            if model.head_task != task.name:
+                model.set_head(head, task.name)
+            outs.append(predict_logits(model, task, split, terms, mode="linearized", batch_size=batch_size))
+    else:
+        raise ValueError(f"unknown evaluation mode {mode!r}")
+    return outs
+
+
+def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Sequence[TaskVector], *,
+                  batch_size: int = 128) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """``f(x, θ0)`` and, per vector, ``τᵀ∇θ f(x, θ0)`` on ``split`` (float32, CPU, ``[N, C]`` each).
+
+    These are the two terms of the linearized model (paper Eq. lin_net_addition):
+    ``f_lin(x, θ0 + Σ α_t τ_t) = f(x, θ0) + Σ α_t τ_tᵀ∇θ f(x, θ0)``, so once they are known the
+    linearized logits for ANY coefficients are ``base + Σ α_t jvp_t`` with no further forward pass.
+    The model must carry ``task``'s head and is left unchanged.
+    """
+    if model.head_task != task.name:
+        raise RuntimeError(f"model carries the head of {model.head_task!r}, not {task.name!r}")
+    deltas = [{n: v.to(model.device) for n, v in tv.to_dense().items()} for tv in vectors]
+    base_parts: list[torch.Tensor] = []
+    jvp_parts: list[list[torch.Tensor]] = [[] for _ in vectors]
+    was_training = model.training
+    model.eval()
+    try:
+        for batch in iter_batches(model, split, task, batch_size):
+            with torch.inference_mode():
+                base_parts.append(model(**batch).float().cpu())
+            with torch.no_grad():
+                for i, delta in enumerate(deltas):
+                    jvp_parts[i].append(_jvp_only(model, batch, delta).float().cpu())
+    finally:
+        model.train(was_training)
+    if not base_parts:
+        empty = torch.zeros(0, task.num_classes)
+        return empty, [empty.clone() for _ in vectors]
+    return torch.cat(base_parts), [torch.cat(p) for p in jvp_parts]
+
+
+def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``δᵀ∇θ f(x, θ0)`` (the tangent output of one :func:`torch.func.jvp`)."""
+    params = {n: p.detach() for n, p in model.named_parameters()}
+    names = [n for n in delta if n in params]
+    if not names:
+        with torch.inference_mode():
+            out = model(**batch)
+        return torch.zeros_like(out)
+    primals = tuple(params[n] for n in names)
+    tangents = tuple(delta[n].to(device=params[n].device, dtype=params[n].dtype) for n in names)
+    const = {n: v for n, v in params.items() if n not in delta}
+
+    def f(*values: torch.Tensor) -> torch.Tensor:
+        return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
+
+    _, dout = jvp(f, primals, tangents)
+    return dout

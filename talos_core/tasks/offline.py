@@ -48,7 +48,7 @@ from talos_core.tasks.sources import (
     read_idx,
     to_uint8,
 )
-from talos_core.tasks.splits import holdout_fraction, subsample
+from talos_core.tasks.splits import holdout_fraction, permutation
 
 Loader = Callable[[], tuple[Split, Split]]
 
@@ -92,7 +92,7 @@ def _read_drug_tsv(archive: zipfile.ZipFile, member: str) -> Split:
 
     with archive.open(member) as fh:
         frame = pd.read_csv(fh, sep="\t", index_col=0, dtype=str, keep_default_na=False)
-    texts = [clean_text(t) for t in frame["review"]]
+    texts = [clean_text(t, strip_quotes=True) for t in frame["review"]]
     return text_split(texts, encode_labels(frame["rating"].str.strip(), SENTIMENT_CLASSES))
 
 
@@ -148,7 +148,7 @@ def parse_wordnet_data(lines: Iterable[str], lexfiles: dict[int, str]) -> tuple[
 
     >>> line = "00015388 05 n 01 animal 0 000 | a living organism"
     >>> parse_wordnet_data(["  license", line], NOUN_LEXFILES)
-    (['a living organism'], [1])
+    (['a living organism'], [2])
     """
     order = {num: i for i, num in enumerate(sorted(lexfiles))}
     texts: list[str] = []
@@ -204,12 +204,23 @@ _EXCLUDED_FORTUNE_FILES = {"translations"}  # fortunes-de: mostly English origin
 PER_LANGUAGE_CAP = 2_500
 
 
-def _cookies(paths: Iterable[Path]) -> list[str]:
-    """Prose cookies of the given fortune files, in file-name order."""
-    out: list[str] = []
-    for p in sorted(paths):
-        out.extend(c for c in read_fortunes(p) if is_prose(c))
-    return out
+def _cookies(paths: Iterable[Path], limit: int | None = None) -> list[str]:
+    """Distinct prose cookies of the given fortune files, in file-name order.
+
+    With ``limit``, keep at most ``limit`` of them, drawn with the fixed split seed (only as many
+    cookies are checked as needed, which keeps the big language collections fast).
+    """
+    cookies = [c for p in sorted(paths) for c in read_fortunes(p)]
+    order = range(len(cookies)) if limit is None else permutation(len(cookies))
+    kept: list[int] = []
+    seen: set[str] = set()
+    for i in order:
+        if limit is not None and len(kept) >= limit:
+            break
+        if cookies[i] not in seen and is_prose(cookies[i]):
+            seen.add(cookies[i])
+            kept.append(int(i))
+    return [cookies[i] for i in sorted(kept)]
 
 
 def _fortune_files(task: str, package: str, where: str) -> list[Path]:
@@ -238,8 +249,8 @@ def load_fortune_languages() -> tuple[Split, Split]:
     """Fortune cookies labelled by language, at most 2,500 per language; 20% fixed hold-out."""
     parts = []
     for i, (package, where) in enumerate(FORTUNE_LANGUAGES.values()):
-        cookies = _cookies(_fortune_files("fortune-langs", package, where))
-        parts.append(subsample(text_split(cookies, [i] * len(cookies)), PER_LANGUAGE_CAP))
+        cookies = _cookies(_fortune_files("fortune-langs", package, where), PER_LANGUAGE_CAP)
+        parts.append(Split(cookies, np.full(len(cookies), i, dtype=np.int64)))
     everything = concat(parts)
     return holdout_fraction(text_split(everything.inputs, everything.labels))
 
@@ -253,11 +264,15 @@ FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 
 
 def load_digits() -> tuple[Split, Split]:
-    """scikit-learn's 8x8 digits (values 0..16 rescaled to uint8 0..255); 20% fixed hold-out."""
-    from sklearn.datasets import load_digits as sk_load_digits
+    """scikit-learn's 8x8 digits (values 0..16 rescaled to uint8 0..255); 20% fixed hold-out.
 
-    bunch = sk_load_digits()
-    return holdout_fraction(Split(to_uint8(bunch.images, 16), bunch.target.astype(np.int64)))
+    Reads ``sklearn/datasets/data/digits.csv.gz`` (64 pixels then the label per row) directly, as
+    ``sklearn.datasets.load_digits`` does, without importing scikit-learn.
+    """
+    path = pip_package_file("digits", "sklearn", "datasets/data/digits.csv.gz", pip_name="scikit-learn")
+    table = np.loadtxt(path, delimiter=",", dtype=np.float64)
+    images = to_uint8(table[:, :-1].reshape(-1, 8, 8), 16)
+    return holdout_fraction(Split(images, table[:, -1].astype(np.int64)))
 
 
 def _image_split(images: np.ndarray, labels: np.ndarray, side: int) -> Split:

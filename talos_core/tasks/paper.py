@@ -135,7 +135,7 @@ def to_rgb_array(image: Any, max_short_side: int = MAX_SHORT_SIDE) -> np.ndarray
     if min(w, h) > max_short_side:
         scale = max_short_side / min(w, h)
         image = image.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.Resampling.BICUBIC)
-    return np.asarray(image, dtype=np.uint8)
+    return np.array(image, dtype=np.uint8)  # a writable copy (asarray of a PIL image is read-only)
 
 
 def stack_if_uniform(images: list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
@@ -372,13 +372,17 @@ STORY_CLOZE_ENV = "TALOS_STORY_CLOZE_DIR"
 STORY_CLOZE_ID = "LSDSem/story_cloze"
 
 
-def _story_cloze_csv(folder: Path, kind: str) -> str:
-    """The one ``*{kind}*.csv`` file of the Spring 2016 release in ``folder``."""
-    found = sorted(p for p in folder.glob("*.csv") if kind in p.name.lower() and "2016" in p.name)
-    found = found or sorted(p for p in folder.glob("*.csv") if kind in p.name.lower())
+def _story_cloze_csv(folder: Path, suffixes: tuple[str, ...]) -> str:
+    """The one CSV file in ``folder`` whose name ends with one of ``suffixes``.
+
+    The official files are ``cloze_test_val__spring2016 - cloze_test_ALL_val.csv`` and
+    ``cloze_test_test__spring2016 - cloze_test_ALL_test.csv``.
+    """
+    found = sorted(p for p in folder.glob("*.csv") if p.name.lower().endswith(suffixes))
     if len(found) != 1:
         raise hub_error("story_cloze", STORY_CLOZE_ID,
-                        f"expected one {kind} CSV file in {str(folder)!r}, found {len(found)}")
+                        f"expected one CSV file ending in {' or '.join(suffixes)} in {str(folder)!r}, "
+                        f"found {len(found)}")
     return str(found[0])
 
 
@@ -398,7 +402,8 @@ class StoryClozeLoader:
             raise hub_error(self.task, STORY_CLOZE_ID,
                             f"it needs a manual download; set {STORY_CLOZE_ENV} to the folder holding the "
                             "Spring 2016 validation and test CSV files")
-        files = {"train": _story_cloze_csv(Path(folder), "val"), "test": _story_cloze_csv(Path(folder), "test")}
+        files = {"train": _story_cloze_csv(Path(folder), ("val.csv", "validation.csv")),
+                 "test": _story_cloze_csv(Path(folder), ("test.csv",))}
         return HubTextLoader(self.task, HubSplit("csv", "train", data_files=files),
                              HubSplit("csv", "test", data_files=files), format_story_cloze)()
 

@@ -100,8 +100,10 @@ def to_uint8(images: np.ndarray, max_value: float) -> np.ndarray:
     >>> to_uint8(np.array([0.0, 8.0, 16.0]), 16).tolist()
     [0, 128, 255]
     """
-    scaled = np.rint(np.asarray(images, dtype=np.float64) * (255.0 / max_value))
-    return np.clip(scaled, 0, 255).astype(np.uint8)
+    scaled = np.asarray(images, dtype=np.float32) * np.float32(255.0 / max_value)
+    np.rint(scaled, out=scaled)
+    np.clip(scaled, 0, 255, out=scaled)
+    return scaled.astype(np.uint8)
 
 
 def encode_labels(names: Iterable[str], classes: Sequence[str]) -> np.ndarray:
@@ -132,14 +134,18 @@ def concat(splits: Sequence[Split]) -> Split:
 # --- text -----------------------------------------------------------------------------------------
 
 _SPACE = re.compile(r"\s+")
+_WHITE = re.compile(r"\s")
+_LETTER = re.compile(r"[^\W\d_]")
+_FORTUNE_SEPARATOR = re.compile(r"^%\s*$", re.MULTILINE)
 
 
-def clean_text(text: str, *, ascii_only: bool = False) -> str:
-    """Unescape HTML entities, strip wrapping quotes, collapse whitespace; optionally drop non-ASCII.
+def clean_text(text: str, *, ascii_only: bool = False, strip_quotes: bool = False) -> str:
+    """Unescape HTML entities and collapse whitespace.
 
-    ``ascii_only`` is for sources whose non-ASCII characters are encoding debris (mojibake).
+    ``ascii_only`` drops non-ASCII characters, for sources where they are encoding debris
+    (mojibake); ``strip_quotes`` removes double quotes wrapped around the whole text.
 
-    >>> clean_text('  "It&#039;s   fine\\r\\n"  ')
+    >>> clean_text('  "It&#039;s   fine\\r\\n"  ', strip_quotes=True)
     "It's fine"
     >>> clean_text("caf\\xe9 \\x8a_ ok", ascii_only=True)
     'caf _ ok'
@@ -148,7 +154,7 @@ def clean_text(text: str, *, ascii_only: bool = False) -> str:
     if ascii_only:
         text = text.encode("ascii", "ignore").decode("ascii")
     text = _SPACE.sub(" ", text).strip()
-    while len(text) >= 2 and text[0] == text[-1] == '"':
+    while strip_quotes and len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
     return text
 
@@ -177,7 +183,7 @@ def read_fortunes(path: Path) -> list[str]:
     >>> os.unlink(f.name)
     """
     text = path.read_bytes().decode("utf-8", errors="replace")
-    cookies = (clean_text(block) for block in re.split(r"^%\s*$", text, flags=re.MULTILINE))
+    cookies = (_SPACE.sub(" ", block).strip() for block in _FORTUNE_SEPARATOR.split(text))
     return [c for c in cookies if c]
 
 
@@ -189,8 +195,9 @@ def is_prose(text: str, *, min_chars: int = 20, max_chars: int = 600) -> bool:
     """
     if not min_chars <= len(text) <= max_chars or "\ufffd" in text:
         return False
-    letters = sum(ch.isalpha() for ch in text)
-    return letters >= 0.6 * sum(not ch.isspace() for ch in text)
+    visible = len(text) - len(_WHITE.findall(text))
+    letters = len(_LETTER.findall(text))
+    return letters >= 0.6 * visible
 
 
 # --- pickles of plain numpy arrays ----------------------------------------------------------------

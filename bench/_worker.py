@@ -1,0 +1,281 @@
+"""Benchmark worker: one measurement in a fresh process (``python -m bench._worker JOB 'JSON'``).
+
+Jobs: ``mask`` (calibrate and save a real TaLoS mask), ``train`` (time fine-tuning steps of one
+plan), ``calib`` (per-sample Fisher vmap vs loop, calibration vs fine-tuning time), ``grid`` (one
+evaluation-grid point vs one plain evaluation pass). Each prints ``RESULT {json}`` (see
+:func:`bench.common.emit`). Workers call only the public engine API, so the same benchmark code
+measures the engine before and after an optimization.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from bench.common import current_memory_mb, emit, peak_memory_mb, reset_peak_memory, rss_mb, sync, timed
+
+SPARSITY = 0.9
+
+
+def setup(model_name: str, task_name: str, device: str, *, max_train: int = 64, max_val: int = 64,
+          max_test: int = 64):
+    """Model ``model_name`` on ``device`` with ``task_name``'s head, and the task's (subsampled) data.
+
+    CLIP's text tower only builds heads; it is dropped afterwards so that CPU memory numbers, like
+    ``torch.cuda.max_memory_allocated`` on GPU, count only what training touches.
+    """
+    from talos_core.models import load_model
+    from talos_core.tasks import get_task, load_task
+
+    task = get_task(task_name)
+    data = load_task(task_name, max_train=max_train, max_val=max_val, max_test=max_test)
+    base = rss_mb()
+    model = load_model(model_name)
+    model.set_head(model.build_head(task), task.name)
+    if hasattr(model, "_text"):
+        model._text = None
+    model = model.to(torch.device(device))
+    import gc
+
+    gc.collect()
+    return model, task, data, base
+
+
+def mask_structure(mask: dict[str, torch.Tensor]) -> dict:
+    """How structured a mask is: fully trainable / partly trainable / frozen tensors, and for the
+    partly trainable matrices the fraction of rows and of columns that hold any trainable entry."""
+    full = partial = frozen = 0
+    entries = entries_in_full = 0
+    rows_touched = rows_total = cols_touched = cols_total = 0
+    for m in mask.values():
+        c, n = int(m.sum()), m.numel()
+        entries += c
+        if c == n:
+            full += 1
+            entries_in_full += c
+        elif c == 0:
+            frozen += 1
+        else:
+            partial += 1
+            if m.dim() >= 2:
+                flat = m.reshape(m.shape[0], -1)
+                rows_touched += int(flat.any(1).sum())
+                rows_total += flat.shape[0]
+                cols_touched += int(flat.any(0).sum())
+                cols_total += flat.shape[1]
+    total = sum(m.numel() for m in mask.values())
+    return {"density": entries / max(total, 1), "tensors": len(mask), "full": full, "partial": partial,
+            "frozen": frozen, "share_in_full": entries_in_full / max(entries, 1),
+            "partial_rows_touched": rows_touched / max(rows_total, 1) if rows_total else None,
+            "partial_cols_touched": cols_touched / max(cols_total, 1) if cols_total else None}
+
+
+# --------------------------------------------------------------------------------------------
+def job_mask(a: dict) -> dict:
+    from talos_core.masks import CalibrationConfig, calibrate_talos, calibration_split
+    from talos_core.store import save_mask
+
+    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_val=a["samples"], max_train=8, max_test=8)
+    calib = calibration_split(data.val, a["samples"], 0)
+    cfg = CalibrationConfig(sparsity=SPARSITY, samples=a["samples"], chunk_size=a["chunk_size"],
+                            batch_size=min(32, a["samples"]))
+    t0 = time.perf_counter()
+    mask = calibrate_talos(model, calib, task, cfg)
+    sync(model.device)
+    elapsed = time.perf_counter() - t0
+    Path(a["out"]).parent.mkdir(parents=True, exist_ok=True)
+    save_mask(mask, Path(a["out"]))
+    structure = mask_structure(mask)
+    Path(a["out"]).with_suffix(".json").write_text(json.dumps(structure))
+    return {"calibration_s": elapsed, **structure}
+
+
+def _train_config(model_name: str, steps: int, batch: int):
+    from talos_core.models import get_model_spec
+    from talos_core.training import TrainConfig
+
+    d = get_model_spec(model_name).defaults
+    return TrainConfig(steps=steps, batch_size=batch, lr=d.get("lr", 1e-5), weight_decay=0.1,
+                       warmup_steps=0, grad_clip=1.0, seed=0)
+
+
+def _plan(model, kind: str, mask_path: str | None):
+    from talos_core.store import load_mask
+    from talos_core.training import plan_from_mask
+
+    if kind == "nonlinear":
+        return {n: None for n, _ in model.named_parameters()}
+    if kind == "talos":
+        mask = load_mask(Path(mask_path))
+        return plan_from_mask({n: m.to(model.device) for n, m in mask.items()})
+    raise ValueError(kind)
+
+
+def job_train(a: dict) -> dict:
+    """Time ``iters`` fine-tuning steps after one warm-up step; peak memory of the measured steps."""
+    from talos_core.training import finetune
+
+    batch, iters = a["batch"], a["iters"]
+    model, task, data, base = setup(a["model"], a["task"], a["device"], max_train=batch * (iters + 1),
+                                    max_val=8, max_test=8)
+    device = model.device
+    plan = _plan(model, a["plan"], a.get("mask"))
+    finetune(model, data.train, task, plan, _train_config(a["model"], 1, batch), progress=False)
+    model_mem = current_memory_mb(device)
+    kind = reset_peak_memory(device)
+    start_mem = current_memory_mb(device)
+    res = finetune(model, data.train, task, plan, _train_config(a["model"], iters, batch), progress=False)
+    peak = peak_memory_mb(device)
+    t = res.timings
+    return {"fwd_bwd_s": t["fwd_bwd_s_mean"], "fwd_bwd_std": t["fwd_bwd_s_std"], "opt_s": t["opt_s_mean"],
+            "opt_std": t["opt_s_std"], "iter_s": t["fwd_bwd_s_mean"] + t["opt_s_mean"], "peak_mb": peak,
+            "peak_kind": kind, "start_mb": start_mem, "model_mb": model_mem,
+            "base_mb": base if device.type == "cpu" else 0.0,
+            "trainable_entries": t["trainable_entries"], "trainable_tensors": t["trainable_tensors"],
+            "params": model.num_parameters(), "final_loss": res.history[-1]["loss"]}
+
+
+def _compare(vmap_scores: dict, loop_scores: dict) -> dict:
+    """Agreement of two score dicts: max |Δ| relative to the largest score, relative L2 error."""
+    num = den = 0.0
+    max_abs = max(float(s.abs().max()) for s in loop_scores.values())
+    worst = 0.0
+    for n, ref in loop_scores.items():
+        d = (vmap_scores[n].float() - ref.float())
+        num += float((d.double() ** 2).sum())
+        den += float((ref.double() ** 2).sum())
+        worst = max(worst, float(d.abs().max()))
+    return {"max_abs_rel": worst / max(max_abs, 1e-30), "rel_l2": math.sqrt(num / max(den, 1e-300))}
+
+
+def job_calib(a: dict) -> dict:
+    from talos_core.masks import (CalibrationConfig, calibrate_talos, calibration_split, fisher_scores,
+                                  fisher_scores_loop, keep_lowest)
+    from talos_core.models import get_model_spec
+    from talos_core.store import save_mask
+    from talos_core.training import finetune, plan_from_mask
+
+    n_scores, n_cal = a["score_samples"], a["mask_samples"]
+    batch, iters = a["batch"], a["iters"]
+    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_val=max(n_scores, n_cal),
+                                 max_train=batch * (iters + 1), max_test=8)
+    device = model.device
+    names = model.maskable_names()
+    out: dict = {}
+
+    # 1. per-sample Fisher scores: vmap vs one backward per sample, same data and draws
+    calib = calibration_split(data.val, n_scores, 0)
+    warm = calibration_split(data.val, 2, 1)
+    fisher_scores(model, warm, task, names, generator=torch.Generator().manual_seed(0), chunk_size=a["chunk_size"])
+    fisher_scores_loop(model, warm, task, names, generator=torch.Generator().manual_seed(0))
+    box: dict = {}
+    t_vmap = timed(lambda: box.__setitem__("v", fisher_scores(
+        model, calib, task, names, generator=torch.Generator().manual_seed(0), batch_size=32,
+        chunk_size=a["chunk_size"])), device)[0]
+    t_loop = timed(lambda: box.__setitem__("l", fisher_scores_loop(
+        model, calib, task, names, generator=torch.Generator().manual_seed(0), batch_size=32)), device)[0]
+    out.update(scores_samples=len(calib), vmap_s=t_vmap, loop_s=t_loop, **_compare(box["v"], box["l"]))
+    elig = {n: torch.ones_like(s, dtype=torch.bool) for n, s in box["l"].items()}
+    total = sum(m.numel() for m in elig.values())
+    k = int(0.1 * total)
+    m_v, m_l = keep_lowest(box["v"], elig, k), keep_lowest(box["l"], elig, k)
+    out["mask_agreement"] = sum(int((m_v[n] == m_l[n]).sum()) for n in names) / total
+    del box
+
+    # 2. a full TaLoS calibration (4 rounds) on n_cal samples
+    cal_split = calibration_split(data.val, n_cal, 0)
+    cfg = CalibrationConfig(sparsity=SPARSITY, samples=n_cal, chunk_size=a["chunk_size"], batch_size=32)
+    sync(device)
+    t0 = time.perf_counter()
+    mask = calibrate_talos(model, cal_split, task, cfg)
+    sync(device)
+    t_cal = time.perf_counter() - t0
+    if a.get("mask_out"):
+        save_mask(mask, Path(a["mask_out"]))
+        Path(a["mask_out"]).with_suffix(".json").write_text(json.dumps(mask_structure(mask)))
+    out.update(calibration_s=t_cal, calibration_samples=len(cal_split), rounds=cfg.rounds)
+
+    # 3. the TaLoS fine-tuning this calibration serves (its per-step cost with this mask)
+    plan = plan_from_mask(mask)
+    finetune(model, data.train, task, plan, _train_config(a["model"], 1, batch), progress=False)
+    res = finetune(model, data.train, task, plan, _train_config(a["model"], iters, batch), progress=False)
+    step_s = res.timings["fwd_bwd_s_mean"] + res.timings["opt_s_mean"]
+    d = get_model_spec(a["model"]).defaults
+    per_sample_round = t_cal / (cfg.rounds * len(cal_split))
+    calib_proj = per_sample_round * cfg.rounds * d["calib_samples"]
+    ft_proj = step_s * (d["batch_size"] / batch) * d["steps"]
+    out.update(step_s=step_s, ft_batch=batch, default_steps=d["steps"], default_batch=d["batch_size"],
+               default_calib_samples=d["calib_samples"], calib_projected_s=calib_proj, ft_projected_s=ft_proj)
+    return out
+
+
+def job_grid(a: dict) -> dict:
+    """One evaluation pass of θ0 + Σ α τ (in-place apply + predict + restore) vs a plain pass."""
+    from talos_core.evaluation.core import predict
+    from talos_core.masks import random_mask
+    from talos_core.vectors import TaskVector, apply_vectors
+
+    n = a["examples"]
+    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_test=n, max_train=8, max_val=8)
+    device = model.device
+    params = dict(model.named_parameters())
+    g = torch.Generator().manual_seed(0)
+
+    def sparse_vector(seed: int) -> TaskVector:
+        mask = random_mask(model, 1.0 - SPARSITY, seed)
+        vals, idx, shapes = {}, {}, {}
+        for name, m in mask.items():
+            flat = torch.nonzero(m.reshape(-1).cpu()).view(-1)
+            if flat.numel() == 0:
+                continue
+            idx[name], shapes[name] = flat, tuple(m.shape)
+            vals[name] = torch.randn(flat.numel(), generator=g) * 1e-3
+        return TaskVector.from_entries(vals, idx, shapes)
+
+    def dense_vector() -> TaskVector:
+        return TaskVector.from_entries({n: torch.randn(p.shape, generator=g) * 1e-3 for n, p in params.items()},
+                                       {n: None for n in params}, {n: tuple(p.shape) for n, p in params.items()})
+
+    reps = a["reps"]
+    split = data.test
+    bs = a.get("eval_batch", 128)
+    predict(model, task, split, batch_size=bs)  # warm-up
+    plain = timed(lambda: predict(model, task, split, batch_size=bs), device, reps)
+    out = {"examples": len(split), "plain_s": statistics.median(plain)}
+    grid = [(-3.0, 3.0), (-1.42, 0.47), (0.79, -2.05), (2.37, 1.11)]
+    for kind, build in (("sparse", sparse_vector), ("dense", lambda s: dense_vector())):
+        t1, t2 = build(1), build(2)
+        alpha = [timed(lambda: predict(model, task, split, [(t1, al)], batch_size=bs), device)[0]
+                 for al in (0.25, 0.5, 0.75, 1.0)][: max(reps, 2)]
+        xi = [timed(lambda: predict(model, task, split, [(t1, a1), (t2, a2)], batch_size=bs), device)[0]
+              for a1, a2 in grid][: max(reps, 2)]
+
+        def apply_only() -> None:
+            with apply_vectors(model, [(t1, 0.3), (t2, -0.7)]):
+                pass
+
+        apply = timed(apply_only, device, 3)
+        out[kind] = {"alpha_point_s": statistics.median(alpha), "xi_point_s": statistics.median(xi),
+                     "apply_restore_s": statistics.median(apply), "nnz": t1.nnz() + t2.nnz()}
+    return out
+
+
+JOBS = {"mask": job_mask, "train": job_train, "calib": job_calib, "grid": job_grid}
+
+
+def main() -> None:
+    job, args = sys.argv[1], json.loads(sys.argv[2])
+    torch.manual_seed(0)
+    if job not in JOBS:
+        raise SystemExit(f"unknown job {job!r}; choose one of {sorted(JOBS)}")
+    emit(JOBS[job](args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Benchmark: TaLoS sparse fine-tuning (90% sparsity, a real calibrated mask) vs non-linear FT.
+
+``python -m bench.bench_finetune [--device cuda] [--quick] [--models ...]``
+
+Per model, on the same batch and data: mean forward+backward time and optimizer-step time of the
+measured steps (after one warm-up step), and peak memory — each configuration in its own fresh
+process (CPU: peak RSS, also net of the process's RSS before the model was loaded; GPU:
+``torch.cuda.max_memory_allocated``). Ratios: fwd+bwd speed-up (non-linear / TaLoS, goal ≥ 3),
+optimizer-step ratio (TaLoS / non-linear, goal ≤ 1) and memory ratio (TaLoS / non-linear, goal ≤ 0.5).
+
+The mask is a real TaLoS calibration (4 rounds, few samples), cached under ``bench/.cache`` keyed by
+the source of ``talos_core/masks.py``; its structure is printed too.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bench.common import (Case, common_parser, machine_line, markdown_table, mask_cache_path, ratio,
+                          resolve_device, run_worker, select_cases, write_json)
+
+
+def ensure_mask(case: Case, device: str) -> dict:
+    """Path and structure of the case's real TaLoS mask, calibrating it (in a worker) when not cached."""
+    path = mask_cache_path(case, device)
+    meta = path.with_suffix(".json")
+    if not (path.exists() and meta.exists()):
+        info = run_worker("mask", {"model": case.model, "task": case.task, "device": device,
+                                   "samples": case.mask_samples, "chunk_size": case.chunk_size, "out": str(path)})
+        print(f"  calibrated {case.model} mask on {case.mask_samples} samples in {info['calibration_s']:.1f}s",
+              flush=True)
+    return {"path": str(path), **json.loads(meta.read_text())}
+
+
+def run_case(case: Case, device: str, quick: bool) -> dict:
+    mask = ensure_mask(case, device)
+    iters = 2 if quick else case.ft_iters
+    common = {"model": case.model, "task": case.task, "device": device, "batch": case.ft_batch, "iters": iters}
+    nl = run_worker("train", {**common, "plan": "nonlinear"})
+    ts = run_worker("train", {**common, "plan": "talos", "mask": mask["path"]})
+    return {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "nonlinear": nl, "talos": ts}
+
+
+def tables(results: list[dict]) -> str:
+    rows, ratios, structure = [], [], []
+    for r in results:
+        nl, ts = r["nonlinear"], r["talos"]
+        for name, x in (("non-linear FT", nl), ("TaLoS 90%", ts)):
+            rows.append({"model": r["case"], "method": name, "batch": r["batch"], "fb": x["fwd_bwd_s"],
+                         "fbstd": x["fwd_bwd_std"], "opt": x["opt_s"], "it": x["iter_s"], "peak": x["peak_mb"],
+                         "net": x["peak_mb"] - x["base_mb"], "entries": x["trainable_entries"]})
+        ratios.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"]),
+                       "opt": ratio(ts["opt_s"], nl["opt_s"]), "it": ratio(nl["iter_s"], ts["iter_s"]),
+                       "mem": ratio(ts["peak_mb"], nl["peak_mb"]),
+                       "net": ratio(ts["peak_mb"] - ts["base_mb"], nl["peak_mb"] - nl["base_mb"])})
+        m = r["mask"]
+        structure.append({"model": r["case"], "density": m["density"], "full": m["full"], "partial": m["partial"],
+                          "frozen": m["frozen"], "share": m["share_in_full"], "rows": m["partial_rows_touched"],
+                          "cols": m["partial_cols_touched"]})
+    kind = results[0]["talos"]["peak_kind"] if results else ""
+    out = ["### Fine-tuning cost per iteration (seconds, MiB)", "",
+           markdown_table(rows, ["model", "method", "batch", "fb", "fbstd", "opt", "it", "peak", "net", "entries"],
+                          ["model", "method", "batch", "fwd+bwd s", "± std", "opt step s", "iter s",
+                           f"peak MiB ({kind})", "peak − pre-model RSS MiB", "trainable entries"]),
+           "", "### Ratios (side by side, same run)", "",
+           markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net"],
+                          ["model", "fwd+bwd speed-up NL/TaLoS (goal ≥ 3)", "opt step TaLoS/NL (goal ≤ 1)",
+                           "iteration speed-up", "peak memory TaLoS/NL (goal ≤ 0.5)", "net memory TaLoS/NL"]),
+           "", "### Structure of the calibrated TaLoS masks", "",
+           markdown_table(structure, ["model", "density", "full", "partial", "frozen", "share", "rows", "cols"],
+                          ["model", "density", "tensors 100% trainable", "partly trainable", "frozen",
+                           "share of entries in 100% tensors", "rows touched (partial matrices)",
+                           "columns touched (partial matrices)"])]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = common_parser(__doc__.splitlines()[0]).parse_args(argv)
+    device = resolve_device(args.device)
+    print(f"## bench_finetune — {machine_line(device)}", flush=True)
+    results = []
+    for case in select_cases(args.models, args.quick, device):
+        print(f"- {case.model} ({case.task}) …", flush=True)
+        results.append(run_case(case, device, args.quick))
+    print()
+    print(tables(results))
+    write_json(args.json, {"benchmark": "finetune", "device": device, "results": results})
+    return results
+
+
+if __name__ == "__main__":
+    main()

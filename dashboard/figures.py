@@ -1,0 +1,670 @@
+"""Every dashboard figure, as a pure function: numpy / pandas data in, ``plotly.graph_objects.Figure`` out.
+
+No Streamlit here, so figures are unit-testable and reusable in notebooks and the benchmark::
+
+    >>> fig = localization_heatmap(["a", "b"], [[1.2, 0.9], [1.0, 1.3]])
+    >>> fig.data[0].z.tolist()
+    [[1.2, 0.9], [1.0, 1.3]]
+
+Conventions shared by all figures:
+
+* one colour per method everywhere (:func:`method_color`);
+* red (:data:`MARK_COLOR`) is reserved for *annotations that carry meaning*: the α search region on
+  ξ heatmaps, the diagonal of localization matrices, the selected α on α curves;
+* heatmaps that are compared side by side share ``zmin``/``zmax`` (one colour axis);
+* matrices are drawn with row 0 at the top (row = first index, column = second index);
+* numbers copied from the paper are labelled "published" in titles and legends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from talos_core.errors import TalosError
+
+# --------------------------------------------------------------------------------------------
+# colours
+# --------------------------------------------------------------------------------------------
+MARK_COLOR = "#d62728"  # red: search region, diagonal, selected α
+ZERO_SHOT_COLOR = "#555555"
+SINGLE_TASK_COLOR = "#111111"
+
+METHOD_COLORS: dict[str, str] = {
+    "talos": "#1b9e77",
+    "talos-top": "#66c2a5",
+    "nonlinear": "#7570b3",
+    "linearized": "#e7298a",
+    "llora": "#e6ab02",
+    "lota": "#a6761d",
+    "ties": "#1f78b4",
+    "dare": "#b2df8a",
+    "breadcrumbs": "#fb9a99",
+    "tall_consensus": "#cab2d6",
+    "random": "#bdbdbd",
+    "magnitude": "#8c8c8c",
+    "zero-shot": ZERO_SHOT_COLOR,
+}
+_FALLBACK = ["#66a61e", "#d95f02", "#a6cee3", "#fdbf6f", "#ff7f00", "#6a3d9a", "#b15928", "#33a02c"]
+
+METHOD_LABELS: dict[str, str] = {
+    "talos": "TaLoS", "talos-top": "TaLoS (top-k)", "nonlinear": "Non-linear FT",
+    "linearized": "Linearized FT", "llora": "L-LoRA", "lota": "LoTA", "ties": "TIES",
+    "dare": "DARE", "breadcrumbs": "Breadcrumbs", "tall_consensus": "TALL / Consensus",
+    "random": "Random mask", "magnitude": "Magnitude mask",
+}
+
+LAYER_TYPES = ["embedding", "conv", "q", "k", "v", "qkv", "attn_out", "mlp_in", "mlp_out", "layernorm",
+               "bias", "other"]
+
+DIVERGING = "RdBu"
+SEQUENTIAL = "Viridis"
+
+
+def method_color(method: str) -> str:
+    """The colour of ``method`` (stable across pages and sessions).
+
+    Known methods have a fixed colour; an unknown name gets a deterministic one from a fallback
+    palette (hash of the name), never a random one.
+
+    >>> method_color("talos")
+    '#1b9e77'
+    >>> method_color("my-method") == method_color("my-method")
+    True
+    """
+    if method in METHOD_COLORS:
+        return METHOD_COLORS[method]
+    digest = int(hashlib.md5(method.encode()).hexdigest(), 16)
+    return _FALLBACK[digest % len(_FALLBACK)]
+
+
+def method_label(method: str) -> str:
+    """Human-readable method name (``"talos"`` → ``"TaLoS"``); unknown names are returned unchanged."""
+    return METHOD_LABELS.get(method, method)
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------------------------
+def _matrix(values: Any, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 2 or arr.size == 0:
+        raise TalosError(f"{name} must be a non-empty 2-D matrix, got shape {arr.shape}")
+    return arr
+
+
+def _finite_max(*arrays: Any, default: float = 1.0) -> float:
+    vals = [np.asarray(a, dtype=float) for a in arrays]
+    vals = [v[np.isfinite(v)] for v in vals]
+    vals = [v for v in vals if v.size]
+    return float(max(v.max() for v in vals)) if vals else default
+
+
+def _finite_min(*arrays: Any, default: float = 0.0) -> float:
+    vals = [np.asarray(a, dtype=float) for a in arrays]
+    vals = [v[np.isfinite(v)] for v in vals]
+    vals = [v for v in vals if v.size]
+    return float(min(v.min() for v in vals)) if vals else default
+
+
+def _layout(fig: go.Figure, title: str, *, height: int | None = None, **kw: Any) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), template="plotly_white",
+                      margin=dict(l=60, r=20, t=60 if title else 30, b=50), height=height,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1.0), **kw)
+    return fig
+
+
+def _fmt(v: float) -> str:
+    return "" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def _cell_text(arr: np.ndarray) -> list[list[str]]:
+    return [[_fmt(v) for v in row] for row in arr]
+
+
+def diagonal_shapes(n: int, *, xref: str = "x", yref: str = "y", color: str = MARK_COLOR) -> list[dict]:
+    """Rectangles outlining the diagonal cells of an ``n × n`` categorical heatmap.
+
+    >>> diagonal_shapes(2)[1]["x0"], diagonal_shapes(2)[1]["y1"]
+    (0.5, 1.5)
+    """
+    return [dict(type="rect", xref=xref, yref=yref, x0=i - 0.5, x1=i + 0.5, y0=i - 0.5, y1=i + 0.5,
+                 line=dict(color=color, width=3), fillcolor="rgba(0,0,0,0)", name="diagonal")
+            for i in range(n)]
+
+
+# --------------------------------------------------------------------------------------------
+# masks
+# --------------------------------------------------------------------------------------------
+def mask_density_grid(masks: pd.DataFrame) -> pd.DataFrame:
+    """Trainable fraction per (layer type, block): ``Σ trainable / Σ numel`` over the tensors in a cell.
+
+    ``masks`` has the SCHEMA ``masks`` columns (``block``, ``layer_type``, ``numel``, ``trainable``).
+    Returns a layer-type × block frame (rows in :data:`LAYER_TYPES` order, block ``-1`` shown as
+    ``"outside"`` first); cells with no tensors are NaN.
+
+    >>> df = pd.DataFrame({"block": [0, 0, 1], "layer_type": ["q", "q", "q"],
+    ...                    "numel": [10, 30, 20], "trainable": [1, 3, 10]})
+    >>> mask_density_grid(df).loc["q"].tolist()
+    [0.1, 0.5]
+    """
+    need = {"block", "layer_type", "numel", "trainable"}
+    missing = need - set(masks.columns)
+    if missing:
+        raise TalosError(f"masks table is missing columns {sorted(missing)}; expected {sorted(need)}")
+    if masks.empty:
+        return pd.DataFrame()
+    agg = masks.groupby(["layer_type", "block"], sort=False)[["trainable", "numel"]].sum()
+    dens = (agg["trainable"] / agg["numel"].where(agg["numel"] > 0)).unstack("block")
+    blocks = sorted(dens.columns, key=lambda b: (int(b) >= 0, int(b)))
+    order = [t for t in LAYER_TYPES if t in dens.index] + sorted(t for t in dens.index if t not in LAYER_TYPES)
+    dens = dens.reindex(index=order, columns=blocks)
+    dens.columns = ["outside" if int(b) < 0 else str(int(b)) for b in blocks]
+    return dens.astype(float)
+
+
+def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fraction per block and layer type",
+                         zmax: float | None = None, zmin: float = 0.0) -> go.Figure:
+    """Heatmap of mask density: x = transformer block, y = layer type, colour = trainable fraction.
+
+    >>> df = pd.DataFrame({"block": [0, 1], "layer_type": ["q", "v"], "numel": [10, 10],
+    ...                    "trainable": [1, 5]})
+    >>> mask_density_heatmap(df).data[0].x
+    ('0', '1')
+    """
+    grid = mask_density_grid(masks)
+    if grid.empty:
+        raise TalosError("masks table is empty; nothing to draw")
+    z = grid.to_numpy()
+    zmax = _finite_max(z) if zmax is None else zmax
+    fig = go.Figure(go.Heatmap(z=z, x=list(grid.columns), y=list(grid.index), zmin=zmin, zmax=zmax,
+                               colorscale=SEQUENTIAL, text=[[f"{v:.3f}" if np.isfinite(v) else "" for v in r]
+                                                            for r in z],
+                               hovertemplate="block %{x}<br>%{y}<br>density %{z:.4f}<extra></extra>",
+                               colorbar=dict(title="density")))
+    fig.update_yaxes(autorange="reversed", title="layer type")
+    fig.update_xaxes(title="block", type="category")
+    return _layout(fig, title, height=max(260, 28 * len(grid.index) + 120))
+
+
+def mask_density_bars(masks: pd.DataFrame, *, group: str = "method", by: str = "block",
+                      title: str = "Trainable fraction per layer") -> go.Figure:
+    """Grouped bars of mask density along ``by`` (``"block"`` or ``"layer_type"``), one series per ``group``.
+
+    ``group`` is a column of ``masks`` (``"method"`` or ``"task"``) that tells the series apart;
+    series for methods use :func:`method_color`.
+    """
+    if by not in ("block", "layer_type"):
+        raise TalosError(f"by must be 'block' or 'layer_type', got {by!r}")
+    if group not in masks.columns:
+        raise TalosError(f"masks table has no column {group!r} to group by; columns: {list(masks.columns)}")
+    fig = go.Figure()
+    palette = _FALLBACK
+    for i, (key, sub) in enumerate(masks.groupby(group, sort=False)):
+        agg = sub.groupby(by, sort=False)[["trainable", "numel"]].sum()
+        if by == "block":
+            agg = agg.sort_index()
+            x = ["outside" if int(b) < 0 else str(int(b)) for b in agg.index]
+        else:
+            order = [t for t in LAYER_TYPES if t in agg.index] + [t for t in agg.index if t not in LAYER_TYPES]
+            agg = agg.reindex(order)
+            x = list(agg.index)
+        y = (agg["trainable"] / agg["numel"].where(agg["numel"] > 0)).to_numpy(dtype=float)
+        color = method_color(str(key)) if group == "method" else palette[i % len(palette)]
+        name = method_label(str(key)) if group == "method" else str(key)
+        fig.add_trace(go.Bar(x=x, y=y, name=name, marker_color=color,
+                             hovertemplate=f"{name}<br>{by} %{{x}}<br>density %{{y:.4f}}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title="block" if by == "block" else "layer type", type="category")
+    fig.update_yaxes(title="trainable fraction", rangemode="tozero")
+    return _layout(fig, title, height=340)
+
+
+def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask overlap (IoU) between tasks",
+                     zmin: float = 0.0, zmax: float = 1.0) -> go.Figure:
+    """IoU of the trainable sets of two tasks' masks, ``|M_a ∩ M_b| / |M_a ∪ M_b|`` (diagonal = 1)."""
+    z = _matrix(matrix, "IoU matrix")
+    if z.shape != (len(tasks), len(tasks)):
+        raise TalosError(f"IoU matrix shape {z.shape} does not match {len(tasks)} tasks")
+    fig = go.Figure(go.Heatmap(z=z, x=list(tasks), y=list(tasks), zmin=zmin, zmax=zmax, colorscale="Blues",
+                               text=_cell_text(z), texttemplate="%{text}",
+                               hovertemplate="%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>",
+                               colorbar=dict(title="IoU")))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, height=120 + 45 * len(tasks))
+
+
+def cross_method_iou_bars(table: pd.DataFrame, methods: Sequence[str], *, title: str | None = None) -> go.Figure:
+    """Per-task IoU between two methods' masks (SCHEMA ``mask_iou`` ``<m1>__vs__<m2>`` table)."""
+    m1, m2 = (list(methods) + ["?", "?"])[:2]
+    fig = go.Figure(go.Bar(x=table["task"], y=table["iou"], marker_color=method_color(m1),
+                           text=[_fmt(v) for v in table["iou"]], textposition="outside"))
+    fig.update_yaxes(range=[0, 1.05], title="IoU")
+    return _layout(fig, title or f"Mask IoU per task: {method_label(m1)} vs {method_label(m2)}", height=320)
+
+
+# --------------------------------------------------------------------------------------------
+# disentanglement
+# --------------------------------------------------------------------------------------------
+def _region_box(region: Sequence[float] | None, a1: np.ndarray, a2: np.ndarray, xref: str, yref: str) -> list[dict]:
+    """Red square [lo, hi]² (the α range searched for addition), clipped to the plotted grid."""
+    if region is None:
+        return []
+    lo, hi = float(region[0]), float(region[1])
+    x0, x1 = max(lo, float(a2.min())), min(hi, float(a2.max()))
+    y0, y1 = max(lo, float(a1.min())), min(hi, float(a1.max()))
+    if x0 >= x1 or y0 >= y1:
+        return []
+    return [dict(type="rect", xref=xref, yref=yref, x0=x0, x1=x1, y0=y0, y1=y1, name="search region",
+                 line=dict(color=MARK_COLOR, width=3), fillcolor="rgba(0,0,0,0)")]
+
+
+def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, task1: str = "task 1",
+               task2: str = "task 2", search_region: Sequence[float] | None = None, zmin: float = 0.0,
+               zmax: float | None = None, title: str | None = None) -> go.Figure:
+    """Disentanglement error ξ(α₁, α₂) as a heatmap (x = α₂, y = α₁), search region as a red box.
+
+    ξ(α₁, α₂) = Σ_t E_x[ pred(θ0 + α_t τ_t; x) ≠ pred(θ0 + α₁τ₁ + α₂τ₂; x) ]: low (dark) = the two task
+    vectors do not interfere. ``xi[i][j]`` is at ``(alphas1[i], alphas2[j])``. Pass the same ``zmax``
+    to figures you compare.
+
+    >>> f = xi_heatmap([0, 1], [0, 1], [[0, .1], [.2, .3]], search_region=[0, 1])
+    >>> f.layout.shapes[0].line.color
+    '#d62728'
+    """
+    a1, a2 = np.asarray(alphas1, dtype=float), np.asarray(alphas2, dtype=float)
+    z = _matrix(xi, "xi")
+    if z.shape != (a1.size, a2.size):
+        raise TalosError(f"xi has shape {z.shape} but the grid is {a1.size} × {a2.size}")
+    zmax = _finite_max(z) if zmax is None else zmax
+    fig = go.Figure(go.Heatmap(z=z, x=a2, y=a1, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
+                               colorbar=dict(title="ξ"),
+                               hovertemplate=f"α({task1}) %{{y:.2f}}<br>α({task2}) %{{x:.2f}}<br>"
+                                             "ξ %{z:.3f}<extra></extra>"))
+    for s in _region_box(search_region, a1, a2, "x", "y"):
+        fig.add_shape(**s)
+    fig.update_xaxes(title=f"α {task2}", constrain="domain")
+    fig.update_yaxes(title=f"α {task1}", scaleanchor="x", scaleratio=1)
+    return _layout(fig, title if title is not None else f"Disentanglement error ξ: {task1} + {task2}",
+                   height=460)
+
+
+def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None = None,
+                    title: str = "Disentanglement error ξ (shared colour scale)") -> go.Figure:
+    """Several ξ heatmaps in one row on ONE colour axis (``zmin = 0``, shared ``zmax``).
+
+    Each panel is a SCHEMA ``disentanglement`` payload (``alphas1``, ``alphas2``, ``xi``,
+    ``search_region``, ``method``, ``task1``, ``task2``). ``zmax`` defaults to the largest ξ of all
+    panels so identical colours mean identical error.
+    """
+    if not panels:
+        raise TalosError("xi_side_by_side needs at least one panel")
+    zmax = _finite_max(*[p["xi"] for p in panels]) if zmax is None else zmax
+    n = len(panels)
+    titles = [method_label(str(p.get("method", f"panel {i + 1}"))) for i, p in enumerate(panels)]
+    fig = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.06)
+    for i, p in enumerate(panels, start=1):
+        a1, a2 = np.asarray(p["alphas1"], dtype=float), np.asarray(p["alphas2"], dtype=float)
+        z = _matrix(p["xi"], "xi")
+        fig.add_trace(go.Heatmap(z=z, x=a2, y=a1, coloraxis="coloraxis", name=titles[i - 1],
+                                 hovertemplate="α₁ %{y:.2f}<br>α₂ %{x:.2f}<br>ξ %{z:.3f}<extra></extra>"),
+                      row=1, col=i)
+        ax = "" if i == 1 else str(i)
+        for s in _region_box(p.get("search_region"), a1, a2, f"x{ax}", f"y{ax}"):
+            fig.add_shape(**s)
+        fig.update_xaxes(title_text=f"α {p.get('task2', 'task 2')}", row=1, col=i)
+        fig.update_yaxes(title_text=f"α {p.get('task1', 'task 1')}" if i == 1 else None, row=1, col=i)
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=zmax, colorbar=dict(title="ξ")))
+    return _layout(fig, title, height=420)
+
+
+# --------------------------------------------------------------------------------------------
+# localization / sharing
+# --------------------------------------------------------------------------------------------
+def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | None = None,
+                         zmax: float | None = None, title: str = "Function localization") -> go.Figure:
+    """Row = task the vector was fine-tuned on, column = task evaluated; value = acc ÷ zero-shot acc.
+
+    A localized method is bright on the red-marked diagonal (its own task improves) and ≈ 1 elsewhere
+    (other tasks untouched). Pass shared ``zmin``/``zmax`` when comparing methods.
+    """
+    z = _matrix(matrix, "localization matrix")
+    if z.shape != (len(tasks), len(tasks)):
+        raise TalosError(f"localization matrix shape {z.shape} does not match {len(tasks)} tasks")
+    zmin = _finite_min(z) if zmin is None else zmin
+    zmax = _finite_max(z) if zmax is None else zmax
+    fig = go.Figure(go.Heatmap(z=z, x=list(tasks), y=list(tasks), zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
+                               text=_cell_text(z), texttemplate="%{text}", colorbar=dict(title="acc / zero-shot"),
+                               hovertemplate="fine-tuned on %{y}<br>evaluated on %{x}<br>%{z:.3f}<extra></extra>"))
+    for s in diagonal_shapes(len(tasks)):
+        fig.add_shape(**s)
+    fig.update_xaxes(title="evaluated on", type="category")
+    fig.update_yaxes(title="fine-tuned on", type="category", autorange="reversed")
+    return _layout(fig, title, height=140 + 50 * len(tasks))
+
+
+def shared_range(*matrices: Any) -> tuple[float, float]:
+    """``(min, max)`` over all finite entries of several matrices: one colour scale for all of them."""
+    return _finite_min(*matrices), _finite_max(*matrices)
+
+
+def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", zmin: float | None = None,
+                    zmax: float | None = None, title: str | None = None) -> go.Figure:
+    """Parameter sharing: row = task whose bottom-k entries were pruned/perturbed, column = evaluated task,
+    value = accuracy ÷ unpruned accuracy (diagonal marked in red)."""
+    z = _matrix(matrix, "sharing matrix")
+    if z.shape != (len(tasks), len(tasks)):
+        raise TalosError(f"sharing matrix shape {z.shape} does not match {len(tasks)} tasks")
+    fig = go.Figure(go.Heatmap(z=z, x=list(tasks), y=list(tasks), zmin=_finite_min(z) if zmin is None else zmin,
+                               zmax=_finite_max(z) if zmax is None else zmax, colorscale="Cividis",
+                               text=_cell_text(z), texttemplate="%{text}", colorbar=dict(title="acc ratio"),
+                               hovertemplate=f"{mode} of %{{y}}'s entries<br>evaluated on %{{x}}<br>"
+                                             "%{z:.3f}<extra></extra>"))
+    for s in diagonal_shapes(len(tasks)):
+        fig.add_shape(**s)
+    fig.update_xaxes(title="evaluated on", type="category")
+    fig.update_yaxes(title=f"{mode}d entries of", type="category", autorange="reversed")
+    return _layout(fig, title or f"Parameter sharing ({mode})", height=140 + 50 * len(tasks))
+
+
+# --------------------------------------------------------------------------------------------
+# arithmetic
+# --------------------------------------------------------------------------------------------
+def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: str = "accuracy",
+                    color: str | None = None, method: str | None = None,
+                    zero_shot: Sequence[float] | None = None, single_task: Sequence[float] | None = None,
+                    title: str = "Per-task accuracy", y_title: str = "accuracy") -> go.Figure:
+    """Bars of per-task accuracy with reference markers.
+
+    Markers: ``zero_shot`` (grey dash: the pre-trained model θ0) and ``single_task`` (black diamond:
+    the method's own single-task fine-tuned model). The dashed line is the mean over tasks.
+
+    >>> f = arithmetic_bars(["a", "b"], [0.5, 0.7], zero_shot=[0.1, 0.2])
+    >>> [t.name for t in f.data]
+    ['accuracy', 'zero-shot']
+    """
+    acc = np.asarray(accuracy, dtype=float)
+    if acc.shape != (len(tasks),):
+        raise TalosError(f"got {acc.size} accuracies for {len(tasks)} tasks")
+    color = color or (method_color(method) if method else method_color("talos"))
+    fig = go.Figure(go.Bar(x=list(tasks), y=acc, name=name, marker_color=color,
+                           text=[_fmt(v) for v in acc], textposition="inside",
+                           hovertemplate="%{x}<br>%{y:.4f}<extra>" + name + "</extra>"))
+    if zero_shot is not None:
+        fig.add_trace(go.Scatter(x=list(tasks), y=np.asarray(zero_shot, dtype=float), mode="markers",
+                                 name="zero-shot", marker=dict(symbol="line-ew-open", size=34, color=ZERO_SHOT_COLOR,
+                                                               line=dict(width=3, color=ZERO_SHOT_COLOR))))
+    if single_task is not None:
+        fig.add_trace(go.Scatter(x=list(tasks), y=np.asarray(single_task, dtype=float), mode="markers",
+                                 name="single-task fine-tuned",
+                                 marker=dict(symbol="diamond", size=11, color=SINGLE_TASK_COLOR)))
+    if np.isfinite(acc).any():
+        mean = float(np.nanmean(acc))
+        fig.add_hline(y=mean, line=dict(color=color, dash="dash", width=1),
+                      annotation_text=f"mean {mean:.3f}", annotation_position="top left")
+    fig.update_yaxes(range=[0, 1.05], title=y_title)
+    fig.update_xaxes(type="category")
+    return _layout(fig, title, height=380)
+
+
+def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_acc: Sequence[float], *,
+                  control_task: str = "control", zero_shot_target: Sequence[float] | None = None,
+                  control_zero_shot: float | None = None, method: str | None = None,
+                  title: str = "Task negation: θ0 − α τ") -> go.Figure:
+    """Per target: accuracy on the target (should DROP) and on the control task (should STAY).
+
+    The dotted line is 95 % of the zero-shot control accuracy (the paper's constraint).
+    """
+    t = np.asarray(target_acc, dtype=float)
+    c = np.asarray(control_acc, dtype=float)
+    if t.shape != (len(targets),) or c.shape != (len(targets),):
+        raise TalosError(f"negation bars need one target and one control accuracy per target ({len(targets)})")
+    color = method_color(method) if method else method_color("talos")
+    fig = go.Figure([
+        go.Bar(x=list(targets), y=t, name="target accuracy (lower = forgotten)", marker_color=color,
+               text=[_fmt(v) for v in t], textposition="inside"),
+        go.Bar(x=list(targets), y=c, name=f"control accuracy ({control_task})", marker_color="#bbbbbb",
+               text=[_fmt(v) for v in c], textposition="inside"),
+    ])
+    if zero_shot_target is not None:
+        fig.add_trace(go.Scatter(x=list(targets), y=np.asarray(zero_shot_target, dtype=float), mode="markers",
+                                 name="zero-shot target", marker=dict(symbol="line-ew-open", size=30,
+                                                                      line=dict(width=3, color=ZERO_SHOT_COLOR))))
+    if control_zero_shot is not None and math.isfinite(control_zero_shot):
+        fig.add_hline(y=0.95 * control_zero_shot, line=dict(color=MARK_COLOR, dash="dot", width=1.5),
+                      annotation_text="95% of zero-shot control", annotation_position="top right")
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1.05], title="accuracy")
+    fig.update_xaxes(type="category", title="negated task")
+    return _layout(fig, title, height=380)
+
+
+def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, current_alpha: float | None = None,
+                y: str = "normalized_accuracy", method: str | None = None,
+                title: str = "Average accuracy vs α") -> go.Figure:
+    """Mean-over-tasks ``y`` against α, one line per split, selected α (chosen on val) marked in red.
+
+    ``curve`` has columns ``alpha, split, <y>`` (already averaged over tasks, see
+    ``dashboard.data.average_curve``). ``current_alpha`` (the slider) is drawn as a grey dotted line.
+    The selected α is also a red star marker trace named ``"selected α"`` on the val line.
+    """
+    for col in ("alpha", "split", y):
+        if col not in curve.columns:
+            raise TalosError(f"alpha curve table is missing column {col!r}")
+    color = method_color(method) if method else method_color("talos")
+    fig = go.Figure()
+    dash = {"val": "dash", "test": "solid"}
+    for split, sub in curve.groupby("split", sort=False):
+        sub = sub.sort_values("alpha")
+        fig.add_trace(go.Scatter(x=sub["alpha"], y=sub[y], mode="lines+markers", name=f"{split}",
+                                 line=dict(color=color, dash=dash.get(str(split), "dot")), marker=dict(size=5)))
+    if selected_alpha is not None:
+        ref = curve[curve["split"] == "val"] if (curve["split"] == "val").any() else curve
+        ref = ref.iloc[(ref["alpha"] - selected_alpha).abs().argsort()[:1]]
+        yv = float(ref[y].iloc[0]) if len(ref) else None
+        fig.add_vline(x=selected_alpha, line=dict(color=MARK_COLOR, width=2))
+        fig.add_trace(go.Scatter(x=[selected_alpha], y=[yv], mode="markers", name="selected α",
+                                 marker=dict(symbol="star", size=15, color=MARK_COLOR)))
+        fig.add_annotation(x=selected_alpha, y=1.0, yref="paper", text=f"selected α = {selected_alpha:g}",
+                           showarrow=False, font=dict(color=MARK_COLOR), yanchor="bottom")
+    if current_alpha is not None:
+        fig.add_vline(x=current_alpha, line=dict(color="#888888", dash="dot", width=2))
+    fig.update_xaxes(title="α")
+    fig.update_yaxes(title=y.replace("_", " "))
+    return _layout(fig, title, height=340)
+
+
+def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | None = None,
+                   current_alpha: float | None = None, control_zero_shot: float | None = None,
+                   method: str | None = None) -> go.Figure:
+    """Target and control accuracy vs α for negating ``target`` (SCHEMA ``negation`` table, split val/test)."""
+    sub = table[table["target"] == target]
+    if sub.empty:
+        raise TalosError(f"no negation results for target {target!r}")
+    color = method_color(method) if method else method_color("talos")
+    fig = go.Figure()
+    for split, s in sub.groupby("split", sort=False):
+        s = s.sort_values("alpha")
+        dash = "dash" if split == "val" else "solid"
+        fig.add_trace(go.Scatter(x=s["alpha"], y=s["target_acc"], name=f"target ({split})",
+                                 line=dict(color=color, dash=dash)))
+        fig.add_trace(go.Scatter(x=s["alpha"], y=s["control_acc"], name=f"control ({split})",
+                                 line=dict(color="#999999", dash=dash)))
+    if selected_alpha is not None:
+        fig.add_vline(x=selected_alpha, line=dict(color=MARK_COLOR, width=2),
+                      annotation_text=f"selected α = {selected_alpha:g}", annotation_font_color=MARK_COLOR)
+    if current_alpha is not None:
+        fig.add_vline(x=current_alpha, line=dict(color="#888888", dash="dot", width=2))
+    if control_zero_shot is not None:
+        fig.add_hline(y=0.95 * control_zero_shot, line=dict(color=MARK_COLOR, dash="dot", width=1))
+    fig.update_xaxes(title="α (θ0 − α τ)")
+    fig.update_yaxes(title="accuracy", range=[0, 1.05])
+    return _layout(fig, f"Negating {target}", height=320)
+
+
+# --------------------------------------------------------------------------------------------
+# efficiency / comparison
+# --------------------------------------------------------------------------------------------
+def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
+    """Mean over tasks per method of the SCHEMA ``efficiency`` columns (one row per method)."""
+    cols = ["fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "calibration_s", "train_s",
+            "peak_memory_mb", "trainable_entries"]
+    present = [c for c in cols if c in eff.columns]
+    out = eff.groupby("method", sort=False)[present].mean(numeric_only=True).reset_index()
+    if "peak_memory_kind" in eff.columns:
+        out["peak_memory_kind"] = eff.groupby("method", sort=False)["peak_memory_kind"].first().to_numpy()
+    return out
+
+
+def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (mean over tasks)") -> go.Figure:
+    """Three panels: time per step split into forward+backward and optimizer (stacked, ± std),
+    peak memory, calibration time. One colour per method; the optimizer part is hatched."""
+    summ = efficiency_summary(eff)
+    if summ.empty:
+        raise TalosError("efficiency table is empty; nothing to draw")
+    methods = [str(m) for m in summ["method"]]
+    labels = [method_label(m) for m in methods]
+    colors = [method_color(m) for m in methods]
+    kind = str(summ["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in summ else ""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("time per step (ms)", f"peak memory (MB{', ' + kind if kind else ''})",
+                                                        "mask calibration (s)"), horizontal_spacing=0.09)
+    ms = 1000.0
+    fig.add_trace(go.Bar(x=labels, y=summ["fwd_bwd_s_mean"] * ms, name="forward + backward", marker_color=colors,
+                         error_y=dict(type="data", array=summ.get("fwd_bwd_s_std", 0) * ms, visible=True)),
+                  row=1, col=1)
+    fig.add_trace(go.Bar(x=labels, y=summ["opt_s_mean"] * ms, name="optimizer step", marker_color=colors,
+                         marker_pattern_shape="/", marker_line_color="white",
+                         error_y=dict(type="data", array=summ.get("opt_s_std", 0) * ms, visible=True)),
+                  row=1, col=1)
+    fig.add_trace(go.Bar(x=labels, y=summ["peak_memory_mb"], name="peak memory", marker_color=colors,
+                         showlegend=False), row=1, col=2)
+    calib = summ["calibration_s"] if "calibration_s" in summ else pd.Series([0.0] * len(summ))
+    fig.add_trace(go.Bar(x=labels, y=calib.fillna(0.0), name="calibration", marker_color=colors, showlegend=False,
+                         text=["—" if not (isinstance(v, float) and v > 0) else f"{v:.1f}" for v in calib.fillna(0.0)],
+                         textposition="outside"), row=1, col=3)
+    fig.update_layout(barmode="stack")
+    return _layout(fig, title, height=380)
+
+
+def sparsity_curve(table: pd.DataFrame, *, method: str | None = None,
+                   metrics: Sequence[str] = ("addition_norm", "single_task_acc", "negation_target"),
+                   title: str = "Sparsity ablation") -> go.Figure:
+    """Metrics of a ``sparsity_ablation`` table against sparsity (one line per metric)."""
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot"]
+    t = table.sort_values("sparsity")
+    for i, m in enumerate(c for c in metrics if c in t.columns):
+        fig.add_trace(go.Scatter(x=t["sparsity"], y=t[m], name=m.replace("_", " "), mode="lines+markers",
+                                 line=dict(color=method_color(method or "talos"), dash=dashes[i % 4])))
+    fig.update_xaxes(title="sparsity (fraction frozen)")
+    fig.update_yaxes(title="value")
+    return _layout(fig, title, height=320)
+
+
+def linearization_scatter(table: pd.DataFrame, *, title: str = "Is fine-tuning in the linear regime?") -> go.Figure:
+    """Fine-tuned accuracy (x) vs its linearized prediction's accuracy (y); on the diagonal = linear regime."""
+    fig = go.Figure()
+    for method, sub in table.groupby("method", sort=False):
+        fig.add_trace(go.Scatter(x=sub["finetuned_acc"], y=sub["linearized_acc"], mode="markers+text",
+                                 text=sub["task"], textposition="top center", name=method_label(str(method)),
+                                 marker=dict(size=11, color=method_color(str(method)))))
+    fig.add_shape(type="line", x0=0, y0=0, x1=1, y1=1, line=dict(color="#999", dash="dot"))
+    fig.update_xaxes(title="fine-tuned (non-linear) accuracy", range=[0, 1.02])
+    fig.update_yaxes(title="linearized accuracy", range=[0, 1.02])
+    return _layout(fig, title, height=380)
+
+
+COMPARISON_HIGHER_BETTER = {"addition_abs", "addition_norm", "negation_control", "single_task_acc",
+                            "zero_shot_acc"}
+COMPARISON_LOWER_BETTER = {"negation_target", "time_per_step_s", "peak_memory_mb"}
+
+
+def best_per_column(df: pd.DataFrame) -> dict[str, Any]:
+    """Index label of the best row per comparison column (max for accuracies, min for costs and the
+    negation target accuracy). Columns with no finite value are skipped.
+
+    >>> best_per_column(pd.DataFrame({"addition_abs": [0.5, 0.7], "peak_memory_mb": [10, 5]}))
+    {'addition_abs': 1, 'peak_memory_mb': 1}
+    """
+    out: dict[str, Any] = {}
+    for col in df.columns:
+        if col not in COMPARISON_HIGHER_BETTER | COMPARISON_LOWER_BETTER:
+            continue
+        s = pd.to_numeric(df[col], errors="coerce")
+        if s.notna().any():
+            out[col] = s.idxmax() if col in COMPARISON_HIGHER_BETTER else s.idxmin()
+    return out
+
+
+def comparison_styler(df: pd.DataFrame):
+    """A pandas ``Styler`` for the comparison table: best value per column bold on a green background,
+    accuracies as percentages, seconds and MB with sensible precision."""
+    best = best_per_column(df)
+
+    def _highlight(col: pd.Series) -> list[str]:
+        return ["font-weight: bold; background-color: #d9f0d3" if best.get(col.name) == idx else ""
+                for idx in col.index]
+
+    fmt: dict[str, Any] = {}
+    for col in df.columns:
+        if col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith("_acc") or col.endswith(
+                "_norm") or col.endswith("_abs"):
+            fmt[col] = lambda v: "—" if pd.isna(v) else f"{100 * v:.2f}%"
+        elif col == "time_per_step_s":
+            fmt[col] = lambda v: "—" if pd.isna(v) else f"{1000 * v:.1f} ms"
+        elif col == "peak_memory_mb":
+            fmt[col] = lambda v: "—" if pd.isna(v) else f"{v:.0f} MB"
+    return df.style.apply(_highlight, axis=0).format(fmt)
+
+
+# --------------------------------------------------------------------------------------------
+# published numbers (paper, not measured here)
+# --------------------------------------------------------------------------------------------
+#: Task addition, ViT-B/32, 8 vision tasks — absolute / normalized accuracy (%), paper Table 1.
+PUBLISHED_ADDITION_VITB32: dict[str, tuple[float | None, float | None]] = {
+    "zero-shot": (47.72, None),
+    "nonlinear": (71.25, 76.94),
+    "linearized": (76.70, 85.86),
+    "ties": (74.79, 82.84),
+    "tall_consensus": (74.55, 80.27),
+    "dare": (70.88, 76.59),
+    "breadcrumbs": (69.39, 79.51),
+    "llora": (78.00, 86.08),
+    "lota": (64.94, 74.37),
+    "talos": (79.67, 90.73),
+}
+PUBLISHED_SOURCE = "published: TaLoS paper (ICLR 2025), Table 1, ViT-B/32, 8 tasks"
+
+
+def published_addition_table() -> pd.DataFrame:
+    """Paper Table 1 (ViT-B/32 task addition) as fractions, with a ``source`` column saying "published".
+
+    >>> float(published_addition_table().set_index("method").loc["talos", "addition_abs"])
+    0.7967
+    """
+    rows = [{"method": m, "addition_abs": a / 100.0, "addition_norm": None if n is None else n / 100.0,
+             "source": PUBLISHED_SOURCE} for m, (a, n) in PUBLISHED_ADDITION_VITB32.items()]
+    return pd.DataFrame(rows)
+
+
+def published_addition_bars(*, title: str = "PUBLISHED (paper Table 1, ViT-B/32) — not measured here") -> go.Figure:
+    """Bars of the paper's published ViT-B/32 task-addition accuracies, clearly titled "published"."""
+    t = published_addition_table()
+    fig = go.Figure([
+        go.Bar(x=[method_label(m) for m in t["method"]], y=t["addition_abs"], name="published absolute",
+               marker_color=[method_color(m) for m in t["method"]], opacity=0.55,
+               text=[_fmt(v) for v in t["addition_abs"]], textposition="outside"),
+        go.Scatter(x=[method_label(m) for m in t["method"]], y=t["addition_norm"], mode="markers",
+                   name="published normalized", marker=dict(symbol="diamond", size=10, color=SINGLE_TASK_COLOR)),
+    ])
+    fig.update_yaxes(range=[0, 1.05], title="accuracy (published)")
+    fig.add_annotation(text="published numbers, copied from the paper", xref="paper", yref="paper", x=1, y=1.0,
+                       showarrow=False, font=dict(color="#666", size=11), xanchor="right", yanchor="bottom")
+    return _layout(fig, title, height=360)

@@ -1,0 +1,288 @@
+"""Task arithmetic protocols: single-task / zero-shot accuracy, task addition, task negation.
+
+Definitions (paper Sec. 4.1 and App. "Implementation details"; official-code notes):
+
+* **Task addition** — ``f(·, θ0 + α Σ_t τ_t)`` with ONE coefficient α for all vectors. α is searched on
+  the validation split over ``{0, 0.05, …, 1}`` (× ``1/(1 − sparsity)`` for sparse methods) and
+  chosen to maximize the average *normalized accuracy* (App. Eq. "Normalized Accuracy")::
+
+      norm_t(α) = Acc[f(D_t, θ0 + α Σ_t' τ_t')] / Acc[f(D_t, θ0 + τ_t)]
+
+  i.e. the merged model's accuracy divided by the method's own single-task fine-tuned accuracy.
+  Absolute and normalized accuracies are reported on test at the chosen α.
+* **Task negation** — per target t, ``f(·, θ0 − α τ_t)``; α is chosen on validation to minimize the
+  target accuracy subject to ``control_acc ≥ 0.95 × zero-shot control_acc``; reported on test.
+
+Speed: a non-linear α curve costs one in-place edit per α (``apply_vectors``, bitwise restore) and
+one pass per evaluated (task, split) with the head swapped in; a linearized one costs ONE JVP per
+(task, split): ``logits(α) = f(x, θ0) + α · (Στ)ᵀ∇f(x, θ0)`` for every α at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from talos_core.errors import TalosError, check_range
+from talos_core.evaluation.context import SPLITS, EvalContext, accuracy_of
+from talos_core.evaluation.core import Mode
+from talos_core.vectors import TaskVector, sum_vectors
+
+ALPHA_STEP = 0.05
+ALPHA_STOP = 1.0
+CONTROL_THRESHOLD = 0.95
+
+
+# --------------------------------------------------------------------------------------------
+# α grid
+# --------------------------------------------------------------------------------------------
+def alpha_grid(sparsity: float | None = None, *, sparse: bool = False, step: float = ALPHA_STEP,
+               stop: float = ALPHA_STOP) -> list[float]:
+    """The paper's α grid ``0, step, …, stop``, × ``1/(1 − sparsity)`` for sparse methods.
+
+    >>> alpha_grid()[:3], len(alpha_grid())
+    ([0.0, 0.05, 0.1], 21)
+    >>> alpha_grid(0.9, sparse=True)[-1]
+    10.0
+    """
+    if not (step > 0 and stop >= 0 and math.isfinite(step) and math.isfinite(stop)):
+        raise TalosError(f"alpha grid needs step > 0 and stop >= 0, got step={step!r}, stop={stop!r}")
+    n = int(round(stop / step))
+    scale = 1.0
+    if sparse and sparsity is not None:
+        check_range("sparsity", float(sparsity), 0.0, 1.0)
+        scale = 1.0 / (1.0 - float(sparsity))
+    return [round(i * step * scale, 10) for i in range(n + 1)]
+
+
+def search_region(alphas: Sequence[float]) -> list[float]:
+    """``[min, max]`` of an α grid (the region searched for task addition)."""
+    return [float(min(alphas)), float(max(alphas))]
+
+
+# --------------------------------------------------------------------------------------------
+# α curves (shared engine)
+# --------------------------------------------------------------------------------------------
+def alpha_curve(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: TaskVector,
+                alphas: Sequence[float], *, sign: float = 1.0, mode: Mode = "nonlinear",
+                progress: bool = False) -> np.ndarray:
+    """Accuracies ``[len(alphas), len(items)]`` of ``θ0 + sign · α · vector`` on each ``(task, split)``.
+
+    Non-linear: one in-place edit per α, every item evaluated under that edit. Linearized: one
+    ``base, jvp`` per item, then ``argmax(base + sign · α · jvp)`` for every α (no more forwards).
+    """
+    out = np.zeros((len(alphas), len(items)))
+    if mode == "linearized":
+        for j, (task, split) in enumerate(items):
+            base, (jv,) = ctx.base_and_jvps(task, split, [vector])
+            labels = ctx.labels(task, split)
+            for i, a in enumerate(alphas):
+                out[i, j] = accuracy_of(base + (sign * a) * jv, labels)
+        return out
+    if mode != "nonlinear":
+        raise TalosError(f"evaluation mode must be 'nonlinear' or 'linearized', got {mode!r}")
+    rows = enumerate(alphas)
+    if progress:
+        from tqdm.auto import tqdm
+
+        rows = tqdm(list(rows), desc="alpha grid", leave=False)
+    for i, a in rows:
+        out[i] = ctx.accuracies(items, [(vector, sign * a)], mode)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# single-task and zero-shot accuracy
+# --------------------------------------------------------------------------------------------
+def finetuned_accuracies(ctx: EvalContext, vectors: Mapping[str, TaskVector], modes: Mapping[str, Mode] | Mode,
+                         splits: Sequence[str] = SPLITS) -> dict[tuple[str, str], float]:
+    """``Acc[f(D_t, θ0 + τ_t)]`` per task and split (one edit per task, in the method's eval mode)."""
+    out: dict[tuple[str, str], float] = {}
+    for task, tv in vectors.items():
+        mode = modes if isinstance(modes, str) else modes[task]
+        accs = ctx.accuracies([(task, s) for s in splits], [(tv, 1.0)], mode)
+        out.update({(task, s): a for s, a in zip(splits, accs)})
+    return out
+
+
+def single_task_table(ctx: EvalContext, vectors: Mapping[str, TaskVector], method: str,
+                      modes: Mapping[str, Mode] | Mode = "nonlinear", splits: Sequence[str] = SPLITS,
+                      zero_shot: Mapping[tuple[str, str], float] | None = None) -> pd.DataFrame:
+    """Tidy table ``method, task, zero_shot_acc, finetuned_acc, split`` (``single`` in SCHEMA.md).
+
+    ``zero_shot_acc`` = Acc[f(D_t, θ0)], ``finetuned_acc`` = Acc[f(D_t, θ0 + τ_t)]; ``zero_shot``
+    may supply already known zero-shot accuracies (they depend on the model only).
+    """
+    fine = finetuned_accuracies(ctx, vectors, modes, splits)
+    rows = []
+    for task in vectors:
+        for s in splits:
+            zs = zero_shot[(task, s)] if zero_shot and (task, s) in zero_shot else ctx.zero_shot(task, s)
+            rows.append({"method": method, "task": task, "zero_shot_acc": zs, "finetuned_acc": fine[(task, s)],
+                         "split": s})
+    return pd.DataFrame(rows, columns=["method", "task", "zero_shot_acc", "finetuned_acc", "split"])
+
+
+# --------------------------------------------------------------------------------------------
+# task addition
+# --------------------------------------------------------------------------------------------
+@dataclass
+class AdditionResult:
+    """α curve of task addition plus the α chosen on validation and the test summary."""
+
+    table: pd.DataFrame  # alpha, split, task, accuracy, normalized_accuracy
+    selected_alpha: float
+    alphas: list[float]
+    tasks: list[str]
+    summary: dict  # {"abs_acc", "norm_acc"} on test at the selected α
+    eval_mode: str = "nonlinear"
+    sparsity: float | None = None
+
+    def extra(self) -> dict:
+        """The SCHEMA.md extras of ``addition/<suite>__<model>__<method>``."""
+        return {"selected_alpha": self.selected_alpha, "alpha_grid": self.alphas, "summary": self.summary,
+                "tasks": self.tasks, "sparsity": self.sparsity, "eval_mode": self.eval_mode,
+                "search_region": search_region(self.alphas)}
+
+
+def select_addition_alpha(table: pd.DataFrame) -> float:
+    """α maximizing the mean normalized accuracy on ``val`` (ties: the smallest α)."""
+    val = table[table["split"] == "val"]
+    if val.empty:
+        raise TalosError("the addition curve has no validation rows to choose alpha from")
+    means = val.groupby("alpha", sort=True)["normalized_accuracy"].mean()
+    best = means.max()
+    return float(means[means >= best - 1e-12].index.min())
+
+
+def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
+                  reference: Mapping[tuple[str, str], float], alphas: Sequence[float], *,
+                  mode: Mode = "nonlinear", sparsity: float | None = None,
+                  progress: bool = False) -> AdditionResult:
+    """Task addition ``θ0 + α Σ_t τ_t`` over ``alphas`` on val and test (paper Sec. 4.1, App. Eq. norm. acc).
+
+    ``reference[(t, split)]`` is the single-task fine-tuned accuracy ``Acc[f(D_t, θ0 + τ_t)]`` used
+    to normalize. Example::
+
+        ref = finetuned_accuracies(ctx, vectors, "nonlinear")
+        res = task_addition(ctx, vectors, ref, alpha_grid(0.9, sparse=True))
+        res.selected_alpha, res.summary["norm_acc"]
+    """
+    tasks = list(vectors)
+    if not tasks:
+        raise TalosError("task addition needs at least one task vector")
+    if not alphas:
+        raise TalosError("the alpha grid is empty")
+    merged = sum_vectors([vectors[t] for t in tasks])
+    items = [(t, s) for s in SPLITS for t in tasks]
+    accs = alpha_curve(ctx, items, merged, alphas, mode=mode, progress=progress)
+    rows = []
+    for i, a in enumerate(alphas):
+        for j, (t, s) in enumerate(items):
+            ref = reference[(t, s)]
+            rows.append({"alpha": float(a), "split": s, "task": t, "accuracy": accs[i, j],
+                         "normalized_accuracy": accs[i, j] / ref if ref > 0 else float("nan")})
+    table = pd.DataFrame(rows, columns=["alpha", "split", "task", "accuracy", "normalized_accuracy"])
+    best = select_addition_alpha(table)
+    at = table[(table["split"] == "test") & np.isclose(table["alpha"], best)]
+    summary = {"abs_acc": float(at["accuracy"].mean()), "norm_acc": float(at["normalized_accuracy"].mean())}
+    return AdditionResult(table, best, [float(a) for a in alphas], tasks, summary, mode, sparsity)
+
+
+# --------------------------------------------------------------------------------------------
+# task negation
+# --------------------------------------------------------------------------------------------
+@dataclass
+class NegationResult:
+    """Per-target α curves of task negation and the α chosen under the control constraint."""
+
+    table: pd.DataFrame  # target, alpha, split, target_acc, control_acc
+    control_task: str
+    selected: dict[str, float]
+    control_zero_shot_acc: dict[str, float]  # {"val": ..., "test": ...}
+    per_task: pd.DataFrame  # target, alpha, target_acc, control_acc (test, selected α)
+    summary: dict  # {"target_acc", "control_acc"} test means at the selected α
+    threshold: float = CONTROL_THRESHOLD
+    alphas: list[float] = field(default_factory=list)
+    eval_mode: str = "nonlinear"
+
+    def extra(self) -> dict:
+        """The SCHEMA.md extras of ``negation/<suite>__<model>__<method>``."""
+        return {"control_task": self.control_task, "selected": self.selected,
+                "control_zero_shot_acc": self.control_zero_shot_acc, "summary": self.summary,
+                "per_task": self.per_task.to_dict(orient="records"), "threshold": self.threshold,
+                "alpha_grid": self.alphas, "eval_mode": self.eval_mode}
+
+
+def select_negation_alpha(curve: pd.DataFrame, control_zero_shot: float,
+                          threshold: float = CONTROL_THRESHOLD) -> float:
+    """α minimizing ``target_acc`` subject to ``control_acc ≥ threshold × control_zero_shot``.
+
+    ``curve`` holds one target's validation rows (``alpha, target_acc, control_acc``). Ties on the
+    target accuracy go to the higher control accuracy, then to the smaller α. α = 0 (the pre-trained
+    model) always satisfies the constraint, so a choice always exists when α = 0 is on the grid;
+    if no α satisfies it, this is an error.
+
+    >>> c = pd.DataFrame({"alpha": [0.0, 0.5, 1.0], "target_acc": [0.9, 0.5, 0.1], "control_acc": [0.8, 0.78, 0.5]})
+    >>> select_negation_alpha(c, 0.8)
+    0.5
+    """
+    check_range("threshold", threshold, 0.0, 1.0, high_open=False)
+    ok = curve[curve["control_acc"] >= threshold * control_zero_shot - 1e-12]
+    if ok.empty:
+        raise TalosError(f"no alpha keeps the control accuracy at {threshold:g} x its zero-shot value "
+                         f"({control_zero_shot:.4f}); include alpha = 0 in the grid")
+    ok = ok.sort_values(["target_acc", "control_acc", "alpha"], ascending=[True, False, True], kind="mergesort")
+    return float(ok.iloc[0]["alpha"])
+
+
+def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_task: str,
+                  alphas: Sequence[float], *, mode: Mode = "nonlinear", threshold: float = CONTROL_THRESHOLD,
+                  progress: bool = False) -> NegationResult:
+    """Task negation ``θ0 − α τ_t`` per target t (paper Sec. 4.1 "Task Negation", App. α tuning).
+
+    For each target and α, target and control accuracies are measured on val and test under ONE
+    edit. α is chosen on val: minimal target accuracy with control ≥ ``threshold`` × the
+    pre-trained control accuracy; test values at that α are reported.
+    """
+    if control_task in vectors:
+        raise TalosError(f"control task {control_task!r} is also a negation target; pick another control task")
+    ctx.spec(control_task)
+    if not alphas:
+        raise TalosError("the alpha grid is empty")
+    zs = {s: ctx.zero_shot(control_task, s) for s in SPLITS}
+    rows, selected, per_task = [], {}, []
+    for target, tv in vectors.items():
+        items = [(target, "val"), (target, "test"), (control_task, "val"), (control_task, "test")]
+        accs = alpha_curve(ctx, items, tv, alphas, sign=-1.0, mode=mode, progress=progress)
+        for i, a in enumerate(alphas):
+            for k, s in enumerate(SPLITS):
+                rows.append({"target": target, "alpha": float(a), "split": s, "target_acc": accs[i, k],
+                             "control_acc": accs[i, 2 + k]})
+        curve = pd.DataFrame([r for r in rows if r["target"] == target and r["split"] == "val"])
+        best = select_negation_alpha(curve, zs["val"], threshold)
+        selected[target] = best
+        i = int(np.argmin(np.abs(np.asarray(alphas, dtype=float) - best)))
+        per_task.append({"target": target, "alpha": best, "target_acc": accs[i, 1], "control_acc": accs[i, 3]})
+    table = pd.DataFrame(rows, columns=["target", "alpha", "split", "target_acc", "control_acc"])
+    per = pd.DataFrame(per_task, columns=["target", "alpha", "target_acc", "control_acc"])
+    summary = {"target_acc": float(per["target_acc"].mean()), "control_acc": float(per["control_acc"].mean())}
+    return NegationResult(table, control_task, selected, zs, per, summary, threshold,
+                          [float(a) for a in alphas], mode)
+
+
+def default_control_task(tasks: Sequence[str]) -> str:
+    """The registered control task (``TaskSpec.control``) of the tasks' modality, offline ones first."""
+    from talos_core.tasks import get_task, list_tasks
+
+    modality = get_task(tasks[0]).modality
+    cands = [s for s in list_tasks() if s.control and s.modality == modality and s.name not in tasks]
+    cands.sort(key=lambda s: s.source != "offline")
+    if not cands:
+        raise TalosError(f"no control task is registered for {modality} tasks outside {', '.join(tasks)}; "
+                         f"pass one with --control-task")
+    return cands[0].name

@@ -1,0 +1,205 @@
+"""Mask statistics: where the trainable entries are (per tensor, layer type, block) and how masks overlap.
+
+* :func:`layer_info` classifies a parameter name of any of the three families (open_clip visual
+  towers, Hugging Face BERT-style encoders, T5) into a block index and a layer type among
+  ``q, k, v, qkv, attn_out, mlp_in, mlp_out, layernorm, bias, conv, embedding, other``.
+* :func:`mask_table` gives one row per (task, tensor) with the density ``|c_t ∩ tensor| / numel`` of
+  the mask ``c`` (paper Sec. 3.2). open_clip's fused ``in_proj_weight`` (rows ``[q; k; v]``) is split
+  into three rows ``<name>[q]``, ``<name>[k]``, ``<name>[v]`` of types q, k, v.
+* :func:`mask_iou` — ``|A ∩ B| / |A ∪ B|`` over all entries (paper App. "sharing analysis", mask
+  IoU between tasks); :func:`mask_iou_matrix` between tasks, :func:`cross_method_iou` between methods.
+
+Methods without a mask (non-linear FT, ...) are described by their task vector's support (non-zero
+entries), see :func:`run_mask`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from talos_core.errors import TalosError
+
+Mask = Mapping[str, torch.Tensor]
+LAYER_TYPES = ("q", "k", "v", "qkv", "attn_out", "mlp_in", "mlp_out", "layernorm", "bias", "conv",
+               "embedding", "other")
+
+# block patterns: the text before the match is the "stack" (visual tower, encoder, decoder, ...)
+_BLOCK = re.compile(r"(?:^|\.)(?:resblocks|layer|layers|block|blocks|h)\.(\d+)\.")
+_NORM = re.compile(r"(?:^|\.)(?:ln_\w*|layernorm|layer_norm|final_layer_norm|norm\w*|ln)(?:\.|$)", re.I)
+_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((t, re.compile(p)) for t, p in (
+    ("qkv", r"(?:in_proj_weight|\.qkv\.weight|c_attn\.weight)$"),
+    ("q", r"(?:\.query|\.q|\.q_proj)\.weight$"),
+    ("k", r"(?:\.key|\.k|\.k_proj)\.weight$"),
+    ("v", r"(?:\.value|\.v|\.v_proj)\.weight$"),
+    ("attn_out", r"(?:attn\.out_proj|attention\.output\.dense|Attention\.o|EncDecAttention\.o|\.o_proj|"
+                 r"\.out_proj)\.weight$"),
+    ("mlp_in", r"(?:mlp\.c_fc|intermediate\.dense|DenseReluDense\.wi(?:_\d)?|\.fc1|mlp\.fc1)\.weight$"),
+    ("mlp_out", r"(?:mlp\.c_proj|(?<!attention\.)output\.dense|DenseReluDense\.wo|\.fc2|mlp\.fc2)\.weight$"),
+    ("conv", r"(?:^|\.)conv\w*\.weight$"),
+    ("embedding", r"(?:embedding|embeddings|embed_tokens|shared|relative_attention_bias|wte|wpe)"),
+))
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """Where a parameter sits: ``stack`` (text before the block index), ``index`` (-1 outside blocks), type."""
+
+    stack: str
+    index: int
+    layer_type: str
+
+
+def layer_info(name: str) -> LayerInfo:
+    """Classify a parameter name.
+
+    >>> layer_info("visual.transformer.resblocks.3.attn.in_proj_weight")
+    LayerInfo(stack='visual.transformer', index=3, layer_type='qkv')
+    >>> layer_info("encoder.encoder.layer.0.attention.output.dense.weight").layer_type
+    'attn_out'
+    >>> layer_info("t5.decoder.block.1.layer.2.DenseReluDense.wo.weight")
+    LayerInfo(stack='t5.decoder', index=1, layer_type='mlp_out')
+    >>> layer_info("encoder.encoder.layer.1.output.LayerNorm.bias").layer_type
+    'layernorm'
+    """
+    m = _BLOCK.search(name)
+    stack, index = (name[:m.start()], int(m.group(1))) if m else ("", -1)
+    return LayerInfo(stack, index, classify_layer(name))
+
+
+def classify_layer(name: str) -> str:
+    """Layer type of a parameter name (see :data:`LAYER_TYPES`); norms win over biases, biases over linears."""
+    if _NORM.search(name):
+        return "layernorm"
+    if name.endswith("bias") and "relative_attention_bias" not in name:
+        return "bias"
+    for layer_type, pattern in _RULES:
+        if pattern.search(name):
+            return layer_type
+    return "other"
+
+
+def block_indices(names: Sequence[str]) -> dict[str, int]:
+    """Global block index per name: blocks of later stacks (e.g. T5's decoder after its encoder) are
+    offset by the number of blocks of the earlier ones, in parameter order; -1 outside blocks.
+
+    >>> block_indices(["t5.encoder.block.0.x.weight", "t5.encoder.block.1.x.weight", "t5.decoder.block.0.x.weight"])
+    {'t5.encoder.block.0.x.weight': 0, 't5.encoder.block.1.x.weight': 1, 't5.decoder.block.0.x.weight': 2}
+    """
+    infos = {n: layer_info(n) for n in names}
+    sizes: dict[str, int] = {}
+    for info in infos.values():
+        if info.index >= 0:
+            sizes[info.stack] = max(sizes.get(info.stack, 0), info.index + 1)
+    offsets, total = {}, 0
+    for stack, size in sizes.items():  # insertion order = first appearance
+        offsets[stack] = total
+        total += size
+    return {n: (offsets[i.stack] + i.index if i.index >= 0 else -1) for n, i in infos.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------------
+MASK_COLUMNS = ["task", "param", "block", "layer_type", "numel", "trainable", "density"]
+
+
+def _rows_for(task: str, name: str, mask: torch.Tensor, block: int, split_qkv: bool) -> list[dict]:
+    layer_type = classify_layer(name)
+    m = mask.to(torch.bool)
+    if split_qkv and layer_type == "qkv" and m.dim() >= 1 and m.shape[0] % 3 == 0:
+        parts = m.chunk(3, dim=0)
+        return [_row(task, f"{name}[{t}]", p, block, t) for t, p in zip(("q", "k", "v"), parts)]
+    return [_row(task, name, m, block, layer_type)]
+
+
+def _row(task: str, param: str, m: torch.Tensor, block: int, layer_type: str) -> dict:
+    numel = int(m.numel())
+    trainable = int(m.sum())
+    return {"task": task, "param": param, "block": block, "layer_type": layer_type, "numel": numel,
+            "trainable": trainable, "density": trainable / numel if numel else float("nan")}
+
+
+def mask_table(masks: Mapping[str, Mask], *, split_qkv: bool = True) -> pd.DataFrame:
+    """One row per (task, tensor): ``task, param, block, layer_type, numel, trainable, density``.
+
+    >>> mask_table({"t": {"encoder.layer.0.attention.self.query.weight": torch.tensor([True, False])}}).density.tolist()
+    [0.5]
+    """
+    rows: list[dict] = []
+    for task, mask in masks.items():
+        blocks = block_indices(list(mask))
+        for name, m in mask.items():
+            rows.extend(_rows_for(task, name, m, blocks[name], split_qkv))
+    return pd.DataFrame(rows, columns=MASK_COLUMNS)
+
+
+def density_by_layer(table: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate a :func:`mask_table` to ``task, block, layer_type, numel, trainable, density``."""
+    g = table.groupby(["task", "block", "layer_type"], as_index=False)[["numel", "trainable"]].sum()
+    g["density"] = g["trainable"] / g["numel"]
+    return g
+
+
+def vector_support(vector) -> dict[str, torch.Tensor]:
+    """Boolean mask of the non-zero entries of a :class:`~talos_core.vectors.TaskVector`."""
+    return {n: vector.dense(n) != 0 for n in vector.names()}
+
+
+def run_mask(run, *, support_if_missing: bool = True) -> dict[str, torch.Tensor] | None:
+    """A run's mask, or (methods without one) its task vector's support; ``None`` when neither applies."""
+    mask = run.mask()
+    if mask is not None:
+        return mask
+    return vector_support(run.task_vector()) if support_if_missing else None
+
+
+# --------------------------------------------------------------------------------------------
+# IoU
+# --------------------------------------------------------------------------------------------
+def mask_iou(a: Mask, b: Mask) -> float:
+    """``|A ∩ B| / |A ∪ B|`` over every entry of the tensors in either mask (absent tensor = all False).
+
+    Two empty masks are identical: IoU 1.
+
+    >>> mask_iou({"w": torch.tensor([True, True, False])}, {"w": torch.tensor([True, False, False])})
+    0.5
+    """
+    inter = union = 0
+    for name in dict.fromkeys([*a, *b]):
+        x, y = a.get(name), b.get(name)
+        if x is None and y is None:
+            continue
+        if x is None:
+            union += int(y.sum())
+            continue
+        if y is None:
+            union += int(x.sum())
+            continue
+        if x.shape != y.shape:
+            raise TalosError(f"masks disagree on the shape of {name}: {tuple(x.shape)} vs {tuple(y.shape)}")
+        x, y = x.to(torch.bool), y.to(torch.bool)
+        inter += int((x & y).sum())
+        union += int((x | y).sum())
+    return 1.0 if union == 0 else inter / union
+
+
+def mask_iou_matrix(masks: Mapping[str, Mask]) -> tuple[list[str], np.ndarray]:
+    """Symmetric IoU matrix between the tasks' masks (diagonal 1)."""
+    tasks = list(masks)
+    out = np.eye(len(tasks))
+    for i in range(len(tasks)):
+        for j in range(i + 1, len(tasks)):
+            out[i, j] = out[j, i] = mask_iou(masks[tasks[i]], masks[tasks[j]])
+    return tasks, out
+
+
+def cross_method_iou(masks_a: Mapping[str, Mask], masks_b: Mapping[str, Mask]) -> pd.DataFrame:
+    """Per task (present in both), IoU between method A's and method B's mask: table ``task, iou``."""
+    rows = [{"task": t, "iou": mask_iou(masks_a[t], masks_b[t])} for t in masks_a if t in masks_b]
+    return pd.DataFrame(rows, columns=["task", "iou"])

@@ -1,0 +1,240 @@
+"""A small but complete synthetic results store for dashboard tests (no training, seconds to write).
+
+:func:`write_fixture_store` writes every result kind of ``talos_core/evaluation/SCHEMA.md`` for
+2 fine-tuning methods (``nonlinear``, ``talos``) × 3 tasks, plus masks for ``talos`` and ``lota``, a
+preview cache, efficiency, comparison, sharing, linearization, sparsity ablation and a suite record.
+Numbers are plausible (TaLoS is more disentangled than non-linear FT) but made up.
+
+Test modules import the pytest fixtures from here::
+
+    from dashboard_fixtures import fixture_store, dashboard_store  # noqa: F401
+
+``dashboard_store`` is parametrized: the synthetic store always, plus the store named by the
+environment variable ``TALOS_DASHBOARD_TEST_STORE`` (e.g. ``cached_results``) when it is set, so the
+same tests also run on the real shipped store.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from talos_core.store import Store, atomic_write_bytes  # noqa: E402
+
+SUITE = "default"
+MODEL = "tiny-clip"
+METHODS = ("nonlinear", "talos")
+TASKS = ("digits", "mnist", "fashion-mnist")
+CONTROL = "imagenet"
+SPARSITY = 0.9
+TEST_STORE_ENV = "TALOS_DASHBOARD_TEST_STORE"
+
+
+def _grid(method: str) -> np.ndarray:
+    base = np.round(np.arange(21) * 0.05, 4)
+    return np.round(base / (1 - SPARSITY), 4) if method == "talos" else base
+
+
+def _name(*parts: str) -> str:
+    return "__".join([SUITE, MODEL, *parts])
+
+
+def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
+    """Write the synthetic store under ``root`` and return its path."""
+    rng = np.random.default_rng(seed)
+    root = Path(root)
+    store = Store(root)
+    store.ensure()
+    zs = {t: z for t, z in zip(TASKS, (0.35, 0.22, 0.30))}
+    ft = {"nonlinear": {t: v for t, v in zip(TASKS, (0.95, 0.97, 0.86))},
+          "talos": {t: v for t, v in zip(TASKS, (0.93, 0.96, 0.84))}}
+    interference = {"nonlinear": 0.25, "talos": 0.06}
+
+    # single
+    rows = [{"method": m, "task": t, "zero_shot_acc": zs[t] + (0.01 if s == "val" else 0.0),
+             "finetuned_acc": ft[m][t] - (0.01 if s == "val" else 0.0), "split": s}
+            for m in METHODS for t in TASKS for s in ("test", "val")]
+    store.write_table("single", _name(), pd.DataFrame(rows),
+                      runs={m: {t: f"{MODEL}__{t}__{m}__000000000{i}" for i, t in enumerate(TASKS)} for m in METHODS})
+
+    # addition
+    for m in METHODS:
+        grid = _grid(m)
+        scale = grid.max()
+        rows = []
+        for a, s, t in itertools.product(grid, ("val", "test"), TASKS):
+            x = a / scale  # 0..1
+            gain = (ft[m][t] - zs[t]) * (1 - np.exp(-4 * x)) - interference[m] * x ** 2
+            acc = float(np.clip(zs[t] + gain + (0.005 if s == "val" else 0.0), 0, 1))
+            rows.append({"alpha": float(a), "split": s, "task": t, "accuracy": acc,
+                         "normalized_accuracy": acc / ft[m][t]})
+        df = pd.DataFrame(rows)
+        val = df[df.split == "val"].groupby("alpha")["normalized_accuracy"].mean()
+        sel = float(val.idxmax())
+        test = df[(df.split == "test") & (df.alpha == sel)]
+        store.write_table("addition", _name(m), df, selected_alpha=sel, alpha_grid=grid.tolist(),
+                          summary={"abs_acc": float(test.accuracy.mean()),
+                                   "norm_acc": float(test.normalized_accuracy.mean())},
+                          tasks=list(TASKS), sparsity=SPARSITY if m == "talos" else None,
+                          eval_mode="nonlinear")
+
+    # negation
+    for m in METHODS:
+        grid = _grid(m)
+        scale = grid.max()
+        rows, per_task, selected = [], [], {}
+        for t in TASKS:
+            for a, s in itertools.product(grid, ("val", "test")):
+                x = a / scale
+                tacc = float(max(0.02, zs[t] * (1 - 0.9 * x)))
+                cacc = float(0.60 * (1 - interference[m] * 0.6 * x ** 2))
+                rows.append({"target": t, "alpha": float(a), "split": s, "target_acc": tacc, "control_acc": cacc})
+            tv = pd.DataFrame([r for r in rows if r["target"] == t and r["split"] == "val"])
+            ok = tv[tv.control_acc >= 0.95 * 0.60]
+            best = ok.loc[ok.target_acc.idxmin()]
+            selected[t] = float(best.alpha)
+            tr = [r for r in rows if r["target"] == t and r["split"] == "test" and r["alpha"] == best.alpha][0]
+            per_task.append({"target": t, "alpha": float(best.alpha), "target_acc": tr["target_acc"],
+                             "control_acc": tr["control_acc"]})
+        store.write_table("negation", _name(m), pd.DataFrame(rows), control_task=CONTROL, selected=selected,
+                          control_zero_shot_acc={"val": 0.60, "test": 0.60},
+                          summary={"target_acc": float(np.mean([p["target_acc"] for p in per_task])),
+                                   "control_acc": float(np.mean([p["control_acc"] for p in per_task]))},
+                          per_task=per_task)
+
+    # disentanglement
+    alphas = np.round(np.linspace(-3, 3, 20), 4)
+    A1, A2 = np.meshgrid(alphas, alphas, indexing="ij")
+    for m in METHODS:
+        region = [0.0, float(_grid(m).max())]
+        for t1, t2 in itertools.combinations(TASKS, 2):
+            xi = interference[m] * 2.0 * np.abs(A1 * A2) / 9.0 + 0.01 * rng.random(A1.shape)
+            store.write_result("disentanglement", _name(m, t1, t2), {
+                "task1": t1, "task2": t2, "alphas1": alphas.tolist(), "alphas2": alphas.tolist(),
+                "xi": xi.tolist(), "search_region": region, "points_per_task": 64, "method": m, "model": MODEL})
+
+    # localization
+    for m in METHODS:
+        acc = np.array([[ft[m][r] if r == c else zs[c] * (1 - interference[m] * 0.5) for c in TASKS] for r in TASKS])
+        mat = acc / np.array([zs[c] for c in TASKS])[None, :]
+        store.write_result("localization", _name(m), {"tasks": list(TASKS), "matrix": mat.tolist(),
+                                                      "accuracy": acc.tolist(), "zero_shot": [zs[t] for t in TASKS]})
+
+    # masks (talos + lota), mask IoU
+    layer_types = ["q", "k", "v", "attn_out", "mlp_in", "mlp_out", "layernorm"]
+    mask_methods = {"talos": 0.10, "lota": 0.10}
+    for m, dens in mask_methods.items():
+        rows = []
+        for ti, t in enumerate(TASKS):
+            rows.append({"task": t, "param": "embed.weight", "block": -1, "layer_type": "embedding", "numel": 4096,
+                         "trainable": int(4096 * dens * 0.3), "density": dens * 0.3})
+            for b in range(2):
+                for lt in layer_types:
+                    numel = 64 * 64 if lt != "layernorm" else 64
+                    d = float(np.clip(dens * (0.5 + (b + 1) * (0.3 + 0.2 * ti)) *
+                                      (1.6 if lt.startswith("mlp") else 0.8) * (1.3 if m == "lota" else 1.0), 0, 1))
+                    rows.append({"task": t, "param": f"blocks.{b}.{lt}.weight", "block": b, "layer_type": lt,
+                                 "numel": numel, "trainable": int(round(numel * d)), "density": d})
+        store.write_table("masks", _name(m), pd.DataFrame(rows))
+        iou = np.array([[1.0 if i == j else 0.7 - 0.1 * abs(i - j) - (0.2 if m == "lota" else 0.0)
+                         for j in range(len(TASKS))] for i in range(len(TASKS))])
+        store.write_result("mask_iou", _name(m), {"tasks": list(TASKS), "matrix": iou.tolist()})
+    store.write_table("mask_iou", _name("talos", "vs", "lota"),
+                      pd.DataFrame({"task": list(TASKS), "iou": [0.31, 0.28, 0.35]}), methods=["talos", "lota"])
+
+    # sharing
+    for mode in ("prune", "perturb"):
+        mat = np.array([[0.4 if i == j else 0.97 for j in range(3)] for i in range(3)])
+        store.write_result("sharing", _name(mode), {"tasks": list(TASKS), "matrix": mat.tolist(), "fraction": 0.1})
+
+    # linearization
+    store.write_table("linearization", _name(), pd.DataFrame(
+        [{"method": m, "task": t, "finetuned_acc": ft[m][t], "linearized_acc": ft[m][t] - (0.01 if m == "talos" else 0.2)}
+         for m in METHODS for t in TASKS]))
+
+    # preview (N examples per task, C classes): jvp of task t pushes its own labels up
+    n, c = 48, 10
+    arrays, labels = {}, {}
+    eval_tasks = list(TASKS) + [CONTROL]
+    for e in eval_tasks:
+        y = rng.integers(0, c, size=n)
+        labels[e] = y.tolist()
+        onehot = np.eye(c, dtype=np.float32)[y]
+        arrays[f"base::{e}"] = (rng.normal(0, 1.0, (n, c)) + 1.2 * onehot * (rng.random((n, 1)) < 0.3)).astype(np.float32)
+        for t in TASKS:
+            own = 4.0 if t == e else 0.0
+            arrays[f"jvp::{e}::{t}"] = (own * onehot + rng.normal(0, 0.8, (n, c))).astype(np.float32)
+    from safetensors.numpy import save
+
+    for m in METHODS:
+        name = _name(m)
+        scale = 1 / (1 - SPARSITY) if m == "talos" else 1.0
+        atomic_write_bytes(root / "results" / "preview" / f"{name}.safetensors",
+                           save({k: (v / scale if k.startswith("jvp") else v) for k, v in arrays.items()}))
+        store.write_result("preview", name, {"tasks": list(TASKS), "eval_tasks": eval_tasks, "n_per_task": n,
+                                             "labels": labels, "arrays": f"{name}.safetensors"})
+
+    # efficiency, comparison, sparsity ablation, suite
+    eff = []
+    for m in METHODS:
+        for t in TASKS:
+            eff.append({"method": m, "task": t, "fwd_bwd_s_mean": 0.020 if m == "talos" else 0.030,
+                        "fwd_bwd_s_std": 0.002, "opt_s_mean": 0.002 if m == "talos" else 0.008, "opt_s_std": 0.0005,
+                        "calibration_s": 3.5 if m == "talos" else None, "train_s": 12.0, "peak_memory_mb": 900 if m == "talos" else 1400,
+                        "peak_memory_kind": "cpu_rss", "trainable_entries": 1000 if m == "talos" else 10000})
+    store.write_table("efficiency", _name(), pd.DataFrame(eff))
+    comp = []
+    for m in METHODS:
+        a = store.read_result("addition", _name(m))["summary"]
+        ng = store.read_result("negation", _name(m))["summary"]
+        comp.append({"method": m, "addition_abs": a["abs_acc"], "addition_norm": a["norm_acc"],
+                     "negation_target": ng["target_acc"], "negation_control": ng["control_acc"],
+                     "single_task_acc": float(np.mean(list(ft[m].values()))), "zero_shot_acc": float(np.mean(list(zs.values()))),
+                     "time_per_step_s": 0.022 if m == "talos" else 0.038, "peak_memory_mb": 900 if m == "talos" else 1400})
+    store.write_table("comparison", _name(), pd.DataFrame(comp))
+    store.write_table("sparsity_ablation", _name("talos"), pd.DataFrame(
+        [{"sparsity": s, "addition_abs": 0.6 + 0.2 * s, "addition_norm": 0.7 + 0.25 * s, "negation_target": 0.3 - 0.2 * s,
+          "negation_control": 0.58, "single_task_acc": 0.95 - 0.05 * s} for s in (0.5, 0.9, 0.99)]))
+    store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
+                                        "methods": list(METHODS), "command": "synthetic fixture (tests)",
+                                        "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})
+    return root
+
+
+# --------------------------------------------------------------------------------------------
+# pytest fixtures
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def fixture_store(tmp_path_factory) -> Path:
+    """The synthetic store (written once per test session)."""
+    return write_fixture_store(tmp_path_factory.mktemp("dash-store") / "store")
+
+
+def _store_params() -> list[str]:
+    params = ["fixture"]
+    extra = os.environ.get(TEST_STORE_ENV, "").strip()
+    if extra:
+        params.append(extra)
+    return params
+
+
+@pytest.fixture(scope="session", params=_store_params())
+def dashboard_store(request, fixture_store) -> Path:
+    """The synthetic store, then (if ``$TALOS_DASHBOARD_TEST_STORE`` is set) the real store it names."""
+    if request.param == "fixture":
+        return fixture_store
+    path = Path(request.param)
+    path = path if path.is_absolute() else REPO / path
+    if not (path / "results").is_dir():
+        pytest.skip(f"{TEST_STORE_ENV}={request.param} has no results/ folder")
+    return path

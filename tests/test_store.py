@@ -1,0 +1,51 @@
+"""Results store: atomic writes, staging + commit, listing that survives corrupt runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from talos_core.errors import TalosError
+from talos_core.store import Store, atomic_write_json, read_json, run_id
+
+
+def test_run_id_is_deterministic():
+    a = run_id("m", "t", "talos", {"x": 1, "y": [1, 2]})
+    assert a == run_id("m", "t", "talos", {"y": [1, 2], "x": 1})
+    assert a != run_id("m", "t", "talos", {"x": 2, "y": [1, 2]})
+
+
+def test_staging_commit_and_listing(tmp_path):
+    store = Store(tmp_path / "s")
+    for rid in ("r1", "r2"):
+        st = store.staging(rid)
+        atomic_write_json(st / "manifest.json", {"model": "m", "task": rid, "method": "talos"})
+        store.commit(st, rid)
+    # replacing an existing run is atomic and leaves no staging folders
+    st = store.staging("r1")
+    atomic_write_json(st / "manifest.json", {"model": "m", "task": "r1", "method": "nonlinear"})
+    store.commit(st, "r1")
+    assert store.get_run("r1").manifest["method"] == "nonlinear"
+    assert sorted(p.name for p in (tmp_path / "s" / "runs").iterdir()) == ["r1", "r2"]
+    (tmp_path / "s" / "runs" / "r2" / "manifest.json").write_text("{broken")
+    assert [r.id for r in store.runs()] == ["r1"]
+    with pytest.raises(TalosError, match="corrupt"):
+        store.get_run("r2")
+    with pytest.raises(TalosError, match="no run"):
+        store.get_run("zzz")
+
+
+def test_tables_round_trip(tmp_path):
+    store = Store(tmp_path)
+    df = pd.DataFrame({"task": ["a", "b"], "acc": [0.5, float("nan")]})
+    store.write_table("single", "x", df, note="hi")
+    back = store.read_table("single", "x")
+    assert list(back.columns) == ["task", "acc"] and back["acc"].isna().iloc[1]
+    assert store.read_result("single", "x")["note"] == "hi"
+    assert store.results("single") == ["x"]
+    assert not list((tmp_path / "results" / "single").glob(".*"))
+
+
+def test_read_json_errors(tmp_path):
+    with pytest.raises(TalosError, match="missing"):
+        read_json(tmp_path / "nope.json")
