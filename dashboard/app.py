@@ -1,0 +1,89 @@
+"""TaLoS Studio dashboard — entry point.
+
+    streamlit run dashboard/app.py                      # opens <repo>/cached_results
+    TALOS_STORE=/path/to/store streamlit run dashboard/app.py
+
+Opens instantly on a results store (no GPU, no internet, no training): every figure is read from
+``results/`` (SCHEMA.md). The store, suite, model and each page's pickers and sliders live in the URL
+query, so a link reproduces a view.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import data as D  # noqa: E402
+from dashboard import ui  # noqa: E402
+from talos_core.errors import TalosError  # noqa: E402
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+
+
+def _pages() -> dict[str, list]:
+    p = lambda f, title, icon, **kw: st.Page(str(PAGES_DIR / f), title=title, icon=icon, **kw)  # noqa: E731
+    return {
+        "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="learn")],
+        "Explore results": [
+            p("arithmetic.py", "Arithmetic", ":material/calculate:", url_path="arithmetic"),
+            p("disentanglement.py", "Disentanglement", ":material/grid_on:", url_path="disentanglement"),
+            p("localization.py", "Localization", ":material/target:", url_path="localization"),
+            p("masks.py", "Masks", ":material/texture:", url_path="masks"),
+            p("efficiency.py", "Efficiency & comparison", ":material/speed:", url_path="efficiency"),
+        ],
+        "Compute": [p("run.py", "Run", ":material/play_circle:", url_path="run")],
+    }
+
+
+def _sidebar_context() -> None:
+    """Store / suite / model pickers; puts a :class:`ui.Context` (or the problem) in session state."""
+    st.session_state["_ctx"] = None
+    st.session_state["_ctx_problem"] = None
+    default = str(D.default_store_path())
+    with st.sidebar:
+        st.markdown("### Results store")
+        text = st.text_input("Store folder", value=default, key="store", bind="query-params",
+                             help="A folder written by the `talos` CLI (runs/ and results/). Default: "
+                                  "$TALOS_STORE, else the repository's cached_results/.")
+        root = Path((text or default).strip()).expanduser()
+        st.session_state["_root"] = root
+        try:
+            idx = D.index(root)
+        except TalosError as exc:
+            st.session_state["_ctx_problem"] = exc
+            st.caption("No results to show here yet.")
+            return
+        suites = D.available(idx, "suite", kind=[k for k in D.KINDS])
+        suite = ui.pick("Suite (task set)", suites, "suite")
+        models = D.available(idx, "model", suite=suite)
+        model = ui.pick("Model", models, "model")
+        if suite is None or model is None:
+            st.session_state["_ctx_problem"] = D.EmptyStore(f"the store {root} has no results that follow SCHEMA.md")
+            return
+        st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model)
+        info = D.try_get("suite", root, suite) if ((idx["kind"] == "suite") & (idx["name"] == suite)).any() else None
+        if isinstance(info, dict):
+            tasks = ", ".join(info.get("tasks", []))
+            st.caption(f"Suite **{suite}**: {tasks}" + (f"; control {info['control_task']}" if info.get("control_task")
+                                                        else "") + (f"; computed on {info['device']}" if info.get("device")
+                                                                    else ""))
+
+
+def main() -> None:
+    st.set_page_config(page_title="TaLoS Studio", page_icon=":material/functions:", layout="wide")
+    nav = st.navigation(_pages())
+    _sidebar_context()
+    with st.sidebar:
+        st.divider()
+        st.caption("TaLoS Studio · task arithmetic with task-localized sparse fine-tuning. "
+                   "The URL keeps this view: copy it to share.")
+    nav.run()
+
+
+main()

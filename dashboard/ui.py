@@ -1,0 +1,201 @@
+"""Streamlit helpers shared by the pages: store context, problem messages, pickers bound to the URL,
+figure/table export. Pages stay thin: read data (``dashboard.data``), build figures
+(``dashboard.figures``), call :func:`chart`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard import data as D
+from talos_core.errors import TalosError
+
+CHROME_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every page needs: the store folder, its result index, the selected suite and model."""
+
+    root: Path
+    idx: pd.DataFrame
+    suite: str
+    model: str
+
+    def name(self, *parts: str) -> str:
+        return D.result_name(self.suite, self.model, *parts)
+
+    def methods(self, kind: str) -> list[str]:
+        return D.order_methods(D.available(self.idx, "method", kind=kind, suite=self.suite, model=self.model))
+
+    def has(self, kind: str, *parts: str) -> bool:
+        name = self.name(*parts)
+        return bool(((self.idx["kind"] == kind) & (self.idx["name"] == name)).any())
+
+
+# --------------------------------------------------------------------------------------------
+# problems
+# --------------------------------------------------------------------------------------------
+def show_problem(exc: BaseException) -> None:
+    """One sentence, never a traceback: info for "not computed yet", error for broken files."""
+    level = getattr(exc, "level", "error")
+    (st.info if level == "info" else st.error)(str(exc))
+
+
+def stop_on_problem(exc: BaseException) -> None:
+    show_problem(exc)
+    st.stop()
+
+
+def load(kind: str, ctx: Context, *parts: str, stop: bool = True) -> Any | None:
+    """Cached result ``kind`` for the current suite/model; on a problem show it and stop (or return None)."""
+    try:
+        return D.get(kind, ctx.root, ctx.name(*parts))
+    except TalosError as exc:
+        if stop:
+            stop_on_problem(exc)
+        show_problem(exc)
+        return None
+
+
+def context(*, required: bool = True) -> Context | None:
+    """The context set by ``app.py``; if the store is unusable, show why and stop (when ``required``)."""
+    ctx = st.session_state.get("_ctx")
+    problem = st.session_state.get("_ctx_problem")
+    if ctx is None:
+        if not required:
+            return None
+        show_problem(problem or D.EmptyStore("no store is selected; choose a store folder in the sidebar"))
+        st.stop()
+    return ctx
+
+
+# --------------------------------------------------------------------------------------------
+# pickers (bound to the URL so a link reproduces the view)
+# --------------------------------------------------------------------------------------------
+def pick(label: str, options: Sequence[str], key: str, *, default: str | None = None, container: Any = None,
+         format_func: Any = str, help: str | None = None) -> str | None:
+    """A selectbox whose value lives in the URL query (``?<key>=...``)."""
+    options = list(options)
+    if not options:
+        return None
+    where = container or st
+    index = options.index(default) if default in options else 0
+    if key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
+    return where.selectbox(label, options, index=index, key=key, bind="query-params", format_func=format_func,
+                           help=help)
+
+
+def pick_many(label: str, options: Sequence[str], key: str, *, default: Sequence[str] | None = None,
+              container: Any = None, format_func: Any = str, max_selections: int | None = None) -> list[str]:
+    """A multiselect bound to the URL query (repeated ``?<key>=a&<key>=b``)."""
+    options = list(options)
+    default = [d for d in (default if default is not None else options) if d in options]
+    if key in st.session_state:
+        kept = [v for v in st.session_state[key] if v in options]
+        if kept != list(st.session_state[key]):
+            st.session_state[key] = kept
+    where = container or st
+    return list(where.multiselect(label, options, default=default, key=key, bind="query-params",
+                                  format_func=format_func, max_selections=max_selections))
+
+
+def qkey(*parts: str) -> str:
+    """A URL-safe widget key from parts (``qkey("a", "talos", "digits")`` → ``"a.talos.digits"``)."""
+    return ".".join(D.result_name("x", *parts).split("__")[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------------
+def ensure_browser_path() -> str | None:
+    """Point kaleido at a local Chrome/Chromium (``BROWSER_PATH``); ``None`` if none is installed."""
+    if os.environ.get("BROWSER_PATH") and Path(os.environ["BROWSER_PATH"]).exists():
+        return os.environ["BROWSER_PATH"]
+    for cand in CHROME_CANDIDATES:
+        if Path(cand).exists():
+            os.environ["BROWSER_PATH"] = cand
+            return cand
+    found = shutil.which("chromium") or shutil.which("google-chrome")
+    if found:
+        os.environ["BROWSER_PATH"] = found
+    return found
+
+
+def figure_bytes(fig: go.Figure, fmt: str) -> bytes:
+    """``fig`` as PNG/SVG (kaleido + a local Chrome) or standalone HTML (always works, offline).
+
+    Raises :class:`TalosError` with the reason when a static image cannot be produced.
+    """
+    if fmt == "html":
+        return fig.to_html(include_plotlyjs=True, full_html=True).encode()
+    if fmt not in ("png", "svg"):
+        raise TalosError(f"export format must be png, svg or html, got {fmt!r}")
+    ensure_browser_path()
+    try:
+        return fig.to_image(format=fmt, width=1100, height=fig.layout.height or 500, scale=2 if fmt == "png" else 1)
+    except Exception as exc:  # kaleido missing, no Chrome, Chrome failed to start...
+        raise TalosError(f"{fmt.upper()} export needs kaleido and a Chrome/Chromium browser "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no details'}); "
+                         f"use the HTML export instead") from None
+
+
+def _fig_key(fig: go.Figure, name: str) -> str:
+    return hashlib.sha1((name + fig.to_json()).encode()).hexdigest()[:12]
+
+
+@st.fragment
+def _export_panel(fig: go.Figure, name: str, key: str) -> None:
+    cols = st.columns(3)
+    store_key = f"_img.{key}"
+    for col, fmt in zip(cols[:2], ("png", "svg")):
+        if col.button(f"Render {fmt.upper()}", key=f"{key}.r{fmt}"):
+            try:
+                st.session_state[store_key + fmt] = (_fig_key(fig, name), figure_bytes(fig, fmt))
+            except TalosError as exc:
+                st.session_state[store_key + fmt] = (_fig_key(fig, name), exc)
+        got = st.session_state.get(store_key + fmt)
+        if got and got[0] == _fig_key(fig, name):
+            if isinstance(got[1], Exception):
+                col.warning(str(got[1]))
+            else:
+                col.download_button(f"⬇ {name}.{fmt}", got[1], file_name=f"{name}.{fmt}",
+                                    mime="image/png" if fmt == "png" else "image/svg+xml", key=f"{key}.d{fmt}")
+    cols[2].download_button("⬇ HTML (interactive)", lambda: figure_bytes(fig, "html"), file_name=f"{name}.html",
+                            mime="text/html", key=f"{key}.dhtml", on_click="ignore")
+
+
+def chart(fig: go.Figure, name: str, *, key: str | None = None, export: bool = True) -> None:
+    """``st.plotly_chart`` plus an "Export" popover (PNG/SVG via kaleido, fallback HTML)."""
+    key = key or name
+    st.plotly_chart(fig, key=f"chart.{key}", config={"displaylogo": False})
+    if export:
+        with st.popover("Export figure", icon=":material/download:"):
+            _export_panel(fig, name, f"exp.{key}")
+
+
+def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bool = True,
+          raw: pd.DataFrame | None = None) -> None:
+    """Show a table (DataFrame or Styler) and a CSV download button of its raw data."""
+    raw_df = raw if raw is not None else (df.data if hasattr(df, "data") and not isinstance(df, pd.DataFrame) else df)
+    if show:
+        st.dataframe(df, hide_index=True)
+    st.download_button(f"⬇ {name}.csv", raw_df.to_csv(index=False).encode(), file_name=f"{name}.csv",
+                       mime="text/csv", key=f"csv.{key or name}", on_click="ignore")
+
+
+def method_format(m: str) -> str:
+    from dashboard.figures import method_label
+
+    return method_label(m) if method_label(m) == m else f"{method_label(m)} ({m})"

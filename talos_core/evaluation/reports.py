@@ -1,0 +1,135 @@
+"""Tables built from run manifests and stored results: efficiency (paper Table "efficiency") and the
+cross-method comparison (paper Tables "task_addition"/"task_negation" in one row per method).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from talos_core.errors import TalosError
+from talos_core.evaluation.names import result_name, slug
+from talos_core.store import Run, Store
+
+EFFICIENCY_COLUMNS = ["method", "task", "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std",
+                      "calibration_s", "train_s", "peak_memory_mb", "peak_memory_kind", "trainable_entries"]
+COMPARISON_COLUMNS = ["method", "addition_abs", "addition_norm", "negation_target", "negation_control",
+                      "single_task_acc", "zero_shot_acc", "time_per_step_s", "peak_memory_mb"]
+
+
+# --------------------------------------------------------------------------------------------
+# efficiency
+# --------------------------------------------------------------------------------------------
+def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
+    """One row per run from its manifest ``timings`` (perf_counter per iteration, mean ± std).
+
+    ``calibration_s`` is 0 for methods without a calibration stage.
+    """
+    rows = []
+    for run in runs:
+        m = run.manifest
+        t = m.get("timings") or {}
+        rows.append({"method": m.get("method"), "task": m.get("task"),
+                     "fwd_bwd_s_mean": t.get("fwd_bwd_s_mean"), "fwd_bwd_s_std": t.get("fwd_bwd_s_std"),
+                     "opt_s_mean": t.get("opt_s_mean"), "opt_s_std": t.get("opt_s_std"),
+                     "calibration_s": float(t.get("calibration_s", 0.0)), "train_s": t.get("train_s"),
+                     "peak_memory_mb": t.get("peak_memory_mb"), "peak_memory_kind": t.get("peak_memory_kind"),
+                     "trainable_entries": t.get("trainable_entries"),
+                     "_steps": ((m.get("config") or {}).get("train") or {}).get("steps") or 1})
+    return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "_steps"])
+
+
+def _pooled(means: np.ndarray, stds: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """Mean and std over all iterations of all runs from per-run (mean, std, count)."""
+    n = counts.sum()
+    mu = float((counts * means).sum() / n)
+    var = float((counts * (stds ** 2 + means ** 2)).sum() / n - mu ** 2)
+    return mu, math.sqrt(max(var, 0.0))
+
+
+def efficiency_summary(table: pd.DataFrame) -> dict[str, dict]:
+    """Per method, timings pooled over all iterations of all tasks and the peak memory over tasks
+    (paper App. "Measuring computational costs": mean ± std over all iterations of all tasks, peak = max)."""
+    out = {}
+    for method, g in table.groupby("method", sort=False):
+        g = g.dropna(subset=["fwd_bwd_s_mean", "opt_s_mean"])
+        if g.empty:
+            continue
+        steps = g["_steps"].to_numpy(dtype=float) if "_steps" in g else np.ones(len(g))
+        fb = _pooled(g["fwd_bwd_s_mean"].to_numpy(float), g["fwd_bwd_s_std"].fillna(0).to_numpy(float), steps)
+        op = _pooled(g["opt_s_mean"].to_numpy(float), g["opt_s_std"].fillna(0).to_numpy(float), steps)
+        out[str(method)] = {"fwd_bwd_s_mean": fb[0], "fwd_bwd_s_std": fb[1], "opt_s_mean": op[0],
+                            "opt_s_std": op[1], "time_per_step_s": fb[0] + op[0],
+                            "peak_memory_mb": float(g["peak_memory_mb"].max()),
+                            "calibration_s_mean": float(g["calibration_s"].mean()),
+                            "tasks": [str(t) for t in g["task"]]}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# comparison
+# --------------------------------------------------------------------------------------------
+def _methods_with(store: Store, kind: str, prefix: str) -> dict[str, str]:
+    """``{method slug: result name}`` of ``kind`` results named exactly ``<prefix><method>``."""
+    out = {}
+    for name in store.results(kind):
+        if name.startswith(prefix) and "__" not in name[len(prefix):]:
+            out[name[len(prefix):]] = name
+    return out
+
+
+def _read_table(store: Store, kind: str, name: str) -> pd.DataFrame | None:
+    if name not in store.results(kind):
+        return None
+    try:
+        return store.read_table(kind, name)
+    except TalosError:
+        return None
+
+
+def comparison_table(store: Store, suite: str, model: str) -> pd.DataFrame:
+    """One row per method with everything the paper's main tables report, from stored results.
+
+    Columns ``method, addition_abs, addition_norm, negation_target, negation_control, single_task_acc,
+    zero_shot_acc, time_per_step_s, peak_memory_mb`` (test-split means; NaN where a result is missing,
+    e.g. post-hoc methods have no fine-tuning timings).
+    """
+    prefix = result_name(suite, model) + "__"
+    addition = _methods_with(store, "addition", prefix)
+    negation = _methods_with(store, "negation", prefix)
+    single = _read_table(store, "single", result_name(suite, model))
+    eff = _read_table(store, "efficiency", result_name(suite, model))
+    eff_summary = efficiency_summary(eff) if eff is not None and not eff.empty else {}
+    methods: list[str] = []
+    for source in (list(addition), list(negation),
+                   [] if single is None else [slug(m) for m in single["method"].unique()],
+                   [slug(m) for m in eff_summary]):
+        methods.extend(m for m in source if m not in methods)
+    rows = []
+    for m in methods:
+        row = {c: float("nan") for c in COMPARISON_COLUMNS}
+        row["method"] = m
+        if m in addition:
+            s = store.read_result("addition", addition[m]).get("summary") or {}
+            row["addition_abs"], row["addition_norm"] = s.get("abs_acc"), s.get("norm_acc")
+        if m in negation:
+            s = store.read_result("negation", negation[m]).get("summary") or {}
+            row["negation_target"], row["negation_control"] = s.get("target_acc"), s.get("control_acc")
+        if single is not None:
+            part = single[(single["method"].map(slug) == m) & (single["split"] == "test")]
+            if not part.empty:
+                row["single_task_acc"] = float(part["finetuned_acc"].mean())
+                row["zero_shot_acc"] = float(part["zero_shot_acc"].mean())
+        for method, s in eff_summary.items():
+            if slug(method) == m:
+                row["time_per_step_s"], row["peak_memory_mb"] = s["time_per_step_s"], s["peak_memory_mb"]
+        rows.append(row)
+    if single is not None and not single.empty:  # zero-shot depends on the model only
+        zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"].mean()
+        for row in rows:
+            if row["zero_shot_acc"] is None or (isinstance(row["zero_shot_acc"], float) and math.isnan(row["zero_shot_acc"])):
+                row["zero_shot_acc"] = float(zs)
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)

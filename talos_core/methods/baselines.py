@@ -1,0 +1,274 @@
+"""The fine-tuning baselines the paper compares against, registered under the same ``--method`` switch.
+
+* ``linearized`` — Linearized FT (Ortiz-Jiménez et al., 2023): train the first-order Taylor model
+  ``f_lin(x, θ) = f(x, θ0) + (θ − θ0)ᵀ ∇θ f(x, θ0)`` (one Jacobian-vector product per batch,
+  :func:`taylor_logits`). Every parameter of ``θ`` is trained, exactly the set non-linear FT trains
+  (embeddings included), so the two full fine-tuning methods differ only in the model they train.
+  The task vector ``θ* − θ0`` is evaluated on the linearized model (``eval_mode="linearized"``).
+* ``llora`` — L-LoRA (Tang et al., 2023): LoRA on attention Q and V, trained linearized; see
+  :mod:`talos_core.methods.lora`. Options ``rank`` (16) and ``lora_alpha`` (= rank).
+* ``lota`` — Lottery Ticket Adaptation (Panda et al., 2024): a short dense fine-tune of the maskable
+  parameters ("calibration"), mask = the ``k = ⌊(1 − sparsity) · m⌋`` entries with the largest
+  ``|Δθ|`` (one global top-k over all ``m`` maskable entries, exact ``k``), restart from ``θ0`` and
+  fine-tune only the masked entries; every other entry is frozen (the official code's 0.1× learning
+  rate on non-selected entries is a bug and is not reproduced). Options: ``calib_steps`` (default:
+  the number of TaLoS calibration iterations, ``rounds × ⌈n_calib / calib_batch_size⌉``) and
+  ``calib_data`` (``"val"``, default: the TaLoS calibration examples drawn from the validation split,
+  as the paper's appendix prescribes for LoTA; or ``"train"``).
+
+The simple controls ``random``, ``magnitude`` and ``talos-top`` are registered in
+:mod:`talos_core.methods`. :data:`METHOD_FAMILIES` groups every method (fine-tuning and post-hoc) as
+the paper's tables do.
+
+>>> from talos_core.methods import FINETUNE_METHODS
+>>> [FINETUNE_METHODS[m].eval_mode for m in ("linearized", "llora", "lota")]
+['linearized', 'linearized', 'nonlinear']
+>>> method_family("lota"), method_family("ties")
+('parameter-efficient', 'post-hoc')
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch.func import functional_call, jvp
+
+from talos_core.errors import TalosError, unknown
+from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
+from talos_core.methods import (FinetuneMethod, MethodContext, MethodOutput, _dense_extra, register_method,
+                                train_with_plan)
+from talos_core.methods.lora import run_llora
+from talos_core.models.base import Batch, TaskModel
+from talos_core.training import LossFn, TrainConfig, finetune
+
+
+# --------------------------------------------------------------------------------------------
+# linearization
+# --------------------------------------------------------------------------------------------
+@contextmanager
+def jvp_safe_attention() -> Iterator[None]:
+    """Attention kernels that support forward-mode AD, for the duration of the block.
+
+    The fused kernels (``nn.MultiheadAttention``'s native fast path and the flash / memory-efficient
+    ``scaled_dot_product_attention`` backends) have no forward-mode derivative, so a
+    ``torch.func.jvp`` through CLIP, BERT or T5 fails with them. This selects the math SDPA backend and
+    turns the MHA fast path off, restoring the previous setting on exit.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    previous = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with sdpa_kernel(SDPBackend.MATH):
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(previous)
+
+
+def taylor_logits(model: TaskModel, batch: Batch, theta0: dict[str, torch.Tensor],
+                  delta: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``f(x, θ0) + J_θ f(x, θ0) · δ``: the first-order Taylor model at ``θ0``, evaluated at ``θ0 + δ``.
+
+    ``theta0`` holds the expansion point of (at least) every parameter named in ``delta``; all other
+    parameters are the model's current values, held constant. The JVP is taken *at* ``θ0`` (primals)
+    *in the direction* ``δ`` (tangents), so the result is exactly linear in ``δ`` and differentiable
+    with respect to it: gradients reach whatever ``δ`` was computed from (the live ``θ`` for
+    linearized FT, the LoRA factors for L-LoRA).
+
+    >>> lin = torch.nn.Linear(2, 1)
+    >>> class M(TaskModel):
+    ...     def __init__(self): super().__init__(); self.lin = lin
+    ...     def forward(self, x): return torch.tanh(self.lin(x))
+    >>> m = M(); th0 = {n: p.detach().clone() for n, p in m.named_parameters()}
+    >>> x = {"x": torch.ones(1, 2)}; d = {"lin.bias": torch.ones(1)}
+    >>> y1, y2 = taylor_logits(m, x, th0, d), taylor_logits(m, x, th0, {"lin.bias": 2 * torch.ones(1)})
+    >>> f0 = m(**x); bool(torch.allclose(y2 - f0, 2 * (y1 - f0)))
+    True
+    """
+    missing = [n for n in delta if n not in theta0]
+    if missing:
+        raise TalosError(f"no expansion point θ0 for parameter(s) {missing[:3]}")
+    names = list(delta)
+    const = {n: p.detach() for n, p in model.named_parameters() if n not in delta}
+    primals = tuple(theta0[n].detach() for n in names)
+    tangents = tuple(delta[n].to(device=theta0[n].device, dtype=theta0[n].dtype) for n in names)
+
+    def f(*values: torch.Tensor) -> torch.Tensor:
+        return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
+
+    with jvp_safe_attention():
+        out, dout = jvp(f, primals, tangents)
+    return out + dout
+
+
+def linearized_training_logits(theta0: dict[str, torch.Tensor]) -> LossFn:
+    """A ``logits_fn`` for :func:`~talos_core.training.finetune`: the live parameters ``θ`` act as
+    ``θ0 + δ`` with ``δ = θ − θ0`` for every name in ``theta0`` (a detached copy saved before training),
+    and the logits are ``f(x, θ0) + J f(x, θ0) · (θ − θ0)``."""
+
+    def logits(model: TaskModel, batch: Batch) -> torch.Tensor:
+        params = dict(model.named_parameters())
+        delta = {n: params[n] - theta0[n] for n in theta0}
+        return taylor_logits(model, batch, theta0, delta)
+
+    return logits
+
+
+def _no_options(ctx: MethodContext, method: str) -> None:
+    if ctx.options:
+        raise TalosError(f"method {method!r} takes no options, got {sorted(ctx.options)}")
+
+
+def _run_linearized(ctx: MethodContext) -> MethodOutput:
+    _no_options(ctx, "linearized")
+    theta0 = {n: p.detach().clone() for n, p in ctx.model.named_parameters()}
+    out = train_with_plan(ctx, None, logits_fn=linearized_training_logits(theta0))
+    out.info["trained"] = "all parameters of θ (as non-linear FT), through f(x, θ0) + J f(x, θ0)·(θ − θ0)"
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# LoTA
+# --------------------------------------------------------------------------------------------
+LOTA_OPTIONS = ("calib_steps", "calib_data")
+
+
+def lota_calibration_steps(calib: CalibrationConfig, n_calib: int) -> int:
+    """Default LoTA calibration length: the number of TaLoS calibration iterations,
+    ``rounds × ⌈n_calib / batch_size⌉`` (paper appendix: matched to TaLoS's calibration rounds).
+
+    >>> lota_calibration_steps(CalibrationConfig(rounds=4, batch_size=32), 1280)
+    160
+    """
+    if n_calib < 1:
+        raise TalosError(f"LoTA calibration needs at least one example, got {n_calib}")
+    return calib.rounds * math.ceil(n_calib / calib.batch_size)
+
+
+def lota_mask(deltas: dict[str, torch.Tensor], density: float) -> Mask:
+    """Top-k ``|Δθ|`` over all entries of ``deltas`` together, ``k = ⌊density · m⌋`` exactly
+    (ties broken by position, via :func:`~talos_core.masks.keep_lowest` on ``−|Δθ|``).
+
+    >>> lota_mask({"w": torch.tensor([0.1, -3.0, 2.0, 0.0])}, 0.5)["w"].tolist()
+    [False, True, True, False]
+    """
+    if not 0.0 <= density <= 1.0:
+        raise TalosError(f"density must be in [0, 1], got {density!r}")
+    eligible = {n: torch.ones_like(d, dtype=torch.bool) for n, d in deltas.items()}
+    total = sum(d.numel() for d in deltas.values())
+    return keep_lowest({n: -d.abs() for n, d in deltas.items()}, eligible, int(math.floor(density * total)))
+
+
+def _lota_options(ctx: MethodContext) -> tuple[int | None, str]:
+    extra = sorted(set(ctx.options) - set(LOTA_OPTIONS))
+    if extra:
+        raise TalosError(f"unknown lota option(s) {extra}; lota accepts: {', '.join(LOTA_OPTIONS)}")
+    steps = ctx.options.get("calib_steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise TalosError(f"lota calib_steps must be a positive integer, got {steps!r}")
+    data = ctx.options.get("calib_data", "val")
+    if data not in ("val", "train"):
+        raise TalosError(f"lota calib_data must be 'val' or 'train', got {data!r}")
+    return steps, data
+
+
+def _calibration_train_config(config: TrainConfig, steps: int) -> TrainConfig:
+    """The fine-tuning config with ``steps`` steps, warm-up scaled by the same fraction, no checkpoints."""
+    warmup = min(int(config.warmup_steps * steps / config.steps), max(steps - 1, 0))
+    return TrainConfig(**{**config.to_dict(), "steps": steps, "warmup_steps": warmup, "checkpoint_every": 0})
+
+
+def _run_lota(ctx: MethodContext) -> MethodOutput:
+    steps_opt, data_opt = _lota_options(ctx)
+    cfg = ctx.calib_config
+    t0 = time.perf_counter()
+    if data_opt == "val":
+        calib = calibration_split(ctx.data.val, cfg.samples, cfg.seed)
+    else:
+        calib = ctx.data.train
+    steps = steps_opt or lota_calibration_steps(cfg, len(calib))
+    names = ctx.model.maskable_names()
+    if not names:
+        raise TalosError(f"model {type(ctx.model).__name__} has no maskable parameters for LoTA")
+    dense_extra = _dense_extra(ctx)
+    plan = {n: None for n in [*names, *dense_extra]}
+    # dense calibration fine-tune; finetune() puts the model back to exactly θ0 when it returns
+    calib_run = finetune(ctx.model, calib, ctx.task, plan, _calibration_train_config(ctx.train_config, steps),
+                         progress=ctx.progress)
+    deltas = {n: calib_run.vector.dense(n) for n in names}
+    mask = lota_mask(deltas, 1.0 - cfg.sparsity)
+    elapsed = time.perf_counter() - t0
+    out = train_with_plan(ctx, mask, dense_names=dense_extra, extra_timings={"calibration_s": elapsed})
+    every = max(1, len(calib_run.history) // 50)
+    out.info.update({
+        "calibration_steps": steps, "calibration_data": data_opt, "calibration_samples": len(calib),
+        "calibration_final_loss": calib_run.history[-1]["loss"] if calib_run.history else None,
+        "calibration_log": [{"step": h["step"], "loss": h["loss"]} for h in calib_run.history[::every]],
+    })
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# registration and method families
+# --------------------------------------------------------------------------------------------
+register_method(FinetuneMethod(
+    "linearized", "Linearized FT: train f(x,θ0) + (θ−θ0)ᵀ∇f(x,θ0) via a JVP (Ortiz-Jiménez et al.)",
+    _run_linearized, eval_mode="linearized"))
+register_method(FinetuneMethod(
+    "llora", "L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
+    run_llora, eval_mode="linearized"))
+register_method(FinetuneMethod(
+    "lota", "LoTA: short dense calibration, top-k |Δθ| mask, restart from θ0, sparse FT (Panda et al.)",
+    _run_lota, sparse=True, uses_sparsity=True))
+
+FAMILIES: tuple[str, ...] = ("full fine-tuning", "post-hoc", "parameter-efficient", "ablation")
+"""Method families in the order of the paper's tables (controls last)."""
+
+METHOD_FAMILIES: dict[str, str] = {
+    "nonlinear": "full fine-tuning",
+    "linearized": "full fine-tuning",
+    "ties": "post-hoc",
+    "tall_consensus": "post-hoc",
+    "dare": "post-hoc",
+    "breadcrumbs": "post-hoc",
+    "llora": "parameter-efficient",
+    "lota": "parameter-efficient",
+    "talos": "parameter-efficient",
+    "random": "ablation",
+    "magnitude": "ablation",
+    "talos-top": "ablation",
+}
+"""Every fine-tuning and post-hoc method id -> its family (paper Sec. 5: (i) full fine-tuning, (ii)
+post-hoc methods on non-linear FT vectors, (iii) parameter-efficient fine-tuning, where the paper also
+places TaLoS; plus the ablation controls). Insertion order is the paper's table order."""
+
+METHOD_LABELS: dict[str, str] = {
+    "nonlinear": "Non-linear FT",
+    "linearized": "Linearized FT",
+    "ties": "TIES-Merging",
+    "tall_consensus": "TALL Mask / Consensus",
+    "dare": "DARE",
+    "breadcrumbs": "Breadcrumbs",
+    "llora": "L-LoRA",
+    "lota": "LoTA",
+    "talos": "TaLoS",
+    "random": "Random mask",
+    "magnitude": "Magnitude mask",
+    "talos-top": "TaLoS top-k",
+}
+"""Display names, as in the paper's tables."""
+
+
+def method_family(name: str) -> str:
+    """The family of a fine-tuning or post-hoc method id (see :data:`METHOD_FAMILIES`).
+
+    >>> method_family("linearized")
+    'full fine-tuning'
+    """
+    if name not in METHOD_FAMILIES:
+        raise unknown("method", name, METHOD_FAMILIES)
+    return METHOD_FAMILIES[name]
