@@ -117,28 +117,56 @@ def _plan(model, kind: str, mask_path: str | None):
     raise ValueError(kind)
 
 
-def job_train(a: dict) -> dict:
-    """Time ``iters`` fine-tuning steps after one warm-up step; peak memory of the measured steps."""
+def _one_step(model, data, task, plan, config) -> tuple[float, float, dict]:
     from talos_core.training import finetune
 
+    res = finetune(model, data.train, task, plan, config, progress=False)
+    return res.timings["fwd_bwd_s_mean"], res.timings["opt_s_mean"], res.timings
+
+
+def job_train_time(a: dict) -> dict:
+    """Per-step times of non-linear FT and TaLoS on the same model, batch and data, interleaved.
+
+    ``finetune`` is called with one step per call (same batch each time, fresh optimizer state, so
+    every step costs the same), alternating the two plans so that a shared CPU's load hits both
+    alike; after one warm-up step each, ``iters`` steps each are timed and their medians reported.
+    """
     batch, iters = a["batch"], a["iters"]
-    model, task, data, base = setup(a["model"], a["task"], a["device"], max_train=batch * (iters + 1),
-                                    max_val=8, max_test=8)
+    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_train=batch, max_val=8, max_test=8)
+    plans = {"nonlinear": _plan(model, "nonlinear", None), "talos": _plan(model, "talos", a["mask"])}
+    one = _train_config(a["model"], 1, batch)
+    times: dict[str, dict[str, list]] = {k: {"fb": [], "opt": []} for k in plans}
+    info = {}
+    for i in range(iters + 1):
+        order = list(plans) if i % 2 == 0 else list(plans)[::-1]
+        for k in order:
+            fb, opt, info[k] = _one_step(model, data, task, plans[k], one)
+            if i > 0:  # step 0 is the warm-up
+                times[k]["fb"].append(fb)
+                times[k]["opt"].append(opt)
+    out = {}
+    for k, t in times.items():
+        fb, opt = statistics.median(t["fb"]), statistics.median(t["opt"])
+        out[k] = {"fwd_bwd_s": fb, "fwd_bwd_min": min(t["fb"]), "fwd_bwd_max": max(t["fb"]), "opt_s": opt,
+                  "opt_min": min(t["opt"]), "opt_max": max(t["opt"]), "iter_s": fb + opt,
+                  "trainable_entries": info[k]["trainable_entries"], "trainable_tensors": info[k]["trainable_tensors"]}
+    out["params"] = model.num_parameters()
+    return out
+
+
+def job_train_mem(a: dict) -> dict:
+    """Peak memory of fine-tuning steps of one plan (fresh process): warm-up step, reset, 2 steps."""
+    batch = a["batch"]
+    model, task, data, base = setup(a["model"], a["task"], a["device"], max_train=batch, max_val=8, max_test=8)
     device = model.device
     plan = _plan(model, a["plan"], a.get("mask"))
-    finetune(model, data.train, task, plan, _train_config(a["model"], 1, batch), progress=False)
+    _one_step(model, data, task, plan, _train_config(a["model"], 1, batch))
     model_mem = current_memory_mb(device)
     kind = reset_peak_memory(device)
-    start_mem = current_memory_mb(device)
-    res = finetune(model, data.train, task, plan, _train_config(a["model"], iters, batch), progress=False)
+    _one_step(model, data, task, plan, _train_config(a["model"], 2, batch))
     peak = peak_memory_mb(device)
-    t = res.timings
-    return {"fwd_bwd_s": t["fwd_bwd_s_mean"], "fwd_bwd_std": t["fwd_bwd_s_std"], "opt_s": t["opt_s_mean"],
-            "opt_std": t["opt_s_std"], "iter_s": t["fwd_bwd_s_mean"] + t["opt_s_mean"], "peak_mb": peak,
-            "peak_kind": kind, "start_mb": start_mem, "model_mb": model_mem,
-            "base_mb": base if device.type == "cpu" else 0.0,
-            "trainable_entries": t["trainable_entries"], "trainable_tensors": t["trainable_tensors"],
-            "params": model.num_parameters(), "final_loss": res.history[-1]["loss"]}
+    return {"peak_mb": peak, "peak_kind": kind, "model_mb": model_mem,
+            "base_mb": base if device.type == "cpu" else 0.0}
 
 
 def _compare(vmap_scores: dict, loop_scores: dict) -> dict:
@@ -175,12 +203,14 @@ def job_calib(a: dict) -> dict:
     fisher_scores(model, warm, task, names, generator=torch.Generator().manual_seed(0), chunk_size=a["chunk_size"])
     fisher_scores_loop(model, warm, task, names, generator=torch.Generator().manual_seed(0))
     box: dict = {}
-    t_vmap = timed(lambda: box.__setitem__("v", fisher_scores(
-        model, calib, task, names, generator=torch.Generator().manual_seed(0), batch_size=32,
-        chunk_size=a["chunk_size"])), device)[0]
-    t_loop = timed(lambda: box.__setitem__("l", fisher_scores_loop(
-        model, calib, task, names, generator=torch.Generator().manual_seed(0), batch_size=32)), device)[0]
-    out.update(scores_samples=len(calib), vmap_s=t_vmap, loop_s=t_loop, **_compare(box["v"], box["l"]))
+    t_vmap, t_loop = [], []
+    for _ in range(a.get("reps", 2)):  # interleaved; the minimum of each is reported
+        t_vmap += timed(lambda: box.__setitem__("v", fisher_scores(
+            model, calib, task, names, generator=torch.Generator().manual_seed(0), batch_size=32,
+            chunk_size=a["chunk_size"])), device)
+        t_loop += timed(lambda: box.__setitem__("l", fisher_scores_loop(
+            model, calib, task, names, generator=torch.Generator().manual_seed(0), batch_size=32)), device)
+    out.update(scores_samples=len(calib), vmap_s=min(t_vmap), loop_s=min(t_loop), **_compare(box["v"], box["l"]))
     elig = {n: torch.ones_like(s, dtype=torch.bool) for n, s in box["l"].items()}
     total = sum(m.numel() for m in elig.values())
     k = int(0.1 * total)
@@ -245,32 +275,39 @@ def job_grid(a: dict) -> dict:
     reps = a["reps"]
     split = data.test
     bs = a.get("eval_batch", 128)
-    predict(model, task, split, batch_size=bs)  # warm-up
-    plain = timed(lambda: predict(model, task, split, batch_size=bs), device, reps)
-    out = {"examples": len(split), "plain_s": statistics.median(plain)}
-    grid = [(-3.0, 3.0), (-1.42, 0.47), (0.79, -2.05), (2.37, 1.11)]
-    for kind, build in (("sparse", sparse_vector), ("dense", lambda s: dense_vector())):
-        t1, t2 = build(1), build(2)
-        alpha = [timed(lambda: predict(model, task, split, [(t1, al)], batch_size=bs), device)[0]
-                 for al in (0.25, 0.5, 0.75, 1.0)][: max(reps, 2)]
-        xi = [timed(lambda: predict(model, task, split, [(t1, a1), (t2, a2)], batch_size=bs), device)[0]
-              for a1, a2 in grid][: max(reps, 2)]
-
+    vectors = {"sparse": (sparse_vector(1), sparse_vector(2)), "dense": (dense_vector(), dense_vector())}
+    grid = [(-3.0, 3.0), (-1.42, 0.47), (0.79, -2.05), (2.37, 1.11), (0.16, -0.16)]
+    runs = {"plain": lambda i: predict(model, task, split, batch_size=bs)}
+    for kind, (t1, t2) in vectors.items():
+        runs[f"{kind}_alpha"] = lambda i, t1=t1: predict(model, task, split, [(t1, 0.2 * (i + 1))], batch_size=bs)
+        runs[f"{kind}_xi"] = lambda i, t1=t1, t2=t2: predict(
+            model, task, split, [(t1, grid[i % len(grid)][0]), (t2, grid[i % len(grid)][1])], batch_size=bs)
+    runs["plain"](0)  # warm-up
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    keys = list(runs)
+    for i in range(reps):  # rotate the order so that load changes hit every kind alike
+        for k in keys[i % len(keys):] + keys[: i % len(keys)]:
+            times[k] += timed(lambda: runs[k](i), device)
+    out = {"examples": len(split), "plain_s": statistics.median(times["plain"]), "reps": reps}
+    for kind, (t1, t2) in vectors.items():
         def apply_only() -> None:
             with apply_vectors(model, [(t1, 0.3), (t2, -0.7)]):
                 pass
 
         apply = timed(apply_only, device, 3)
-        out[kind] = {"alpha_point_s": statistics.median(alpha), "xi_point_s": statistics.median(xi),
+        out[kind] = {"alpha_point_s": statistics.median(times[f"{kind}_alpha"]),
+                     "xi_point_s": statistics.median(times[f"{kind}_xi"]),
                      "apply_restore_s": statistics.median(apply), "nnz": t1.nnz() + t2.nnz()}
     return out
 
 
-JOBS = {"mask": job_mask, "train": job_train, "calib": job_calib, "grid": job_grid}
+JOBS = {"mask": job_mask, "train_time": job_train_time, "train_mem": job_train_mem, "calib": job_calib, "grid": job_grid}
 
 
 def main() -> None:
     job, args = sys.argv[1], json.loads(sys.argv[2])
+    if args.get("threads"):
+        torch.set_num_threads(int(args["threads"]))
     torch.manual_seed(0)
     if job not in JOBS:
         raise SystemExit(f"unknown job {job!r}; choose one of {sorted(JOBS)}")

@@ -2,9 +2,10 @@
 
 ``python -m bench.bench_finetune [--device cuda] [--quick] [--models ...]``
 
-Per model, on the same batch and data: mean forward+backward time and optimizer-step time of the
-measured steps (after one warm-up step), and peak memory — each configuration in its own fresh
-process (CPU: peak RSS, also net of the process's RSS before the model was loaded; GPU:
+Per model, on the same batch and data: median forward+backward time and optimizer-step time of
+``iters`` steps per configuration (after one warm-up step each), the two configurations interleaved
+step by step in one process so that a shared CPU's load hits both alike; and peak memory of each
+configuration, measured in its own fresh process (CPU: peak RSS, also net of the process's RSS before the model was loaded; GPU:
 ``torch.cuda.max_memory_allocated``). Ratios: fwd+bwd speed-up (non-linear / TaLoS, goal ≥ 3),
 optimizer-step ratio (TaLoS / non-linear, goal ≤ 1) and memory ratio (TaLoS / non-linear, goal ≤ 0.5).
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 
-from bench.common import (Case, common_parser, machine_line, markdown_table, mask_cache_path, ratio,
+from bench.common import (error_rows, run_cases, Case, common_parser, machine_line, markdown_table, mask_cache_path, ratio,
                           resolve_device, run_worker, select_cases, write_json)
 
 
@@ -35,10 +36,13 @@ def ensure_mask(case: Case, device: str) -> dict:
 def run_case(case: Case, device: str, quick: bool) -> dict:
     mask = ensure_mask(case, device)
     iters = 2 if quick else case.ft_iters
-    common = {"model": case.model, "task": case.task, "device": device, "batch": case.ft_batch, "iters": iters}
-    nl = run_worker("train", {**common, "plan": "nonlinear"})
-    ts = run_worker("train", {**common, "plan": "talos", "mask": mask["path"]})
-    return {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "nonlinear": nl, "talos": ts}
+    common = {"model": case.model, "task": case.task, "device": device, "batch": case.ft_batch}
+    times = run_worker("train_time", {**common, "iters": iters, "mask": mask["path"]})
+    out = {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "params": times["params"]}
+    for plan in ("nonlinear", "talos"):
+        mem = run_worker("train_mem", {**common, "plan": plan, "mask": mask["path"]})
+        out[plan] = {**times[plan], **mem}
+    return out
 
 
 def tables(results: list[dict]) -> str:
@@ -47,7 +51,7 @@ def tables(results: list[dict]) -> str:
         nl, ts = r["nonlinear"], r["talos"]
         for name, x in (("non-linear FT", nl), ("TaLoS 90%", ts)):
             rows.append({"model": r["case"], "method": name, "batch": r["batch"], "fb": x["fwd_bwd_s"],
-                         "fbstd": x["fwd_bwd_std"], "opt": x["opt_s"], "it": x["iter_s"], "peak": x["peak_mb"],
+                         "fbr": f"{x['fwd_bwd_min']:.3f}–{x['fwd_bwd_max']:.3f}", "opt": x["opt_s"], "it": x["iter_s"], "peak": x["peak_mb"],
                          "net": x["peak_mb"] - x["base_mb"], "entries": x["trainable_entries"]})
         ratios.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"]),
                        "opt": ratio(ts["opt_s"], nl["opt_s"]), "it": ratio(nl["iter_s"], ts["iter_s"]),
@@ -59,8 +63,8 @@ def tables(results: list[dict]) -> str:
                           "cols": m["partial_cols_touched"]})
     kind = results[0]["talos"]["peak_kind"] if results else ""
     out = ["### Fine-tuning cost per iteration (seconds, MiB)", "",
-           markdown_table(rows, ["model", "method", "batch", "fb", "fbstd", "opt", "it", "peak", "net", "entries"],
-                          ["model", "method", "batch", "fwd+bwd s", "± std", "opt step s", "iter s",
+           markdown_table(rows, ["model", "method", "batch", "fb", "fbr", "opt", "it", "peak", "net", "entries"],
+                          ["model", "method", "batch", "fwd+bwd s (median)", "min–max", "opt step s (median)", "iter s",
                            f"peak MiB ({kind})", "peak − pre-model RSS MiB", "trainable entries"]),
            "", "### Ratios (side by side, same run)", "",
            markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net"],
@@ -76,15 +80,13 @@ def tables(results: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     args = common_parser(__doc__.splitlines()[0]).parse_args(argv)
-    device = resolve_device(args.device)
+    device = resolve_device(args.device, args.threads, args.timeout)
     print(f"## bench_finetune — {machine_line(device)}", flush=True)
-    results = []
-    for case in select_cases(args.models, args.quick, device):
-        print(f"- {case.model} ({case.task}) …", flush=True)
-        results.append(run_case(case, device, args.quick))
+    results = run_cases(select_cases(args.models, args.quick, device),
+                        lambda case: run_case(case, device, args.quick), args.json, "finetune", device)
     print()
-    print(tables(results))
-    write_json(args.json, {"benchmark": "finetune", "device": device, "results": results})
+    print(tables([r for r in results if "error" not in r]))
+    print(error_rows(results))
     return results
 
 

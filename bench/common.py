@@ -19,7 +19,6 @@ Memory (see :func:`reset_peak_memory` / :func:`peak_memory_mb`):
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -30,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SPARSITY_KEY = "0.9"
 CACHE = Path(__file__).resolve().parent / ".cache"
 
 
@@ -70,8 +70,8 @@ CASES: dict[str, Case] = {c.model: c for c in [
     Case("tiny-text", "tweets", 32, 5, 64, 64, 16, 512),
     Case("tiny-t5", "tweets", 32, 5, 32, 32, 16, 256),
     Case("minilm-l6", "tweets", 32, 3, 32, 32, 16, 256),
-    Case("clip-vit-b-32-random", "digits", 8, 3, 4, 8, 2, 32),
-    Case("clip-vit-l-14-random", "digits", 8, 3, 4, 8, 2, 32, gpu_only=True),
+    Case("clip-vit-b-32-random", "digits", 8, 3, 2, 4, 2, 32),
+    Case("clip-vit-l-14-random", "digits", 8, 3, 2, 4, 2, 32, gpu_only=True),
 ]}
 QUICK = ("tiny-clip", "tiny-text")
 
@@ -96,12 +96,19 @@ def common_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fast smoke run: tiny models, fewer iterations")
     p.add_argument("--models", nargs="*", help=f"subset of {sorted(CASES)}")
     p.add_argument("--json", type=Path, help="also write the raw results to this JSON file")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads per worker (default 1: on a shared, oversubscribed CPU, OpenMP "
+                        "with more threads than free cores spins and makes timings meaningless)")
+    p.add_argument("--timeout", type=float, default=1200.0, help="seconds before a worker is given up (default 1200)")
     return p
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device: str, threads: int = 1, timeout: float = 1200.0) -> str:
+    """Check ``device``; set the worker thread count and time limit."""
     import torch
 
+    THREADS["n"] = max(1, int(threads))
+    THREADS["timeout"] = float(timeout)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {device} asked for but CUDA is not available on this machine")
     return device
@@ -110,12 +117,18 @@ def resolve_device(device: str) -> str:
 # --------------------------------------------------------------------------------------------
 # worker processes
 # --------------------------------------------------------------------------------------------
-def run_worker(job: str, args: dict, *, timeout: float = 900.0) -> dict:
+THREADS = {"n": 1, "timeout": 1200.0}
+
+
+def run_worker(job: str, args: dict, *, timeout: float | None = None) -> dict:
     """Run ``bench._worker`` ``job`` with ``args`` in a fresh interpreter; return its RESULT dict."""
+    args = {"threads": THREADS["n"], **args}
     cmd = [sys.executable, "-m", "bench._worker", job, json.dumps(args)]
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": str(args["threads"]), "MKL_NUM_THREADS": str(args["threads"])}
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout or THREADS["timeout"],
+                          env=env)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("RESULT "):
             out = json.loads(line[len("RESULT "):])
@@ -125,21 +138,37 @@ def run_worker(job: str, args: dict, *, timeout: float = 900.0) -> dict:
     raise RuntimeError(f"worker {job} {args} failed (rc={proc.returncode}):\n{tail}")
 
 
+def run_cases(cases: list[Case], fn, json_path: Path | None, benchmark: str, device: str) -> list[dict]:
+    """``fn(case)`` for every case; a failing case (error, timeout) becomes ``{"case", "error"}`` and the
+    run goes on. Results so far are written to ``json_path`` after each case."""
+    results = []
+    for case in cases:
+        print(f"- {case.model} ({case.task}) …", flush=True)
+        t0 = time.perf_counter()
+        try:
+            results.append(fn(case))
+        except Exception as exc:  # report and keep going: one slow model must not sink the run
+            first = str(exc).strip().splitlines()
+            results.append({"case": case.model, "error": f"{type(exc).__name__}: {first[0][:160] if first else ''}"})
+            print(f"  FAILED after {time.perf_counter() - t0:.0f}s: {results[-1]['error']}", flush=True)
+        write_json(json_path, {"benchmark": benchmark, "device": device, "results": results})
+    return results
+
+
+def error_rows(results: list[dict]) -> str:
+    bad = [r for r in results if "error" in r]
+    return "\n".join(f"- {r['case']}: not measured ({r['error']})" for r in bad)
+
+
 def emit(result: dict) -> None:
     """Worker side: print the result line the parent parses."""
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def source_hash(*relative: str) -> str:
-    """Short hash of engine source files (keys cached masks to the code that produced them)."""
-    h = hashlib.sha1()
-    for rel in relative:
-        h.update((ROOT / rel).read_bytes())
-    return h.hexdigest()[:10]
-
-
 def mask_cache_path(case: Case, device: str) -> Path:
-    key = f"{case.model}-{case.task}-n{case.mask_samples}-{device.split(':')[0]}-{source_hash('talos_core/masks.py')}"
+    """Where the case's real TaLoS mask is cached (an input of the fine-tuning benchmark, shared by
+    runs before and after an engine change so that both train exactly the same entries)."""
+    key = f"{case.model}-{case.task}-n{case.mask_samples}-s{SPARSITY_KEY}-{device.split(':')[0]}"
     return CACHE / f"mask-{key}.safetensors"
 
 
@@ -241,6 +270,7 @@ def markdown_table(rows: Iterable[dict], columns: list[str], headers: list[str] 
 
 
 def machine_line(device: str) -> str:
+    """Date, CPU, cores, torch version, worker threads, GPU and device, on one line."""
     import platform
 
     import torch
@@ -255,8 +285,9 @@ def machine_line(device: str) -> str:
     except OSError:
         pass
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return (f"{time.strftime('%Y-%m-%d %H:%M')} · {cpu} · {os.cpu_count()} cores · torch "
-            f"{torch.__version__} ({torch.get_num_threads()} threads) · {gpu} · device={device}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{time.strftime('%Y-%m-%d %H:%M')} · {cpu} · {os.cpu_count()} cores (load avg {load:.1f}) · "
+            f"torch {torch.__version__} · {THREADS['n']} thread(s) per worker · {gpu} · device={device}")
 
 
 def write_json(path: Path | None, payload: dict) -> None:

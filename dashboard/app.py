@@ -23,7 +23,8 @@ from dashboard import data as D  # noqa: E402
 from dashboard import ui  # noqa: E402
 from talos_core.errors import TalosError  # noqa: E402
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+# not "pages/": a folder with that name next to app.py switches Streamlit to its legacy multipage mode
+PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 
 def _pages() -> dict[str, list]:

@@ -277,6 +277,11 @@ class Addition:
     summary: dict
     sparsity: float | None
     eval_mode: str | None
+    #: the curve as arrays (built once at load, so a slider move is an index lookup):
+    #: ``alphas`` sorted grid, ``acc[split]`` / ``norm[split]`` of shape [len(alphas), len(tasks)]
+    alphas: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    acc: dict = field(default_factory=dict)
+    norm: dict = field(default_factory=dict)
 
     @property
     def grid_step(self) -> float:
@@ -294,13 +299,15 @@ class Negation:
     selected: dict[str, float]
     control_zero_shot: dict[str, float]  # split -> acc
     summary: dict
+    #: per target: (sorted α grid, {split: target_acc array}, {split: control_acc array}), built at load
+    curves: dict = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
-        return list(dict.fromkeys(self.table["target"].tolist()))
+        return list(self.curves)
 
     def grid(self, target: str) -> np.ndarray:
-        return np.unique(self.table.loc[self.table["target"] == target, "alpha"].to_numpy(dtype=float))
+        return self.curves[target][0]
 
 
 @dataclass(frozen=True)
@@ -335,10 +342,16 @@ def load_addition(root: str | Path, name: str) -> Addition:
     sel = _num(p["selected_alpha"])
     if not math.isfinite(sel):
         raise CorruptResult(f"the addition result {name!r} has a non-numeric selected_alpha {p['selected_alpha']!r}")
-    tasks = list(p.get("tasks") or dict.fromkeys(df["task"].tolist()))
+    tasks = [str(t) for t in (p.get("tasks") or dict.fromkeys(df["task"].tolist()))]
     sp = p.get("sparsity")
-    return Addition(name, df, sel, grid, [str(t) for t in tasks], dict(p.get("summary") or {}),
-                    None if sp is None else float(sp), p.get("eval_mode"))
+    alphas = np.unique(df["alpha"].to_numpy(dtype=float))
+    acc, norm = {}, {}
+    for split, sub in df.groupby("split", sort=False):
+        for col, out in (("accuracy", acc), ("normalized_accuracy", norm)):
+            piv = sub.pivot_table(index="alpha", columns="task", values=col, aggfunc="first")
+            out[str(split)] = piv.reindex(index=alphas, columns=tasks).to_numpy(dtype=float)
+    return Addition(name, df, sel, grid, tasks, dict(p.get("summary") or {}),
+                    None if sp is None else float(sp), p.get("eval_mode"), alphas, acc, norm)
 
 
 def load_negation(root: str | Path, name: str) -> Negation:
@@ -354,7 +367,17 @@ def load_negation(root: str | Path, name: str) -> Negation:
     else:
         czs_d = {"val": _num(czs), "test": _num(czs)}
     selected = {str(k): _num(v) for k, v in (p.get("selected") or {}).items()}
-    return Negation(name, df, str(p.get("control_task", "control")), selected, czs_d, dict(p.get("summary") or {}))
+    curves = {}
+    for target, sub in df.groupby("target", sort=False):
+        alphas = np.unique(sub["alpha"].to_numpy(dtype=float))
+        tacc, cacc = {}, {}
+        for split, s in sub.groupby("split", sort=False):
+            s = s.drop_duplicates("alpha").set_index("alpha").reindex(alphas)
+            tacc[str(split)] = s["target_acc"].to_numpy(dtype=float)
+            cacc[str(split)] = s["control_acc"].to_numpy(dtype=float)
+        curves[str(target)] = (alphas, tacc, cacc)
+    return Negation(name, df, str(p.get("control_task", "control")), selected, czs_d, dict(p.get("summary") or {}),
+                    curves)
 
 
 def load_disentanglement(root: str | Path, name: str) -> dict:
@@ -488,45 +511,56 @@ def snap(grid: Sequence[float] | np.ndarray, value: float) -> tuple[float, bool]
 
 
 def average_curve(add: Addition) -> pd.DataFrame:
-    """Mean over tasks of accuracy and normalized accuracy per (α, split)."""
-    return (add.curve.groupby(["alpha", "split"], sort=False)[["accuracy", "normalized_accuracy"]]
-            .mean().reset_index())
+    """Mean over tasks of accuracy and normalized accuracy per (α, split): ``alpha, split, accuracy,
+    normalized_accuracy``."""
+    frames = [pd.DataFrame({"alpha": add.alphas, "split": split, "accuracy": np.nanmean(add.acc[split], axis=1),
+                            "normalized_accuracy": np.nanmean(add.norm[split], axis=1)})
+              for split in add.acc]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _split_key(d: Mapping[str, Any], split: str) -> str:
+    return split if split in d else next(iter(d))
 
 
 def addition_at(add: Addition, alpha: float, split: str = "test") -> tuple[float, pd.DataFrame]:
     """Per-task exact results at the grid α nearest ``alpha``: ``(snapped α, frame task/accuracy/normalized)``."""
-    grid = np.unique(add.curve["alpha"].to_numpy(dtype=float))
-    a, _ = snap(grid, alpha)
-    sub = add.curve[(np.isclose(add.curve["alpha"].to_numpy(dtype=float), a)) & (add.curve["split"] == split)]
-    if sub.empty:
-        sub = add.curve[np.isclose(add.curve["alpha"].to_numpy(dtype=float), a)]
-    sub = sub.drop_duplicates("task").set_index("task").reindex(add.tasks)
-    return a, sub[["accuracy", "normalized_accuracy"]].reset_index()
+    a, _ = snap(add.alphas, alpha)
+    i = int(np.argmin(np.abs(add.alphas - a)))
+    sk = _split_key(add.acc, split)
+    return a, pd.DataFrame({"task": add.tasks, "accuracy": add.acc[sk][i], "normalized_accuracy": add.norm[sk][i]})
 
 
 def negation_at(neg: Negation, target: str, alpha: float, split: str = "test") -> tuple[float, float, float]:
     """``(snapped α, target_acc, control_acc)`` for negating ``target`` at the grid α nearest ``alpha``."""
-    sub = neg.table[neg.table["target"] == target]
-    if sub.empty:
+    if target not in neg.curves:
         raise MissingResult(f"no negation results for target {target!r}")
-    a, _ = snap(sub["alpha"].to_numpy(dtype=float), alpha)
-    row = sub[np.isclose(sub["alpha"].to_numpy(dtype=float), a)]
-    row = row[row["split"] == split] if (row["split"] == split).any() else row
-    return a, float(row["target_acc"].iloc[0]), float(row["control_acc"].iloc[0])
+    alphas, tacc, cacc = neg.curves[target]
+    a, _ = snap(alphas, alpha)
+    i = int(np.argmin(np.abs(alphas - a)))
+    sk = _split_key(tacc, split)
+    return a, float(tacc[sk][i]), float(cacc[sk][i])
 
 
 def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[str],
                      split: str = "test") -> tuple[list[float], list[float]]:
     """``(zero-shot acc, single-task fine-tuned acc)`` per task for ``method`` (post-hoc methods use
     their ``nonlinear`` single-task models). Missing entries are NaN."""
-    nan = [float("nan")] * len(tasks)
+    nan = float("nan")
     if single is None or single.empty:
-        return nan, list(nan)
-    df = single[single["split"] == split] if (single["split"] == split).any() else single
-    m = method if (df["method"] == method).any() else ("nonlinear" if method in POSTHOC else method)
-    zs = df.drop_duplicates("task").set_index("task")["zero_shot_acc"].reindex(list(tasks))
-    ft = df[df["method"] == m].drop_duplicates("task").set_index("task")["finetuned_acc"].reindex(list(tasks))
-    return zs.astype(float).tolist(), ft.astype(float).tolist()
+        return [nan] * len(tasks), [nan] * len(tasks)
+    rows = single.to_dict("records")
+    if any(r["split"] == split for r in rows):
+        rows = [r for r in rows if r["split"] == split]
+    methods = {r["method"] for r in rows}
+    m = method if method in methods else ("nonlinear" if method in POSTHOC else method)
+    zs: dict[str, float] = {}
+    ft: dict[str, float] = {}
+    for r in rows:
+        zs.setdefault(r["task"], _num(r["zero_shot_acc"]))
+        if r["method"] == m:
+            ft.setdefault(r["task"], _num(r["finetuned_acc"]))
+    return [zs.get(t, nan) for t in tasks], [ft.get(t, nan) for t in tasks]
 
 
 def preview_logits(preview: Preview, eval_task: str, alphas: Mapping[str, float]) -> np.ndarray:
@@ -550,6 +584,37 @@ def preview_accuracy(preview: Preview, alphas: Mapping[str, float],
         logits = preview_logits(preview, e, alphas)
         out[e] = float(np.mean(np.argmax(logits, axis=1) == preview.labels[e]))
     return out
+
+
+def xi_region_mean(payload: Mapping[str, Any]) -> float:
+    """Mean ξ over the grid points inside the square search region ``[lo, hi]²`` (NaN if none/absent)."""
+    region = payload.get("search_region")
+    if region is None:
+        return float("nan")
+    a1, a2 = np.asarray(payload["alphas1"], dtype=float), np.asarray(payload["alphas2"], dtype=float)
+    r1 = (a1 >= region[0]) & (a1 <= region[1])
+    r2 = (a2 >= region[0]) & (a2 <= region[1])
+    inside = np.asarray(payload["xi"], dtype=float)[np.ix_(r1, r2)]
+    return float(inside.mean()) if inside.size else float("nan")
+
+
+def xi_long_table(panels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """ξ grids as one tidy table ``method, task1, task2, alpha1, alpha2, xi`` (for CSV export)."""
+    frames = []
+    for p in panels:
+        a1, a2 = np.meshgrid(np.asarray(p["alphas1"], dtype=float), np.asarray(p["alphas2"], dtype=float),
+                             indexing="ij")
+        frames.append(pd.DataFrame({"method": p.get("method"), "task1": p.get("task1"), "task2": p.get("task2"),
+                                    "alpha1": a1.ravel(), "alpha2": a2.ravel(),
+                                    "xi": np.asarray(p["xi"], dtype=float).ravel()}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def localization_table(mats: Mapping[str, Matrix]) -> pd.DataFrame:
+    """Localization matrices as one tidy table ``method, finetuned_on, evaluated_on, ratio``."""
+    rows = [{"method": m, "finetuned_on": r, "evaluated_on": c, "ratio": float(mat.matrix[i, j])}
+            for m, mat in mats.items() for i, r in enumerate(mat.tasks) for j, c in enumerate(mat.tasks)]
+    return pd.DataFrame(rows, columns=["method", "finetuned_on", "evaluated_on", "ratio"])
 
 
 def masks_with(tables: Mapping[str, pd.DataFrame], column: str = "method") -> pd.DataFrame:

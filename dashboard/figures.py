@@ -3,7 +3,7 @@
 No Streamlit here, so figures are unit-testable and reusable in notebooks and the benchmark::
 
     >>> fig = localization_heatmap(["a", "b"], [[1.2, 0.9], [1.0, 1.3]])
-    >>> fig.data[0].z.tolist()
+    >>> [list(row) for row in fig.data[0].z]
     [[1.2, 0.9], [1.0, 1.3]]
 
 Conventions shared by all figures:
@@ -13,22 +13,28 @@ Conventions shared by all figures:
   ξ heatmaps, the diagonal of localization matrices, the selected α on α curves;
 * heatmaps that are compared side by side share ``zmin``/``zmax`` (one colour axis);
 * matrices are drawn with row 0 at the top (row = first index, column = second index);
-* numbers copied from the paper are labelled "published" in titles and legends.
+* numbers copied from the paper are labelled "published" in titles and legends;
+* figures are assembled as plain dicts and wrapped ONCE in ``go.Figure`` without plotly's per-property
+  validation (set :data:`VALIDATE` or ``TALOS_DASHBOARD_VALIDATE=1`` to validate; the tests do): building a
+  figure then costs ~1–3 ms instead of ~100 ms, which keeps slider moves interactive.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from talos_core.errors import TalosError
+
+#: validate every figure against plotly's schema (slow; on in tests)
+VALIDATE = os.environ.get("TALOS_DASHBOARD_VALIDATE", "") == "1"
 
 # --------------------------------------------------------------------------------------------
 # colours
@@ -114,11 +120,72 @@ def _finite_min(*arrays: Any, default: float = 0.0) -> float:
     return float(min(v.min() for v in vals)) if vals else default
 
 
-def _layout(fig: go.Figure, title: str, *, height: int | None = None, **kw: Any) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), template="plotly_white",
-                      margin=dict(l=60, r=20, t=60 if title else 30, b=50), height=height,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1.0), **kw)
-    return fig
+def _list(values: Any) -> list:
+    """Plain Python list (NaN kept) for figure dicts."""
+    return np.asarray(values).tolist() if not isinstance(values, list) else values
+
+
+def _title(text: str | None) -> dict:
+    return {"text": text}
+
+
+#: a tiny explicit template: stops plotly from deep-copying its (large) default template into every figure
+LIGHT_TEMPLATE: dict = {"layout": {"xaxis": {"gridcolor": "#ebebeb", "zerolinecolor": "#cccccc"},
+                                   "yaxis": {"gridcolor": "#ebebeb", "zerolinecolor": "#cccccc"}}}
+
+
+def make_figure(data: Sequence[dict], title: str = "", *, height: int | None = None, shapes: Sequence[dict] = (),
+                annotations: Sequence[dict] = (), **layout: Any) -> go.Figure:
+    """Wrap trace dicts and layout keys into ONE ``go.Figure`` (validated only if :data:`VALIDATE`).
+
+    No template is set (a template costs ~80 ms per figure): in the dashboard Streamlit's theme applies,
+    static exports use :func:`export_ready` (``plotly_white``).
+
+    >>> make_figure([{"type": "bar", "x": ["a"], "y": [1]}], "t").layout.title.text
+    't'
+    """
+    # title pinned to the top of the figure, legend in its own band between title and plot (no overlap)
+    lay = {"title": {"text": title, "x": 0.0, "xanchor": "left", "y": 0.985, "yref": "container", "yanchor": "top"},
+           "plot_bgcolor": "white", "template": LIGHT_TEMPLATE,
+           "margin": {"l": 60, "r": 20, "t": 95 if title else 45, "b": 50},
+           "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.04, "xanchor": "left", "x": 0.0}}
+    if height is not None:
+        lay["height"] = height
+    if shapes:
+        lay["shapes"] = list(shapes)
+    if annotations:
+        lay["annotations"] = list(annotations)
+    lay.update(layout)
+    return go.Figure({"data": list(data), "layout": lay}, _validate=VALIDATE)
+
+
+def export_ready(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` with the ``plotly_white`` template, for static exports (PNG/SVG/HTML)."""
+    out = go.Figure(fig.to_plotly_json())
+    out.update_layout(template="plotly_white")
+    return out
+
+
+def hline(y: float, *, color: str, dash: str = "solid", width: float = 1.0, text: str | None = None,
+          text_pos: str = "left", xref: str = "paper", yref: str = "y") -> tuple[dict, list[dict]]:
+    """A horizontal line across the plot at ``y`` (shape dict) and its optional label (annotation dicts)."""
+    shape = {"type": "line", "xref": xref, "x0": 0, "x1": 1, "yref": yref, "y0": y, "y1": y, "name": "hline",
+             "line": {"color": color, "dash": dash, "width": width}}
+    ann = [] if text is None else [{"xref": xref, "x": 0 if text_pos == "left" else 1, "yref": yref, "y": y,
+                                    "text": text, "showarrow": False, "yanchor": "bottom",
+                                    "xanchor": "left" if text_pos == "left" else "right",
+                                    "font": {"color": color, "size": 11}}]
+    return shape, ann
+
+
+def vline(x: float, *, color: str, dash: str = "solid", width: float = 2.0, text: str | None = None,
+          name: str = "vline") -> tuple[dict, list[dict]]:
+    """A vertical line over the full plot height at ``x`` (shape dict) and its optional label."""
+    shape = {"type": "line", "yref": "paper", "y0": 0, "y1": 1, "xref": "x", "x0": x, "x1": x, "name": name,
+             "line": {"color": color, "dash": dash, "width": width}}
+    ann = [] if text is None else [{"x": x, "xref": "x", "y": 1.0, "yref": "paper", "text": text,
+                                    "showarrow": False, "yanchor": "bottom", "font": {"color": color}}]
+    return shape, ann
 
 
 def _fmt(v: float) -> str:
@@ -135,9 +202,30 @@ def diagonal_shapes(n: int, *, xref: str = "x", yref: str = "y", color: str = MA
     >>> diagonal_shapes(2)[1]["x0"], diagonal_shapes(2)[1]["y1"]
     (0.5, 1.5)
     """
-    return [dict(type="rect", xref=xref, yref=yref, x0=i - 0.5, x1=i + 0.5, y0=i - 0.5, y1=i + 0.5,
-                 line=dict(color=color, width=3), fillcolor="rgba(0,0,0,0)", name="diagonal")
+    return [{"type": "rect", "xref": xref, "yref": yref, "x0": i - 0.5, "x1": i + 0.5, "y0": i - 0.5,
+             "y1": i + 0.5, "line": {"color": color, "width": 3}, "fillcolor": "rgba(0,0,0,0)", "name": "diagonal"}
             for i in range(n)]
+
+
+def _panels(n: int, spacing: float = 0.06) -> list[tuple[float, float]]:
+    """x-domains of ``n`` side-by-side panels."""
+    w = (1.0 - (n - 1) * spacing) / n
+    return [(round(i * (w + spacing), 6), min(1.0, round(i * (w + spacing) + w, 6))) for i in range(n)]
+
+
+def _panel_axes(n: int, spacing: float = 0.06, titles: Sequence[str] | None = None,
+                **yaxis: Any) -> tuple[dict, list[dict]]:
+    """Layout axes (``xaxis``, ``xaxis2``, ...) for ``n`` panels in a row, and subplot-title annotations."""
+    lay: dict[str, Any] = {}
+    anns = []
+    for i, (lo, hi) in enumerate(_panels(n, spacing), start=1):
+        sfx = "" if i == 1 else str(i)
+        lay[f"xaxis{sfx}"] = {"domain": [lo, hi], "anchor": f"y{sfx}"}
+        lay[f"yaxis{sfx}"] = {"anchor": f"x{sfx}", **yaxis}
+        if titles:
+            anns.append({"text": titles[i - 1], "x": (lo + hi) / 2, "xref": "paper", "y": 1.0, "yref": "paper",
+                         "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}})
+    return lay, anns
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,37 +264,35 @@ def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fractio
 
     >>> df = pd.DataFrame({"block": [0, 1], "layer_type": ["q", "v"], "numel": [10, 10],
     ...                    "trainable": [1, 5]})
-    >>> mask_density_heatmap(df).data[0].x
-    ('0', '1')
+    >>> list(mask_density_heatmap(df).data[0].x)
+    ['0', '1']
     """
     grid = mask_density_grid(masks)
     if grid.empty:
         raise TalosError("masks table is empty; nothing to draw")
     z = grid.to_numpy()
     zmax = _finite_max(z) if zmax is None else zmax
-    fig = go.Figure(go.Heatmap(z=z, x=list(grid.columns), y=list(grid.index), zmin=zmin, zmax=zmax,
-                               colorscale=SEQUENTIAL, text=[[f"{v:.3f}" if np.isfinite(v) else "" for v in r]
-                                                            for r in z],
-                               hovertemplate="block %{x}<br>%{y}<br>density %{z:.4f}<extra></extra>",
-                               colorbar=dict(title="density")))
-    fig.update_yaxes(autorange="reversed", title="layer type")
-    fig.update_xaxes(title="block", type="category")
-    return _layout(fig, title, height=max(260, 28 * len(grid.index) + 120))
+    trace = {"type": "heatmap", "z": _list(z), "x": list(grid.columns), "y": list(grid.index), "zmin": zmin,
+             "zmax": zmax, "colorscale": SEQUENTIAL, "colorbar": {"title": {"text": "density"}},
+             "hovertemplate": "block %{x}<br>%{y}<br>density %{z:.4f}<extra></extra>"}
+    return make_figure([trace], title, height=max(260, 28 * len(grid.index) + 120),
+                       xaxis={"title": _title("block"), "type": "category"},
+                       yaxis={"title": _title("layer type"), "autorange": "reversed", "type": "category"})
 
 
 def mask_density_bars(masks: pd.DataFrame, *, group: str = "method", by: str = "block",
-                      title: str = "Trainable fraction per layer") -> go.Figure:
+                      title: str = "Trainable fraction per layer",
+                      colors: Mapping[str, str] | None = None) -> go.Figure:
     """Grouped bars of mask density along ``by`` (``"block"`` or ``"layer_type"``), one series per ``group``.
 
     ``group`` is a column of ``masks`` (``"method"`` or ``"task"``) that tells the series apart;
-    series for methods use :func:`method_color`.
+    series for methods use :func:`method_color`; ``colors`` maps series names to colours explicitly.
     """
     if by not in ("block", "layer_type"):
         raise TalosError(f"by must be 'block' or 'layer_type', got {by!r}")
     if group not in masks.columns:
         raise TalosError(f"masks table has no column {group!r} to group by; columns: {list(masks.columns)}")
-    fig = go.Figure()
-    palette = _FALLBACK
+    traces = []
     for i, (key, sub) in enumerate(masks.groupby(group, sort=False)):
         agg = sub.groupby(by, sort=False)[["trainable", "numel"]].sum()
         if by == "block":
@@ -217,14 +303,16 @@ def mask_density_bars(masks: pd.DataFrame, *, group: str = "method", by: str = "
             agg = agg.reindex(order)
             x = list(agg.index)
         y = (agg["trainable"] / agg["numel"].where(agg["numel"] > 0)).to_numpy(dtype=float)
-        color = method_color(str(key)) if group == "method" else palette[i % len(palette)]
+        if colors and str(key) in colors:
+            color = colors[str(key)]
+        else:
+            color = method_color(str(key)) if group == "method" else _FALLBACK[i % len(_FALLBACK)]
         name = method_label(str(key)) if group == "method" else str(key)
-        fig.add_trace(go.Bar(x=x, y=y, name=name, marker_color=color,
-                             hovertemplate=f"{name}<br>{by} %{{x}}<br>density %{{y:.4f}}<extra></extra>"))
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title="block" if by == "block" else "layer type", type="category")
-    fig.update_yaxes(title="trainable fraction", rangemode="tozero")
-    return _layout(fig, title, height=340)
+        traces.append({"type": "bar", "x": x, "y": _list(y), "name": name, "marker": {"color": color},
+                       "hovertemplate": f"{name}<br>{by} %{{x}}<br>density %{{y:.4f}}<extra></extra>"})
+    return make_figure(traces, title, height=340, barmode="group",
+                       xaxis={"title": _title("block" if by == "block" else "layer type"), "type": "category"},
+                       yaxis={"title": _title("trainable fraction"), "rangemode": "tozero"})
 
 
 def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask overlap (IoU) between tasks",
@@ -233,21 +321,21 @@ def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask ov
     z = _matrix(matrix, "IoU matrix")
     if z.shape != (len(tasks), len(tasks)):
         raise TalosError(f"IoU matrix shape {z.shape} does not match {len(tasks)} tasks")
-    fig = go.Figure(go.Heatmap(z=z, x=list(tasks), y=list(tasks), zmin=zmin, zmax=zmax, colorscale="Blues",
-                               text=_cell_text(z), texttemplate="%{text}",
-                               hovertemplate="%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>",
-                               colorbar=dict(title="IoU")))
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, height=120 + 45 * len(tasks))
+    trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks), "zmin": zmin, "zmax": zmax,
+             "colorscale": "Blues", "text": _cell_text(z), "texttemplate": "%{text}",
+             "hovertemplate": "%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>", "colorbar": {"title": {"text": "IoU"}}}
+    return make_figure([trace], title, height=120 + 45 * len(tasks),
+                       xaxis={"type": "category"}, yaxis={"type": "category", "autorange": "reversed"})
 
 
 def cross_method_iou_bars(table: pd.DataFrame, methods: Sequence[str], *, title: str | None = None) -> go.Figure:
     """Per-task IoU between two methods' masks (SCHEMA ``mask_iou`` ``<m1>__vs__<m2>`` table)."""
     m1, m2 = (list(methods) + ["?", "?"])[:2]
-    fig = go.Figure(go.Bar(x=table["task"], y=table["iou"], marker_color=method_color(m1),
-                           text=[_fmt(v) for v in table["iou"]], textposition="outside"))
-    fig.update_yaxes(range=[0, 1.05], title="IoU")
-    return _layout(fig, title or f"Mask IoU per task: {method_label(m1)} vs {method_label(m2)}", height=320)
+    trace = {"type": "bar", "x": table["task"].tolist(), "y": _list(table["iou"].to_numpy(dtype=float)),
+             "marker": {"color": method_color(m1)}, "text": [_fmt(v) for v in table["iou"]],
+             "textposition": "outside", "name": "IoU"}
+    return make_figure([trace], title or f"Mask IoU per task: {method_label(m1)} vs {method_label(m2)}",
+                       height=320, yaxis={"range": [0, 1.05], "title": _title("IoU")}, xaxis={"type": "category"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,8 +350,8 @@ def _region_box(region: Sequence[float] | None, a1: np.ndarray, a2: np.ndarray, 
     y0, y1 = max(lo, float(a1.min())), min(hi, float(a1.max()))
     if x0 >= x1 or y0 >= y1:
         return []
-    return [dict(type="rect", xref=xref, yref=yref, x0=x0, x1=x1, y0=y0, y1=y1, name="search region",
-                 line=dict(color=MARK_COLOR, width=3), fillcolor="rgba(0,0,0,0)")]
+    return [{"type": "rect", "xref": xref, "yref": yref, "x0": x0, "x1": x1, "y0": y0, "y1": y1,
+             "name": "search region", "line": {"color": MARK_COLOR, "width": 3}, "fillcolor": "rgba(0,0,0,0)"}]
 
 
 def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, task1: str = "task 1",
@@ -284,16 +372,13 @@ def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, t
     if z.shape != (a1.size, a2.size):
         raise TalosError(f"xi has shape {z.shape} but the grid is {a1.size} × {a2.size}")
     zmax = _finite_max(z) if zmax is None else zmax
-    fig = go.Figure(go.Heatmap(z=z, x=a2, y=a1, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
-                               colorbar=dict(title="ξ"),
-                               hovertemplate=f"α({task1}) %{{y:.2f}}<br>α({task2}) %{{x:.2f}}<br>"
-                                             "ξ %{z:.3f}<extra></extra>"))
-    for s in _region_box(search_region, a1, a2, "x", "y"):
-        fig.add_shape(**s)
-    fig.update_xaxes(title=f"α {task2}", constrain="domain")
-    fig.update_yaxes(title=f"α {task1}", scaleanchor="x", scaleratio=1)
-    return _layout(fig, title if title is not None else f"Disentanglement error ξ: {task1} + {task2}",
-                   height=460)
+    trace = {"type": "heatmap", "z": _list(z), "x": _list(a2), "y": _list(a1), "zmin": zmin, "zmax": zmax,
+             "colorscale": SEQUENTIAL, "colorbar": {"title": {"text": "ξ"}},
+             "hovertemplate": f"α({task1}) %{{y:.2f}}<br>α({task2}) %{{x:.2f}}<br>ξ %{{z:.3f}}<extra></extra>"}
+    return make_figure([trace], title if title is not None else f"Disentanglement error ξ: {task1} + {task2}",
+                       height=460, shapes=_region_box(search_region, a1, a2, "x", "y"),
+                       xaxis={"title": _title(f"α {task2}"), "constrain": "domain"},
+                       yaxis={"title": _title(f"α {task1}"), "scaleanchor": "x", "scaleratio": 1})
 
 
 def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None = None,
@@ -309,20 +394,22 @@ def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None =
     zmax = _finite_max(*[p["xi"] for p in panels]) if zmax is None else zmax
     n = len(panels)
     titles = [method_label(str(p.get("method", f"panel {i + 1}"))) for i, p in enumerate(panels)]
-    fig = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.06)
+    axes, anns = _panel_axes(n, titles=titles)
+    traces, shapes = [], []
     for i, p in enumerate(panels, start=1):
         a1, a2 = np.asarray(p["alphas1"], dtype=float), np.asarray(p["alphas2"], dtype=float)
         z = _matrix(p["xi"], "xi")
-        fig.add_trace(go.Heatmap(z=z, x=a2, y=a1, coloraxis="coloraxis", name=titles[i - 1],
-                                 hovertemplate="α₁ %{y:.2f}<br>α₂ %{x:.2f}<br>ξ %{z:.3f}<extra></extra>"),
-                      row=1, col=i)
-        ax = "" if i == 1 else str(i)
-        for s in _region_box(p.get("search_region"), a1, a2, f"x{ax}", f"y{ax}"):
-            fig.add_shape(**s)
-        fig.update_xaxes(title_text=f"α {p.get('task2', 'task 2')}", row=1, col=i)
-        fig.update_yaxes(title_text=f"α {p.get('task1', 'task 1')}" if i == 1 else None, row=1, col=i)
-    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=zmax, colorbar=dict(title="ξ")))
-    return _layout(fig, title, height=420)
+        sfx = "" if i == 1 else str(i)
+        traces.append({"type": "heatmap", "z": _list(z), "x": _list(a2), "y": _list(a1), "coloraxis": "coloraxis",
+                       "name": titles[i - 1], "xaxis": f"x{sfx}", "yaxis": f"y{sfx}",
+                       "hovertemplate": "α₁ %{y:.2f}<br>α₂ %{x:.2f}<br>ξ %{z:.3f}<extra></extra>"})
+        shapes += _region_box(p.get("search_region"), a1, a2, f"x{sfx}", f"y{sfx}")
+        axes[f"xaxis{sfx}"]["title"] = _title(f"α {p.get('task2', 'task 2')}")
+        if i == 1:
+            axes["yaxis"]["title"] = _title(f"α {p.get('task1', 'task 1')}")
+    return make_figure(traces, title, height=420, shapes=shapes, annotations=anns,
+                       coloraxis={"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": zmax,
+                                  "colorbar": {"title": {"text": "ξ"}}}, **axes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,16 +425,14 @@ def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | Non
     z = _matrix(matrix, "localization matrix")
     if z.shape != (len(tasks), len(tasks)):
         raise TalosError(f"localization matrix shape {z.shape} does not match {len(tasks)} tasks")
-    zmin = _finite_min(z) if zmin is None else zmin
-    zmax = _finite_max(z) if zmax is None else zmax
-    fig = go.Figure(go.Heatmap(z=z, x=list(tasks), y=list(tasks), zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
-                               text=_cell_text(z), texttemplate="%{text}", colorbar=dict(title="acc / zero-shot"),
-                               hovertemplate="fine-tuned on %{y}<br>evaluated on %{x}<br>%{z:.3f}<extra></extra>"))
-    for s in diagonal_shapes(len(tasks)):
-        fig.add_shape(**s)
-    fig.update_xaxes(title="evaluated on", type="category")
-    fig.update_yaxes(title="fine-tuned on", type="category", autorange="reversed")
-    return _layout(fig, title, height=140 + 50 * len(tasks))
+    trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks),
+             "zmin": _finite_min(z) if zmin is None else zmin, "zmax": _finite_max(z) if zmax is None else zmax,
+             "colorscale": SEQUENTIAL, "text": _cell_text(z), "texttemplate": "%{text}",
+             "colorbar": {"title": {"text": "acc / zero-shot"}},
+             "hovertemplate": "fine-tuned on %{y}<br>evaluated on %{x}<br>%{z:.3f}<extra></extra>"}
+    return make_figure([trace], title, height=140 + 50 * len(tasks), shapes=diagonal_shapes(len(tasks)),
+                       xaxis={"title": _title("evaluated on"), "type": "category"},
+                       yaxis={"title": _title("fine-tuned on"), "type": "category", "autorange": "reversed"})
 
 
 def shared_range(*matrices: Any) -> tuple[float, float]:
@@ -362,23 +447,22 @@ def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", z
     z = _matrix(matrix, "sharing matrix")
     if z.shape != (len(tasks), len(tasks)):
         raise TalosError(f"sharing matrix shape {z.shape} does not match {len(tasks)} tasks")
-    fig = go.Figure(go.Heatmap(z=z, x=list(tasks), y=list(tasks), zmin=_finite_min(z) if zmin is None else zmin,
-                               zmax=_finite_max(z) if zmax is None else zmax, colorscale="Cividis",
-                               text=_cell_text(z), texttemplate="%{text}", colorbar=dict(title="acc ratio"),
-                               hovertemplate=f"{mode} of %{{y}}'s entries<br>evaluated on %{{x}}<br>"
-                                             "%{z:.3f}<extra></extra>"))
-    for s in diagonal_shapes(len(tasks)):
-        fig.add_shape(**s)
-    fig.update_xaxes(title="evaluated on", type="category")
-    fig.update_yaxes(title=f"{mode}d entries of", type="category", autorange="reversed")
-    return _layout(fig, title or f"Parameter sharing ({mode})", height=140 + 50 * len(tasks))
+    trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks),
+             "zmin": _finite_min(z) if zmin is None else zmin, "zmax": _finite_max(z) if zmax is None else zmax,
+             "colorscale": "Cividis", "text": _cell_text(z), "texttemplate": "%{text}",
+             "colorbar": {"title": {"text": "acc ratio"}},
+             "hovertemplate": f"{mode} of %{{y}}'s entries<br>evaluated on %{{x}}<br>%{{z:.3f}}<extra></extra>"}
+    return make_figure([trace], title or f"Parameter sharing ({mode})", height=140 + 50 * len(tasks),
+                       shapes=diagonal_shapes(len(tasks)),
+                       xaxis={"title": _title("evaluated on"), "type": "category"},
+                       yaxis={"title": _title(f"{mode}d entries of"), "type": "category", "autorange": "reversed"})
 
 
 # --------------------------------------------------------------------------------------------
 # arithmetic
 # --------------------------------------------------------------------------------------------
 def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: str = "accuracy",
-                    color: str | None = None, method: str | None = None,
+                    color: str | None = None, method: str | None = None, opacity: float = 1.0,
                     zero_shot: Sequence[float] | None = None, single_task: Sequence[float] | None = None,
                     title: str = "Per-task accuracy", y_title: str = "accuracy") -> go.Figure:
     """Bars of per-task accuracy with reference markers.
@@ -394,24 +478,25 @@ def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: st
     if acc.shape != (len(tasks),):
         raise TalosError(f"got {acc.size} accuracies for {len(tasks)} tasks")
     color = color or (method_color(method) if method else method_color("talos"))
-    fig = go.Figure(go.Bar(x=list(tasks), y=acc, name=name, marker_color=color,
-                           text=[_fmt(v) for v in acc], textposition="inside",
-                           hovertemplate="%{x}<br>%{y:.4f}<extra>" + name + "</extra>"))
+    x = list(tasks)
+    traces = [{"type": "bar", "x": x, "y": _list(acc), "name": name, "marker": {"color": color},
+               "opacity": opacity, "text": [_fmt(v) for v in acc], "textposition": "inside",
+               "hovertemplate": "%{x}<br>%{y:.4f}<extra>" + name + "</extra>"}]
     if zero_shot is not None:
-        fig.add_trace(go.Scatter(x=list(tasks), y=np.asarray(zero_shot, dtype=float), mode="markers",
-                                 name="zero-shot", marker=dict(symbol="line-ew-open", size=34, color=ZERO_SHOT_COLOR,
-                                                               line=dict(width=3, color=ZERO_SHOT_COLOR))))
+        traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(zero_shot, dtype=float)), "mode": "markers",
+                       "name": "zero-shot", "marker": {"symbol": "line-ew-open", "size": 34, "color": ZERO_SHOT_COLOR,
+                                                       "line": {"width": 3, "color": ZERO_SHOT_COLOR}}})
     if single_task is not None:
-        fig.add_trace(go.Scatter(x=list(tasks), y=np.asarray(single_task, dtype=float), mode="markers",
-                                 name="single-task fine-tuned",
-                                 marker=dict(symbol="diamond", size=11, color=SINGLE_TASK_COLOR)))
+        traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(single_task, dtype=float)),
+                       "mode": "markers", "name": "single-task fine-tuned",
+                       "marker": {"symbol": "diamond", "size": 11, "color": SINGLE_TASK_COLOR}})
+    shapes, anns = [], []
     if np.isfinite(acc).any():
         mean = float(np.nanmean(acc))
-        fig.add_hline(y=mean, line=dict(color=color, dash="dash", width=1),
-                      annotation_text=f"mean {mean:.3f}", annotation_position="top left")
-    fig.update_yaxes(range=[0, 1.05], title=y_title)
-    fig.update_xaxes(type="category")
-    return _layout(fig, title, height=380)
+        sh, anns = hline(mean, color=color, dash="dash", text=f"mean {mean:.3f}", text_pos="right")
+        shapes.append(sh)
+    return make_figure(traces, title, height=380, shapes=shapes, annotations=anns,
+                       yaxis={"range": [0, 1.05], "title": _title(y_title)}, xaxis={"type": "category"})
 
 
 def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_acc: Sequence[float], *,
@@ -420,30 +505,32 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
                   title: str = "Task negation: θ0 − α τ") -> go.Figure:
     """Per target: accuracy on the target (should DROP) and on the control task (should STAY).
 
-    The dotted line is 95 % of the zero-shot control accuracy (the paper's constraint).
+    The dotted red line is 95 % of the zero-shot control accuracy (the paper's constraint).
     """
     t = np.asarray(target_acc, dtype=float)
     c = np.asarray(control_acc, dtype=float)
     if t.shape != (len(targets),) or c.shape != (len(targets),):
         raise TalosError(f"negation bars need one target and one control accuracy per target ({len(targets)})")
     color = method_color(method) if method else method_color("talos")
-    fig = go.Figure([
-        go.Bar(x=list(targets), y=t, name="target accuracy (lower = forgotten)", marker_color=color,
-               text=[_fmt(v) for v in t], textposition="inside"),
-        go.Bar(x=list(targets), y=c, name=f"control accuracy ({control_task})", marker_color="#bbbbbb",
-               text=[_fmt(v) for v in c], textposition="inside"),
-    ])
+    x = list(targets)
+    traces = [
+        {"type": "bar", "x": x, "y": _list(t), "name": "target accuracy (lower = forgotten)",
+         "marker": {"color": color}, "text": [_fmt(v) for v in t], "textposition": "inside"},
+        {"type": "bar", "x": x, "y": _list(c), "name": f"control accuracy ({control_task})",
+         "marker": {"color": "#bbbbbb"}, "text": [_fmt(v) for v in c], "textposition": "inside"},
+    ]
     if zero_shot_target is not None:
-        fig.add_trace(go.Scatter(x=list(targets), y=np.asarray(zero_shot_target, dtype=float), mode="markers",
-                                 name="zero-shot target", marker=dict(symbol="line-ew-open", size=30,
-                                                                      line=dict(width=3, color=ZERO_SHOT_COLOR))))
+        traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(zero_shot_target, dtype=float)),
+                       "mode": "markers", "name": "zero-shot target",
+                       "marker": {"symbol": "line-ew-open", "size": 30, "line": {"width": 3, "color": ZERO_SHOT_COLOR}}})
+    shapes, anns = [], []
     if control_zero_shot is not None and math.isfinite(control_zero_shot):
-        fig.add_hline(y=0.95 * control_zero_shot, line=dict(color=MARK_COLOR, dash="dot", width=1.5),
-                      annotation_text="95% of zero-shot control", annotation_position="top right")
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(range=[0, 1.05], title="accuracy")
-    fig.update_xaxes(type="category", title="negated task")
-    return _layout(fig, title, height=380)
+        sh, anns = hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot", width=1.5,
+                         text="95% of zero-shot control", text_pos="right")
+        shapes.append(sh)
+    return make_figure(traces, title, height=380, shapes=shapes, annotations=anns, barmode="group",
+                       yaxis={"range": [0, 1.05], "title": _title("accuracy")},
+                       xaxis={"type": "category", "title": _title("negated task")})
 
 
 def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, current_alpha: float | None = None,
@@ -459,26 +546,26 @@ def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, cur
         if col not in curve.columns:
             raise TalosError(f"alpha curve table is missing column {col!r}")
     color = method_color(method) if method else method_color("talos")
-    fig = go.Figure()
     dash = {"val": "dash", "test": "solid"}
+    traces = []
     for split, sub in curve.groupby("split", sort=False):
         sub = sub.sort_values("alpha")
-        fig.add_trace(go.Scatter(x=sub["alpha"], y=sub[y], mode="lines+markers", name=f"{split}",
-                                 line=dict(color=color, dash=dash.get(str(split), "dot")), marker=dict(size=5)))
+        traces.append({"type": "scatter", "x": _list(sub["alpha"].to_numpy(dtype=float)),
+                       "y": _list(sub[y].to_numpy(dtype=float)), "mode": "lines+markers", "name": str(split),
+                       "line": {"color": color, "dash": dash.get(str(split), "dot")}, "marker": {"size": 5}})
+    shapes, anns = [], []
     if selected_alpha is not None:
         ref = curve[curve["split"] == "val"] if (curve["split"] == "val").any() else curve
         ref = ref.iloc[(ref["alpha"] - selected_alpha).abs().argsort()[:1]]
         yv = float(ref[y].iloc[0]) if len(ref) else None
-        fig.add_vline(x=selected_alpha, line=dict(color=MARK_COLOR, width=2))
-        fig.add_trace(go.Scatter(x=[selected_alpha], y=[yv], mode="markers", name="selected α",
-                                 marker=dict(symbol="star", size=15, color=MARK_COLOR)))
-        fig.add_annotation(x=selected_alpha, y=1.0, yref="paper", text=f"selected α = {selected_alpha:g}",
-                           showarrow=False, font=dict(color=MARK_COLOR), yanchor="bottom")
+        sh, anns = vline(selected_alpha, color=MARK_COLOR, text=f"selected α = {selected_alpha:g}", name="selected α")
+        shapes.append(sh)
+        traces.append({"type": "scatter", "x": [selected_alpha], "y": [yv], "mode": "markers", "name": "selected α",
+                       "marker": {"symbol": "star", "size": 15, "color": MARK_COLOR}})
     if current_alpha is not None:
-        fig.add_vline(x=current_alpha, line=dict(color="#888888", dash="dot", width=2))
-    fig.update_xaxes(title="α")
-    fig.update_yaxes(title=y.replace("_", " "))
-    return _layout(fig, title, height=340)
+        shapes.append(vline(current_alpha, color="#888888", dash="dot", name="current α")[0])
+    return make_figure(traces, title, height=340, shapes=shapes, annotations=anns,
+                       xaxis={"title": _title("α")}, yaxis={"title": _title(y.replace("_", " "))})
 
 
 def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | None = None,
@@ -489,24 +576,26 @@ def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | 
     if sub.empty:
         raise TalosError(f"no negation results for target {target!r}")
     color = method_color(method) if method else method_color("talos")
-    fig = go.Figure()
+    traces = []
     for split, s in sub.groupby("split", sort=False):
         s = s.sort_values("alpha")
         dash = "dash" if split == "val" else "solid"
-        fig.add_trace(go.Scatter(x=s["alpha"], y=s["target_acc"], name=f"target ({split})",
-                                 line=dict(color=color, dash=dash)))
-        fig.add_trace(go.Scatter(x=s["alpha"], y=s["control_acc"], name=f"control ({split})",
-                                 line=dict(color="#999999", dash=dash)))
+        xs = _list(s["alpha"].to_numpy(dtype=float))
+        traces.append({"type": "scatter", "x": xs, "y": _list(s["target_acc"].to_numpy(dtype=float)),
+                       "name": f"target ({split})", "mode": "lines", "line": {"color": color, "dash": dash}})
+        traces.append({"type": "scatter", "x": xs, "y": _list(s["control_acc"].to_numpy(dtype=float)),
+                       "name": f"control ({split})", "mode": "lines", "line": {"color": "#999999", "dash": dash}})
+    shapes, anns = [], []
     if selected_alpha is not None:
-        fig.add_vline(x=selected_alpha, line=dict(color=MARK_COLOR, width=2),
-                      annotation_text=f"selected α = {selected_alpha:g}", annotation_font_color=MARK_COLOR)
+        sh, anns = vline(selected_alpha, color=MARK_COLOR, text=f"selected α = {selected_alpha:g}", name="selected α")
+        shapes.append(sh)
     if current_alpha is not None:
-        fig.add_vline(x=current_alpha, line=dict(color="#888888", dash="dot", width=2))
+        shapes.append(vline(current_alpha, color="#888888", dash="dot", name="current α")[0])
     if control_zero_shot is not None:
-        fig.add_hline(y=0.95 * control_zero_shot, line=dict(color=MARK_COLOR, dash="dot", width=1))
-    fig.update_xaxes(title="α (θ0 − α τ)")
-    fig.update_yaxes(title="accuracy", range=[0, 1.05])
-    return _layout(fig, f"Negating {target}", height=320)
+        shapes.append(hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot")[0])
+    return make_figure(traces, f"Negating {target}", height=320, shapes=shapes, annotations=anns,
+                       xaxis={"title": _title("α (θ0 − α τ)")},
+                       yaxis={"title": _title("accuracy"), "range": [0, 1.05]})
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,7 +606,10 @@ def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
     cols = ["fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "calibration_s", "train_s",
             "peak_memory_mb", "trainable_entries"]
     present = [c for c in cols if c in eff.columns]
-    out = eff.groupby("method", sort=False)[present].mean(numeric_only=True).reset_index()
+    num = eff[["method", *present]].copy()
+    for c in present:
+        num[c] = pd.to_numeric(num[c], errors="coerce")
+    out = num.groupby("method", sort=False)[present].mean().reset_index()
     if "peak_memory_kind" in eff.columns:
         out["peak_memory_kind"] = eff.groupby("method", sort=False)["peak_memory_kind"].first().to_numpy()
     return out
@@ -533,52 +625,54 @@ def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (mean ov
     labels = [method_label(m) for m in methods]
     colors = [method_color(m) for m in methods]
     kind = str(summ["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in summ else ""
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("time per step (ms)", f"peak memory (MB{', ' + kind if kind else ''})",
-                                                        "mask calibration (s)"), horizontal_spacing=0.09)
+    titles = ["time per step (ms)", f"peak memory (MB{', ' + kind if kind else ''})", "mask calibration (s)"]
+    axes, anns = _panel_axes(3, spacing=0.09, titles=titles, rangemode="tozero")
+    col = lambda c: summ[c].to_numpy(dtype=float) if c in summ else np.zeros(len(summ))  # noqa: E731
     ms = 1000.0
-    fig.add_trace(go.Bar(x=labels, y=summ["fwd_bwd_s_mean"] * ms, name="forward + backward", marker_color=colors,
-                         error_y=dict(type="data", array=summ.get("fwd_bwd_s_std", 0) * ms, visible=True)),
-                  row=1, col=1)
-    fig.add_trace(go.Bar(x=labels, y=summ["opt_s_mean"] * ms, name="optimizer step", marker_color=colors,
-                         marker_pattern_shape="/", marker_line_color="white",
-                         error_y=dict(type="data", array=summ.get("opt_s_std", 0) * ms, visible=True)),
-                  row=1, col=1)
-    fig.add_trace(go.Bar(x=labels, y=summ["peak_memory_mb"], name="peak memory", marker_color=colors,
-                         showlegend=False), row=1, col=2)
-    calib = summ["calibration_s"] if "calibration_s" in summ else pd.Series([0.0] * len(summ))
-    fig.add_trace(go.Bar(x=labels, y=calib.fillna(0.0), name="calibration", marker_color=colors, showlegend=False,
-                         text=["—" if not (isinstance(v, float) and v > 0) else f"{v:.1f}" for v in calib.fillna(0.0)],
-                         textposition="outside"), row=1, col=3)
-    fig.update_layout(barmode="stack")
-    return _layout(fig, title, height=380)
+    calib = np.nan_to_num(col("calibration_s"), nan=0.0)
+    traces = [
+        {"type": "bar", "x": labels, "y": _list(col("fwd_bwd_s_mean") * ms), "name": "forward + backward",
+         "marker": {"color": colors}, "xaxis": "x", "yaxis": "y",
+         "error_y": {"type": "data", "array": _list(np.nan_to_num(col("fwd_bwd_s_std")) * ms), "visible": True}},
+        {"type": "bar", "x": labels, "y": _list(col("opt_s_mean") * ms), "name": "optimizer step",
+         "marker": {"color": colors, "pattern": {"shape": "/"}, "line": {"color": "white"}}, "xaxis": "x",
+         "yaxis": "y", "error_y": {"type": "data", "array": _list(np.nan_to_num(col("opt_s_std")) * ms),
+                                   "visible": True}},
+        {"type": "bar", "x": labels, "y": _list(col("peak_memory_mb")), "name": "peak memory",
+         "marker": {"color": colors}, "showlegend": False, "xaxis": "x2", "yaxis": "y2"},
+        {"type": "bar", "x": labels, "y": _list(calib), "name": "calibration", "marker": {"color": colors},
+         "showlegend": False, "xaxis": "x3", "yaxis": "y3", "textposition": "outside",
+         "text": ["—" if not v > 0 else f"{v:.1f}" for v in calib]},
+    ]
+    return make_figure(traces, title, height=380, annotations=anns, barmode="stack", **axes)
 
 
 def sparsity_curve(table: pd.DataFrame, *, method: str | None = None,
                    metrics: Sequence[str] = ("addition_norm", "single_task_acc", "negation_target"),
                    title: str = "Sparsity ablation") -> go.Figure:
     """Metrics of a ``sparsity_ablation`` table against sparsity (one line per metric)."""
-    fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot"]
     t = table.sort_values("sparsity")
-    for i, m in enumerate(c for c in metrics if c in t.columns):
-        fig.add_trace(go.Scatter(x=t["sparsity"], y=t[m], name=m.replace("_", " "), mode="lines+markers",
-                                 line=dict(color=method_color(method or "talos"), dash=dashes[i % 4])))
-    fig.update_xaxes(title="sparsity (fraction frozen)")
-    fig.update_yaxes(title="value")
-    return _layout(fig, title, height=320)
+    traces = [{"type": "scatter", "x": _list(t["sparsity"].to_numpy(dtype=float)),
+               "y": _list(pd.to_numeric(t[m], errors="coerce").to_numpy(dtype=float)), "name": m.replace("_", " "),
+               "mode": "lines+markers", "line": {"color": method_color(method or "talos"), "dash": dashes[i % 4]}}
+              for i, m in enumerate(c for c in metrics if c in t.columns)]
+    return make_figure(traces, title, height=320, xaxis={"title": _title("sparsity (fraction frozen)")},
+                       yaxis={"title": _title("value")})
 
 
 def linearization_scatter(table: pd.DataFrame, *, title: str = "Is fine-tuning in the linear regime?") -> go.Figure:
     """Fine-tuned accuracy (x) vs its linearized prediction's accuracy (y); on the diagonal = linear regime."""
-    fig = go.Figure()
-    for method, sub in table.groupby("method", sort=False):
-        fig.add_trace(go.Scatter(x=sub["finetuned_acc"], y=sub["linearized_acc"], mode="markers+text",
-                                 text=sub["task"], textposition="top center", name=method_label(str(method)),
-                                 marker=dict(size=11, color=method_color(str(method)))))
-    fig.add_shape(type="line", x0=0, y0=0, x1=1, y1=1, line=dict(color="#999", dash="dot"))
-    fig.update_xaxes(title="fine-tuned (non-linear) accuracy", range=[0, 1.02])
-    fig.update_yaxes(title="linearized accuracy", range=[0, 1.02])
-    return _layout(fig, title, height=380)
+    traces = [{"type": "scatter", "x": _list(sub["finetuned_acc"].to_numpy(dtype=float)),
+               "y": _list(sub["linearized_acc"].to_numpy(dtype=float)), "mode": "markers+text",
+               "text": sub["task"].tolist(), "textposition": "top center", "name": method_label(str(method)),
+               "marker": {"size": 11, "color": method_color(str(method))}}
+              for method, sub in table.groupby("method", sort=False)]
+    return make_figure(traces, title, height=380,
+                       shapes=[{"type": "line", "x0": 0, "y0": 0, "x1": 1, "y1": 1,
+                                "line": {"color": "#999", "dash": "dot"}}],
+                       xaxis={"title": _title("fine-tuned (non-linear) accuracy"), "range": [0, 1.02]},
+                       yaxis={"title": _title("linearized accuracy"), "range": [0, 1.02]})
 
 
 COMPARISON_HIGHER_BETTER = {"addition_abs", "addition_norm", "negation_control", "single_task_acc",
@@ -614,8 +708,7 @@ def comparison_styler(df: pd.DataFrame):
 
     fmt: dict[str, Any] = {}
     for col in df.columns:
-        if col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith("_acc") or col.endswith(
-                "_norm") or col.endswith("_abs"):
+        if col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith(("_acc", "_norm", "_abs")):
             fmt[col] = lambda v: "—" if pd.isna(v) else f"{100 * v:.2f}%"
         elif col == "time_per_step_s":
             fmt[col] = lambda v: "—" if pd.isna(v) else f"{1000 * v:.1f} ms"
@@ -657,14 +750,19 @@ def published_addition_table() -> pd.DataFrame:
 def published_addition_bars(*, title: str = "PUBLISHED (paper Table 1, ViT-B/32) — not measured here") -> go.Figure:
     """Bars of the paper's published ViT-B/32 task-addition accuracies, clearly titled "published"."""
     t = published_addition_table()
-    fig = go.Figure([
-        go.Bar(x=[method_label(m) for m in t["method"]], y=t["addition_abs"], name="published absolute",
-               marker_color=[method_color(m) for m in t["method"]], opacity=0.55,
-               text=[_fmt(v) for v in t["addition_abs"]], textposition="outside"),
-        go.Scatter(x=[method_label(m) for m in t["method"]], y=t["addition_norm"], mode="markers",
-                   name="published normalized", marker=dict(symbol="diamond", size=10, color=SINGLE_TASK_COLOR)),
-    ])
-    fig.update_yaxes(range=[0, 1.05], title="accuracy (published)")
-    fig.add_annotation(text="published numbers, copied from the paper", xref="paper", yref="paper", x=1, y=1.0,
-                       showarrow=False, font=dict(color="#666", size=11), xanchor="right", yanchor="bottom")
-    return _layout(fig, title, height=360)
+    x = [method_label(m) for m in t["method"]]
+    norm = [float("nan") if v is None or pd.isna(v) else float(v) for v in t["addition_norm"]]
+    traces = [
+        {"type": "bar", "x": x, "y": t["addition_abs"].tolist(), "name": "published absolute",
+         "marker": {"color": [method_color(m) for m in t["method"]]}, "opacity": 0.55,
+         "text": [_fmt(v) for v in t["addition_abs"]], "textposition": "outside"},
+        {"type": "scatter", "x": x, "y": norm, "mode": "markers", "name": "published normalized",
+         "marker": {"symbol": "diamond", "size": 10, "color": SINGLE_TASK_COLOR}},
+    ]
+    return make_figure(traces, title, height=360,
+                       annotations=[{"text": "published numbers, copied from the paper", "xref": "paper",
+                                     "yref": "paper", "x": 1, "y": 1.0, "showarrow": False,
+                                     "font": {"color": "#666", "size": 11}, "xanchor": "right",
+                                     "yanchor": "bottom"}],
+                       yaxis={"range": [0, 1.05], "title": _title("accuracy (published)")},
+                       xaxis={"type": "category"})

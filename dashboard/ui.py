@@ -84,8 +84,12 @@ def context(*, required: bool = True) -> Context | None:
 # pickers (bound to the URL so a link reproduces the view)
 # --------------------------------------------------------------------------------------------
 def pick(label: str, options: Sequence[str], key: str, *, default: str | None = None, container: Any = None,
-         format_func: Any = str, help: str | None = None) -> str | None:
-    """A selectbox whose value lives in the URL query (``?<key>=...``)."""
+         help: str | None = None) -> str | None:
+    """A selectbox whose value lives in the URL query (``?<key>=<option>``).
+
+    No ``format_func``: Streamlit writes the *displayed* label into the URL, so options are shown as
+    they are (e.g. method names ``talos``, ``nonlinear``) to keep links short and stable.
+    """
     options = list(options)
     if not options:
         return None
@@ -93,12 +97,11 @@ def pick(label: str, options: Sequence[str], key: str, *, default: str | None = 
     index = options.index(default) if default in options else 0
     if key in st.session_state and st.session_state[key] not in options:
         del st.session_state[key]
-    return where.selectbox(label, options, index=index, key=key, bind="query-params", format_func=format_func,
-                           help=help)
+    return where.selectbox(label, options, index=index, key=key, bind="query-params", help=help)
 
 
 def pick_many(label: str, options: Sequence[str], key: str, *, default: Sequence[str] | None = None,
-              container: Any = None, format_func: Any = str, max_selections: int | None = None) -> list[str]:
+              container: Any = None, max_selections: int | None = None) -> list[str]:
     """A multiselect bound to the URL query (repeated ``?<key>=a&<key>=b``)."""
     options = list(options)
     default = [d for d in (default if default is not None else options) if d in options]
@@ -108,7 +111,7 @@ def pick_many(label: str, options: Sequence[str], key: str, *, default: Sequence
             st.session_state[key] = kept
     where = container or st
     return list(where.multiselect(label, options, default=default, key=key, bind="query-params",
-                                  format_func=format_func, max_selections=max_selections))
+                                  max_selections=max_selections))
 
 
 def qkey(*parts: str) -> str:
@@ -138,6 +141,9 @@ def figure_bytes(fig: go.Figure, fmt: str) -> bytes:
 
     Raises :class:`TalosError` with the reason when a static image cannot be produced.
     """
+    from dashboard.figures import export_ready
+
+    fig = export_ready(fig)
     if fmt == "html":
         return fig.to_html(include_plotlyjs=True, full_html=True).encode()
     if fmt not in ("png", "svg"):
@@ -194,8 +200,3 @@ def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bo
     st.download_button(f"⬇ {name}.csv", raw_df.to_csv(index=False).encode(), file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv.{key or name}", on_click="ignore")
 
-
-def method_format(m: str) -> str:
-    from dashboard.figures import method_label
-
-    return method_label(m) if method_label(m) == m else f"{method_label(m)} ({m})"

@@ -155,18 +155,21 @@ def select_addition_alpha(table: pd.DataFrame) -> float:
     if val.empty:
         raise TalosError("the addition curve has no validation rows to choose alpha from")
     means = val.groupby("alpha", sort=True)["normalized_accuracy"].mean()
+    if means.isna().all():  # no usable reference accuracy: fall back to absolute accuracy
+        means = val.groupby("alpha", sort=True)["accuracy"].mean()
     best = means.max()
     return float(means[means >= best - 1e-12].index.min())
 
 
 def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
                   reference: Mapping[tuple[str, str], float], alphas: Sequence[float], *,
-                  mode: Mode = "nonlinear", sparsity: float | None = None,
+                  mode: Mode = "nonlinear", sparsity: float | None = None, merged: TaskVector | None = None,
                   progress: bool = False) -> AdditionResult:
     """Task addition ``θ0 + α Σ_t τ_t`` over ``alphas`` on val and test (paper Sec. 4.1, App. Eq. norm. acc).
 
     ``reference[(t, split)]`` is the single-task fine-tuned accuracy ``Acc[f(D_t, θ0 + τ_t)]`` used
-    to normalize. Example::
+    to normalize. ``merged`` replaces ``Σ_t τ_t`` by another multi-task vector (e.g. a post-hoc
+    TIES/DARE merge of the same tasks' vectors); the α curve is then ``θ0 + α · merged``. Example::
 
         ref = finetuned_accuracies(ctx, vectors, "nonlinear")
         res = task_addition(ctx, vectors, ref, alpha_grid(0.9, sparse=True))
@@ -177,7 +180,8 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
         raise TalosError("task addition needs at least one task vector")
     if not alphas:
         raise TalosError("the alpha grid is empty")
-    merged = sum_vectors([vectors[t] for t in tasks])
+    if merged is None:
+        merged = sum_vectors([vectors[t] for t in tasks])
     items = [(t, s) for s in SPLITS for t in tasks]
     accs = alpha_curve(ctx, items, merged, alphas, mode=mode, progress=progress)
     rows = []

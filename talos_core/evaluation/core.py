@@ -108,7 +108,8 @@ def predict_logits_many(model: TaskModel, evals: Sequence[Evaluation], terms: Te
     The weights are the same for every task, only the frozen head differs, so in ``"nonlinear"``
     mode the vectors are applied in place once (:func:`~talos_core.vectors.apply_vectors`), each
     task's head is swapped in with :meth:`TaskModel.set_head` (a buffer swap) and the weights are
-    restored bitwise at the end. ``"linearized"`` mode has no weight edit: each task runs its own JVP.
+    restored bitwise at the end. ``"linearized"`` mode has no weight edit: each task runs one JVP of
+    ``Σ α τ`` (:func:`base_and_jvps`, math attention kernel on CPU, which supports forward-mode AD).
     The model keeps the head of the last evaluated task.
 
     >>> # logits = predict_logits_many(model, [(spec_a, data_a.test, head_a), (spec_b, data_b.test, head_b)],
@@ -123,10 +124,13 @@ def predict_logits_many(model: TaskModel, evals: Sequence[Evaluation], terms: Te
                     model.set_head(head, task.name)
                 outs.append(predict_logits(model, task, split, (), mode="nonlinear", batch_size=batch_size))
     elif mode == "linearized":
+        merged = sum_vectors([tv for tv, _ in terms], [a for _, a in terms]) if terms else None
         for task, split, head in evals:
             if model.head_task != task.name:
                 model.set_head(head, task.name)
-            outs.append(predict_logits(model, task, split, terms, mode="linearized", batch_size=batch_size))
+            base, jvps = base_and_jvps(model, task, split, [merged] if merged is not None else [],
+                                       batch_size=batch_size)
+            outs.append(base + jvps[0] if jvps else base)
     else:
         raise ValueError(f"unknown evaluation mode {mode!r}")
     return outs
@@ -152,7 +156,7 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
         for batch in iter_batches(model, split, task, batch_size):
             with torch.inference_mode():
                 base_parts.append(model(**batch).float().cpu())
-            with torch.no_grad():
+            with torch.no_grad(), forward_ad_context(model.device):
                 for i, delta in enumerate(deltas):
                     jvp_parts[i].append(_jvp_only(model, batch, delta).float().cpu())
     finally:
@@ -161,6 +165,18 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
         empty = torch.zeros(0, task.num_classes)
         return empty, [empty.clone() for _ in vectors]
     return torch.cat(base_parts), [torch.cat(p) for p in jvp_parts]
+
+
+def forward_ad_context(device: torch.device):
+    """On CPU, select the math attention kernel: the fused CPU flash-attention kernel has no
+    forward-mode AD rule, so ``torch.func.jvp`` through ``scaled_dot_product_attention`` fails."""
+    from contextlib import nullcontext
+
+    if device.type != "cpu":
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel(SDPBackend.MATH)
 
 
 def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -38,7 +38,8 @@ class LocalizationResult:
 
     def payload(self, **extra) -> dict:
         """The SCHEMA.md payload of ``localization/<suite>__<model>__<method>``."""
-        return {"tasks": self.tasks, "row_tasks": self.rows, "matrix": self.matrix.tolist(), "accuracy": self.accuracy.tolist(),
+        return {"tasks": self.tasks, "row_tasks": self.rows, "matrix": self.matrix.tolist(),
+                "accuracy": self.accuracy.tolist(),
                 "zero_shot": self.zero_shot.tolist(), "split": self.split, **extra}
 
 

@@ -26,7 +26,8 @@ COMPARISON_COLUMNS = ["method", "addition_abs", "addition_norm", "negation_targe
 def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
     """One row per run from its manifest ``timings`` (perf_counter per iteration, mean ± std).
 
-    ``calibration_s`` is 0 for methods without a calibration stage.
+    ``calibration_s`` is 0 for methods without a calibration stage; ``steps`` (training iterations,
+    an extra column) lets :func:`efficiency_summary` pool the per-run statistics.
     """
     rows = []
     for run in runs:
@@ -38,8 +39,8 @@ def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
                      "calibration_s": float(t.get("calibration_s", 0.0)), "train_s": t.get("train_s"),
                      "peak_memory_mb": t.get("peak_memory_mb"), "peak_memory_kind": t.get("peak_memory_kind"),
                      "trainable_entries": t.get("trainable_entries"),
-                     "_steps": ((m.get("config") or {}).get("train") or {}).get("steps") or 1})
-    return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "_steps"])
+                     "steps": ((m.get("config") or {}).get("train") or {}).get("steps") or 1})
+    return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "steps"])
 
 
 def _pooled(means: np.ndarray, stds: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
@@ -58,7 +59,7 @@ def efficiency_summary(table: pd.DataFrame) -> dict[str, dict]:
         g = g.dropna(subset=["fwd_bwd_s_mean", "opt_s_mean"])
         if g.empty:
             continue
-        steps = g["_steps"].to_numpy(dtype=float) if "_steps" in g else np.ones(len(g))
+        steps = g["steps"].fillna(1).to_numpy(dtype=float) if "steps" in g else np.ones(len(g))
         fb = _pooled(g["fwd_bwd_s_mean"].to_numpy(float), g["fwd_bwd_s_std"].fillna(0).to_numpy(float), steps)
         op = _pooled(g["opt_s_mean"].to_numpy(float), g["opt_s_std"].fillna(0).to_numpy(float), steps)
         out[str(method)] = {"fwd_bwd_s_mean": fb[0], "fwd_bwd_s_std": fb[1], "opt_s_mean": op[0],
@@ -130,6 +131,7 @@ def comparison_table(store: Store, suite: str, model: str) -> pd.DataFrame:
     if single is not None and not single.empty:  # zero-shot depends on the model only
         zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"].mean()
         for row in rows:
-            if row["zero_shot_acc"] is None or (isinstance(row["zero_shot_acc"], float) and math.isnan(row["zero_shot_acc"])):
+            value = row["zero_shot_acc"]
+            if value is None or (isinstance(value, float) and math.isnan(value)):
                 row["zero_shot_acc"] = float(zs)
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)

@@ -68,14 +68,16 @@ def find_run(store: Store, model: str, task: str, method: str,
 
 def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
                  overrides: Mapping[str, Any] | None = None, train: bool = True,
-                 progress: bool = False) -> dict[str, Run]:
-    """``{task: run}`` for every task, fine-tuning the missing ones (``train=True``)."""
+                 progress: bool = False, force: bool = False) -> dict[str, Run]:
+    """``{task: run}`` for every task, fine-tuning the missing ones (``train=True``; all with ``force``)."""
     from talos_core.pipeline import run_finetune
 
     out: dict[str, Run] = {}
     for task in tasks:
-        run = find_run(store, model, task, method, overrides)
-        if run is None:
+        run = None if force else find_run(store, model, task, method, overrides)
+        if force:
+            run = run_finetune(build_request(model, task, method, overrides), store, force=True, progress=progress)
+        elif run is None:
             if not train:
                 raise TalosError(f"store {store.root} has no {method!r} run of {model!r} on {task!r}; "
                                  f"fine-tune it first (talos finetune) or allow training")
@@ -92,7 +94,7 @@ def run_eval_mode(run: Run) -> str:
     return mode
 
 
-def run_alpha_grid(runs: Mapping[str, Run]) -> tuple[list[float], float | None]:
+def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05) -> tuple[list[float], float | None]:
     """The α grid for these runs (extended by 1/(1 − sparsity) for sparse methods) and the sparsity."""
     from talos_core.evaluation.arithmetic import alpha_grid
 
@@ -101,4 +103,4 @@ def run_alpha_grid(runs: Mapping[str, Run]) -> tuple[list[float], float | None]:
     if len(sparse) > 1 or len(sparsities) > 1:
         raise TalosError(f"runs disagree on sparsity ({sorted(map(str, sparsities))}); evaluate them separately")
     is_sparse, sparsity = sparse.pop(), sparsities.pop()
-    return alpha_grid(sparsity, sparse=is_sparse and sparsity is not None), sparsity
+    return alpha_grid(sparsity, sparse=is_sparse and sparsity is not None, step=step), sparsity

@@ -187,6 +187,9 @@ def _run_lota(ctx: MethodContext) -> MethodOutput:
     cfg = ctx.calib_config
     t0 = time.perf_counter()
     if data_opt == "val":
+        if len(ctx.data.val) == 0:
+            raise TalosError(f"LoTA calibrates on the validation split, which is empty for task {ctx.task.name!r}; "
+                             "give the task validation examples or pass --option calib_data=train")
         calib = calibration_split(ctx.data.val, cfg.samples, cfg.seed)
     else:
         calib = ctx.data.train

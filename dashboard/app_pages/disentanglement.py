@@ -1,0 +1,53 @@
+"""Disentanglement: ξ(α₁, α₂) heatmaps for a task pair, methods side by side on one colour scale."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data as D
+from dashboard import figures as F
+from dashboard import ui
+
+ctx = ui.context()
+st.title("Weight disentanglement")
+st.caption("ξ(α₁, α₂) = Σ_t E_x[pred(θ0 + α_t τ_t; x) ≠ pred(θ0 + α₁τ₁ + α₂τ₂; x)]: how often adding the "
+           "other task's vector changes predictions on a task. Dark = no interference. Red box = the α range "
+           "searched for task addition.")
+
+rows = ctx.idx[(ctx.idx["kind"] == "disentanglement") & (ctx.idx["suite"] == ctx.suite)
+               & (ctx.idx["model"] == ctx.model)]
+if rows.empty:
+    ui.stop_on_problem(D.MissingResult(f"no disentanglement results for {ctx.model} in suite {ctx.suite}"))
+pairs = sorted({f"{r.task1} + {r.task2}" for r in rows.itertuples()})
+c1, c2 = st.columns([1, 2])
+pair = ui.pick("Task pair", pairs, "pair", container=c1)
+t1, t2 = pair.split(" + ")
+have = D.order_methods(rows[(rows["task1"] == t1) & (rows["task2"] == t2)]["method"].tolist())
+chosen = ui.pick_many("Methods", have, "methods", container=c2)
+if not chosen:
+    st.info("Pick at least one method.")
+    st.stop()
+
+panels = [ui.load("disentanglement", ctx, m, t1, t2) for m in chosen]
+zmax = F.shared_range(*[p["xi"] for p in panels])[1]
+ui.chart(F.xi_side_by_side(panels, zmax=zmax, title=f"ξ for {t1} + {t2} — shared colour scale (0 to {zmax:.2f})"),
+         f"xi_{t1}_{t2}", key="xi_side")
+
+focus = ui.pick("Look closer at", chosen, "focus")
+p = panels[chosen.index(focus)]
+left, right = st.columns([3, 2])
+with left:
+    ui.chart(F.xi_heatmap(p["alphas1"], p["alphas2"], p["xi"], task1=t1, task2=t2, search_region=p.get("search_region"),
+                          zmax=zmax, title=f"{F.method_label(focus)}: ξ({t1}, {t2})"), f"xi_{focus}_{t1}_{t2}",
+             key="xi_one")
+with right:
+    st.markdown("**Mean ξ inside each method's search region** (lower = more disentangled)")
+    st.dataframe(pd.DataFrame({"method": [F.method_label(q["method"]) for q in panels],
+                               "mean ξ in region": [D.xi_region_mean(q) for q in panels],
+                               "search region": [str(q.get("search_region")) for q in panels]}), hide_index=True)
+    st.caption(f"Points per task: {p.get('points_per_task', '?')}. Sparse methods search a wider α range "
+               "(× 1/(1 − sparsity)) because their vectors are smaller; the box is clipped to the grid.")
+
+with st.expander("Data"):
+    ui.table(D.xi_long_table(panels), f"xi_{t1}_{t2}", key="xi_tbl", show=False)

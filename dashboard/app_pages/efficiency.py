@@ -1,0 +1,60 @@
+"""Efficiency & comparison: time per step (forward+backward / optimizer), peak memory, calibration time;
+the method comparison table; the sparsity ablation; published reference numbers (labelled)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data as D
+from dashboard import figures as F
+from dashboard import ui
+
+ctx = ui.context()
+st.title("Efficiency & comparison")
+
+if ctx.has("efficiency"):
+    eff = ui.load("efficiency", ctx, stop=False)
+    if eff is not None and not eff.empty:
+        methods = D.order_methods(eff["method"].astype(str).unique())
+        chosen = ui.pick_many("Methods", methods, "methods")
+        sub = eff[eff["method"].isin(chosen)]
+        if sub.empty:
+            st.info("Pick at least one method.")
+        else:
+            ui.chart(F.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
+            kind = str(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
+            st.caption("Time per training step, mean ± std over all steps (hatched = optimizer step). Peak memory "
+                       + (f"is {kind}. " if kind else ". ")
+                       + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
+            with st.expander("Data"):
+                ui.table(F.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
+                ui.table(sub, f"efficiency_{ctx.suite}_{ctx.model}", key="eff_tbl")
+else:
+    st.info("No efficiency measurements in this store for this suite/model.")
+
+st.subheader("Method comparison (this store)")
+if ctx.has("comparison"):
+    comp = ui.load("comparison", ctx, stop=False)
+    if comp is not None:
+        comp = comp.set_index("method").loc[D.order_methods(comp["method"].astype(str))].reset_index()
+        st.dataframe(F.comparison_styler(comp), hide_index=True)
+        st.caption("Accuracies on test at the α selected on validation. Best per column in bold (lowest for "
+                   "negation target accuracy, time and memory).")
+        ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
+else:
+    st.info("No comparison table in this store for this suite/model.")
+
+ablations = ctx.methods("sparsity_ablation")
+if ablations:
+    st.subheader("Sparsity ablation")
+    m = ui.pick("Method", ablations, "amethod")
+    tbl = ui.load("sparsity_ablation", ctx, m, stop=False)
+    if tbl is not None:
+        ui.chart(F.sparsity_curve(tbl, method=m, title=f"{F.method_label(m)}: metrics vs sparsity"),
+                 f"sparsity_{m}", key="abl")
+        ui.table(tbl, f"sparsity_ablation_{m}", key="abl_tbl", show=False)
+
+with st.expander("Published reference (paper Table 1, ViT-B/32) — not measured here"):
+    st.caption(F.PUBLISHED_SOURCE)
+    ui.chart(F.published_addition_bars(), "published_table1_vitb32", key="pub")
+    ui.table(F.published_addition_table(), "published_table1_vitb32", key="pub_tbl")

@@ -1,0 +1,158 @@
+"""Learn: the ideas behind task arithmetic and TaLoS, each next to a live figure from the loaded store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import streamlit as st
+
+from dashboard import data as D
+from dashboard import figures as F
+from dashboard import ui
+from dashboard.views import addition_view, negation_view
+from talos_core.errors import TalosError
+
+ctx = ui.context()
+st.title("Learn: task arithmetic, disentanglement, localization")
+
+known = set()
+for kind in ("addition", "negation", "disentanglement", "localization", "masks"):
+    known |= set(ctx.methods(kind))
+methods = D.order_methods(known)
+if not methods:
+    ui.stop_on_problem(D.MissingResult(f"no per-method results for {ctx.model} in suite {ctx.suite}"))
+c1, c2 = st.columns(2)
+method = ui.pick("Method", methods, "method", default="talos", container=c1)
+others = [m for m in methods if m != method]
+baseline = ui.pick("Compare with", others, "baseline", default="nonlinear", container=c2) if others else None
+single = D.try_get("single", ctx.root, ctx.name()) if ctx.has("single") else None
+
+
+def section(title: str, text: str, draw: Callable[[], None]) -> None:
+    st.subheader(title)
+    left, right = st.columns([2, 3], vertical_alignment="center")
+    left.markdown(text)
+    with right:
+        try:
+            draw()
+        except TalosError as exc:
+            ui.show_problem(exc)
+
+
+def _task_vectors() -> None:
+    if single is None:
+        raise D.MissingResult("single-task results are not in this store")
+    df = single[(single["method"] == method) & (single["split"] == "test")]
+    if df.empty:
+        raise D.MissingResult(f"no single-task results for {method}")
+    tasks = df["task"].tolist()
+    zs, ft = D.single_reference(single, method, tasks)
+    ui.chart(F.arithmetic_bars(tasks, ft, method=method, name=f"{F.method_label(method)} fine-tuned",
+                               zero_shot=zs, title="Each task vector alone: θ0 + τ_t (test accuracy)"),
+             "learn_task_vectors", key="l_tv")
+
+
+section("1 · Task vectors", r"""
+Fine-tune the pre-trained weights $\theta_0$ on task $t$ to get $\theta_t$. The **task vector** is the
+difference $\tau_t = \theta_t - \theta_0$: everything the model learned about $t$, as an edit.
+
+The bars are the accuracy of $\theta_0 + \tau_t$ on its own task; the grey dashes are the
+**zero-shot** model $\theta_0$. TaLoS trains only a sparse set of weights (those with the *smallest*
+gradient sensitivity across tasks), so its $\tau_t$ is mostly zeros.
+""", _task_vectors)
+
+
+def _addition() -> None:
+    add = D.get("addition", ctx.root, ctx.name(method))
+    view = addition_view(add, {t: add.selected_alpha for t in add.tasks}, single=single, method=method)
+    ui.chart(view.exact_fig, "learn_addition", key="l_add")
+
+
+section("2 · Task addition", r"""
+Add all task vectors with one scaling coefficient $\alpha$: $\theta = \theta_0 + \alpha\sum_t \tau_t$.
+One model, many tasks — *if* the vectors do not interfere. $\alpha$ is chosen on the validation split
+(max. mean **normalized** accuracy = accuracy ÷ the single-task model's accuracy, black diamonds).
+Play with $\alpha$ per task on the **Arithmetic** page.
+""", _addition)
+
+
+def _negation() -> None:
+    neg = D.get("negation", ctx.root, ctx.name(method))
+    view = negation_view(neg, neg.selected, single=single, method=method)
+    ui.chart(view.exact_fig, "learn_negation", key="l_neg")
+
+
+section("3 · Task negation", r"""
+Subtract a task vector, $\theta = \theta_0 - \alpha\tau_t$, to make the model **forget** task $t$
+(target accuracy drops) while a **control** task is kept (its accuracy must stay above the red
+dotted line: 95 % of zero-shot).
+""", _negation)
+
+
+def _xi() -> None:
+    pairs = D.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model, method=method)
+    if not pairs:
+        raise D.MissingResult(f"no disentanglement results for {method}")
+    f = D.parse_result_name("disentanglement", pairs[0])
+    panels = [D.get("disentanglement", ctx.root, ctx.name(m, f["task1"], f["task2"]))
+              for m in [method, baseline] if m and ctx.has("disentanglement", m, f["task1"], f["task2"])]
+    ui.chart(F.xi_side_by_side(panels, title=f"ξ for {f['task1']} + {f['task2']} (same colour scale)"),
+             "learn_xi", key="l_xi")
+
+
+section("4 · Weight disentanglement", r"""
+Addition works when each task vector only changes the model **on its own task**. The disentanglement
+error $\xi(\alpha_1,\alpha_2)$ counts how often $\theta_0+\alpha_1\tau_1+\alpha_2\tau_2$ predicts
+differently from $\theta_0+\alpha_t\tau_t$ on task $t$'s inputs. **Dark = disentangled.** The red box is
+the α range searched for addition: that is where it must be dark.
+""", _xi)
+
+
+def _localization() -> None:
+    mats = [(m, D.get("localization", ctx.root, ctx.name(m))) for m in [method, baseline]
+            if m and ctx.has("localization", m)]
+    if not mats:
+        raise D.MissingResult(f"no localization results for {method}")
+    lo, hi = F.shared_range(*[m.matrix for _, m in mats])
+    cols = st.columns(len(mats))
+    for col, (m, mat) in zip(cols, mats):
+        with col:
+            ui.chart(F.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=F.method_label(m)),
+                     f"learn_localization_{m}", key=f"l_loc_{m}")
+
+
+section("5 · Function localization", r"""
+Row = the task a vector was trained on, column = the task evaluated, value = accuracy ÷ zero-shot
+accuracy. A **localized** vector is bright on the red diagonal (its task improves) and ≈ 1 elsewhere
+(other tasks are left alone) — that is exactly what makes addition and negation work.
+""", _localization)
+
+
+def _masks() -> None:
+    if not ctx.has("masks", method):
+        raise D.MissingResult(f"{method} has no masks (dense methods train every weight)")
+    masks = D.get("masks", ctx.root, ctx.name(method))
+    task = masks["task"].iloc[0]
+    ui.chart(F.mask_density_heatmap(masks[masks["task"] == task],
+                                    title=f"{F.method_label(method)} mask for {task}: trainable fraction"),
+             "learn_mask", key="l_mask")
+
+
+section("6 · Where does TaLoS train?", r"""
+TaLoS calibrates a mask before training: it keeps trainable the weights whose gradients are
+**consistently small** on the task's data, which barely change the pre-trained function on other
+inputs. The heatmap shows the fraction of trainable weights per transformer block and layer type
+(details on the **Masks** page).
+""", _masks)
+
+with st.expander("Published reference numbers (paper, not measured here)"):
+    st.caption(F.PUBLISHED_SOURCE + ". These are the paper's numbers for a much larger model and "
+               "8 vision tasks; the results above come from the loaded store.")
+    ui.chart(F.published_addition_bars(), "published_table1_vitb32", key="l_pub")
+    ui.table(F.published_addition_table(), "published_table1_vitb32", key="l_pub_tbl")
+
+if single is not None:
+    zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"]
+    st.caption(f"Store: {ctx.root} · suite {ctx.suite} · model {ctx.model} · mean zero-shot test accuracy "
+               f"{float(np.mean(zs)):.3f}")

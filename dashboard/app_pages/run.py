@@ -1,0 +1,135 @@
+"""Run: fine-tune + evaluate in the background (the `talos` CLI in a detached process); results land in the
+selected store and appear on the other pages. Progress bar and live log per job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import jobs as J
+from dashboard import ui
+from talos_core.errors import TalosError
+
+st.title("Run: compute new results")
+root = Path(st.session_state.get("_root") or ".")
+st.caption(f"Results are written into the store **{root}** (change it in the sidebar). Each launch is a "
+           "separate background job with its own log; several people can launch jobs on one store at once.")
+
+
+@st.cache_resource(show_spinner="Loading the model and task registries…")
+def registries() -> tuple[pd.DataFrame, pd.DataFrame, list[str], bool]:
+    """(models, tasks, fine-tuning methods, CUDA available) — imported once per server process."""
+    import torch
+
+    from talos_core.methods import FINETUNE_METHODS
+    from talos_core.models import model_table
+    from talos_core.tasks import task_table
+
+    return model_table(), task_table(), sorted(FINETUNE_METHODS), bool(torch.cuda.is_available())
+
+
+models, tasks_df, methods, gpu = registries()
+if gpu:
+    st.success("A CUDA GPU is available: paper-scale models are feasible (they download weights/datasets "
+               "unless cached).")
+else:
+    st.info("**CPU only.** Feasible here: the offline models `tiny-clip`, `tiny-text`, `tiny-t5` (random init, "
+            "seconds per run) and `minilm-l6` (real MiniLM, minutes: keep steps ≤ 100 and max-train ≤ 512) on "
+            "offline tasks. The paper's CLIP ViT / T5 models need a GPU and internet downloads. "
+            "Disentanglement is the slowest protocol (grid² evaluations); keep its grid small.")
+
+offline_models = models[models["offline"]]["name"].tolist()
+model_opts = offline_models + [m for m in models["name"] if m not in offline_models]
+desc = dict(zip(models["name"], models["description"]))
+c1, c2 = st.columns(2)
+model = c1.selectbox("Model", model_opts, index=model_opts.index("tiny-clip") if "tiny-clip" in model_opts else 0,
+                     format_func=lambda m: m if m in offline_models else f"{m} (needs download)", key="run_model",
+                     help="Offline models work without internet.")
+c1.caption(desc.get(model, ""))
+family = str(models.set_index("name").loc[model, "family"])
+modality = "image" if family == "clip" else "text"
+tt = tasks_df[tasks_df["modality"] == modality]
+task_opts = tt[tt["source"] == "offline"]["name"].tolist() + tt[tt["source"] != "offline"]["name"].tolist()
+default_tasks = [t for t in task_opts if not bool(tt.set_index("name").loc[t, "control"])][:3]
+chosen = c2.multiselect("Tasks", task_opts, default=default_tasks, key=f"run_tasks_{modality}",
+                        help=f"{modality} tasks (offline ones first)")
+method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method")
+sparsity = c2.slider("Sparsity (fraction frozen, sparse methods)", 0.0, 0.99, 0.9, 0.01, key="run_sparsity")
+
+with st.expander("Training and evaluation size", expanded=not gpu):
+    d1, d2, d3, d4 = st.columns(4)
+    steps = d1.number_input("steps", 1, 100000, 30 if not gpu else 2000, key="run_steps")
+    max_train = d2.number_input("max train examples", 1, 10**7, 256 if not gpu else 100000, key="run_max_train")
+    max_val = d3.number_input("max val examples", 1, 10**7, 128 if not gpu else 2048, key="run_max_val")
+    max_test = d4.number_input("max test examples", 1, 10**7, 128 if not gpu else 10000, key="run_max_test")
+    e1, e2, e3 = st.columns(3)
+    suite = e1.text_input("suite name", "dashboard", key="run_suite",
+                          help="Groups these results; existing results with the same suite/model/method are replaced.")
+    protocols = e2.multiselect("protocols", list(J.PROTOCOL_ORDER), default=list(J.DEFAULT_PROTOCOLS),
+                               key="run_protocols")
+    controls = [t for t in tt[tt["source"] == "offline"]["name"] if t not in chosen] or \
+               [t for t in tt["name"] if t not in chosen]
+    reg_control = [t for t in controls if bool(tt.set_index("name").loc[t, "control"])]
+    control = e3.selectbox("negation control task", controls,
+                           index=controls.index(reg_control[0]) if reg_control else 0, key=f"run_control_{modality}")
+    g1, g2, g3 = st.columns(3)
+    grid = g1.number_input("disentanglement grid (paper 20)", 2, 40, 8 if not gpu else 20, key="run_grid")
+    points = g2.number_input("disentanglement points/task (paper 2048)", 8, 4096, 128 if not gpu else 2048,
+                             key="run_points")
+    preview_points = g3.number_input("preview points/task", 8, 4096, 128 if not gpu else 512, key="run_ppoints")
+
+spec = J.JobSpec(model=model, tasks=tuple(chosen), method=method, sparsity=float(sparsity), steps=int(steps),
+                 max_train=int(max_train), max_val=int(max_val), max_test=int(max_test), suite=suite.strip(),
+                 protocols=tuple(protocols), control_task=control, grid=int(grid), points=int(points),
+                 preview_points=int(preview_points), device="auto")
+try:
+    cmds = J.build_commands(spec, root)
+    problem = None
+except TalosError as exc:
+    cmds, problem = [], exc
+if problem:
+    ui.show_problem(problem)
+else:
+    with st.expander(f"{len(cmds)} commands will run"):
+        st.code("\n".join(J.display_command(c) for c in cmds), language="bash")
+if not gpu and model not in ("tiny-clip", "tiny-text", "tiny-t5", "minilm-l6"):
+    st.warning(f"{model} is too large for a CPU-only machine in a workshop; pick a tiny-* model or minilm-l6.")
+if st.button("Launch in background", type="primary", disabled=problem is not None, key="run_launch"):
+    try:
+        job = J.start_job(spec, root)
+        st.session_state["run_job"] = job.label
+        st.success(f"Started job {job.id}; follow it below. Results appear on the other pages when it finishes.")
+    except (TalosError, OSError) as exc:
+        st.error(f"could not start the job: {exc}")
+
+st.subheader("Jobs in this store")
+
+
+def _monitor() -> None:
+    jobs = J.list_jobs(root)
+    if not jobs:
+        st.caption("No jobs yet.")
+        return
+    labels = [j.label for j in jobs]
+    if st.session_state.get("run_job") not in labels:
+        st.session_state["run_job"] = labels[0]
+    pick = st.selectbox("Job", labels, key="run_job")
+    job = jobs[labels.index(pick)]
+    frac, label = J.current_progress(job)
+    state = job.state
+    st.progress(frac, text=f"{state} · {label}")
+    cols = st.columns([1, 4])
+    if state in ("queued", "running") and cols[0].button("Cancel", key="run_cancel"):
+        J.cancel_job(job)
+    if state == "done":
+        cols[1].success("Finished: the new results are in the store; open the other pages "
+                        f"(suite **{job.spec.get('suite')}**, model **{job.spec.get('model')}**).")
+    elif state in ("failed", "died"):
+        cols[1].error(f"The job {state}; the log below says why.")
+    st.code(J.tail_log(job.path, 6000) or "(log is empty)", language="text")
+
+
+running = any(j.state in ("queued", "running") for j in J.list_jobs(root))
+st.fragment(_monitor, run_every=2.0 if running else None)()

@@ -1,0 +1,44 @@
+"""Evaluation: task-arithmetic protocols and analyses, written into a store per ``SCHEMA.md``.
+
+Modules (imported lazily, so ``import talos_core.evaluation.preview`` stays light):
+
+* :mod:`~talos_core.evaluation.core` — predictions of ``θ0 + Σ α τ`` (non-linear / linearized);
+* :mod:`~talos_core.evaluation.context` — :class:`EvalContext`: one model, heads, data, one-edit helpers;
+* :mod:`~talos_core.evaluation.arithmetic` — single-task, task addition, task negation;
+* :mod:`~talos_core.evaluation.disentanglement` — ξ(α1, α2) grids;
+* :mod:`~talos_core.evaluation.localization` — function localization matrix;
+* :mod:`~talos_core.evaluation.maskstats` — layer-type classifier, mask density tables, mask IoU;
+* :mod:`~talos_core.evaluation.sharing` — pruning / perturbing low-sensitivity entries;
+* :mod:`~talos_core.evaluation.linearization` — fine-tuned vs post-hoc linearized accuracy;
+* :mod:`~talos_core.evaluation.preview` — linearized preview cache + numpy :func:`preview_accuracy`;
+* :mod:`~talos_core.evaluation.reports` — efficiency and comparison tables;
+* :mod:`~talos_core.evaluation.protocols` — :func:`evaluate`, the orchestrator used by ``talos evaluate``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "evaluate": "protocols", "PROTOCOLS": "protocols", "EvalOutcome": "protocols",
+    "EvalContext": "context",
+    "alpha_grid": "arithmetic", "task_addition": "arithmetic", "task_negation": "arithmetic",
+    "single_task_table": "arithmetic", "finetuned_accuracies": "arithmetic",
+    "disentanglement_error": "disentanglement", "disentanglement_alphas": "disentanglement",
+    "function_localization": "localization",
+    "layer_info": "maskstats", "classify_layer": "maskstats", "mask_table": "maskstats", "mask_iou": "maskstats",
+    "mask_iou_matrix": "maskstats", "cross_method_iou": "maskstats",
+    "sharing_matrix": "sharing", "low_sensitivity_mask": "sharing",
+    "linearization_table": "linearization",
+    "PreviewCache": "preview", "preview_accuracy": "preview", "load_preview": "preview", "build_preview": "preview",
+    "efficiency_table": "reports", "comparison_table": "reports",
+    "predict": "core", "accuracy": "core", "predict_logits": "core",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"talos_core.evaluation.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'talos_core.evaluation' has no attribute {name!r}")

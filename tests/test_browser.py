@@ -1,0 +1,128 @@
+"""Real browser: `streamlit run dashboard/app.py` on the synthetic store, headless Chromium via Playwright.
+
+Run with ``python -m pytest tests/test_browser.py -m browser``. Needs Debian's chromium at
+/usr/bin/chromium (``apt-get install -y chromium``); skipped when it or playwright is missing.
+Screenshots go to /tmp/talos_dashboard_*.png.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from dashboard_fixtures import REPO, fixture_store  # noqa: F401
+
+CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
+    title: (el.layout && el.layout.title && el.layout.title.text) || '',
+    y: (el.data || []).map(t => Array.from(t.y || []))}))"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with status {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"streamlit did not become healthy on port {port} within {timeout:.0f} s")
+
+
+@pytest.fixture()
+def server(fixture_store, tmp_path):
+    """The app launched as the README says, on a free port, killed (process group) afterwards."""
+    port = _free_port()
+    env = dict(os.environ, TALOS_STORE=str(fixture_store), PYTHONUNBUFFERED="1")
+    log = open(tmp_path / "streamlit.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
+                             "--server.headless", "true", "--server.port", str(port),
+                             "--browser.gatherUsageStats", "false"],
+                            cwd=str(REPO), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_healthy(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        log.close()
+
+
+def _traces(page, prefix: str) -> list[list[float]]:
+    for fig in page.evaluate(TRACES_JS):
+        if re.sub(r"<[^>]+>", "", fig["title"]).startswith(prefix):  # Streamlit's theme wraps titles in <b>
+            return fig["y"]
+    return []
+
+
+def _wait_for(page, predicate, timeout: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        page.wait_for_timeout(250)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2200})
+            page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
+            exact_title = "Exact (test): θ0 +"
+            before = _wait_for(page, lambda: _traces(page, exact_title), 90, "the exact-results chart")
+            preview_before = _traces(page, "Linearized preview")
+            assert preview_before, "the linearized preview chart is shown"
+            page.screenshot(path="/tmp/talos_dashboard_arithmetic_before.png", full_page=True)
+
+            # Streamlit's slider is a react-aria range input inside [data-testid=stSlider]
+            slider = page.locator('[data-testid="stSlider"] input[type="range"]').first
+            assert float(slider.input_value()) == pytest.approx(8.0)
+            slider.focus()
+            for _ in range(25):  # step = grid step / 5 = 0.1 → α 8.0 → 5.5 (snapped to 5.5)
+                page.keyboard.press("ArrowLeft")
+            _wait_for(page, lambda: _traces(page, exact_title) and _traces(page, exact_title)[0] != before[0],
+                      60, "the exact chart to change after the slider move")
+            after = _traces(page, exact_title)
+            preview_after = _wait_for(page, lambda: (_traces(page, "Linearized preview")
+                                                     if _traces(page, "Linearized preview")[0] != preview_before[0]
+                                                     else None), 30, "the preview chart to change")
+            assert after[0] != before[0] and preview_after[0] != preview_before[0]
+            assert float(slider.input_value()) == pytest.approx(5.5)
+            assert "a.talos=5.5" in page.url  # the view is in the URL
+            page.screenshot(path="/tmp/talos_dashboard_arithmetic_after.png", full_page=True)
+
+            page.goto(f"{server}/disentanglement", timeout=60_000)
+            _wait_for(page, lambda: _traces(page, "ξ for"), 60, "the ξ heatmaps")
+            page.screenshot(path="/tmp/talos_dashboard_disentanglement.png", full_page=True)
+        finally:
+            browser.close()

@@ -1,0 +1,177 @@
+"""The Streamlit app through streamlit.testing.v1.AppTest on the synthetic store (and, with
+``TALOS_DASHBOARD_TEST_STORE=cached_results``, on the real shipped store)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from dashboard_fixtures import REPO, TASKS, dashboard_store, fixture_store  # noqa: F401
+from streamlit.testing.v1 import AppTest
+
+from dashboard import figures as F
+
+F.VALIDATE = True  # the app runs in this process: validate its figures against plotly's schema
+
+APP = str(REPO / "dashboard" / "app.py")
+PAGES = ["learn", "arithmetic", "disentanglement", "localization", "masks", "efficiency", "run"]
+
+
+def open_app(monkeypatch, store, page: str | None = None, query: dict | None = None) -> AppTest:
+    monkeypatch.setenv("TALOS_STORE", str(store))
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if page and page != "learn":
+        at.switch_page(f"app_pages/{page}.py")  # before the first run = opening a deep link
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _decode(obj):
+    """Plotly's typed-array JSON (``{"dtype", "bdata", "shape"}``) back to lists, recursively."""
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+            if obj.get("shape"):
+                arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
+            return arr.tolist()
+        return {k: _decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    return obj
+
+
+def figures(at: AppTest) -> list:
+    return [go.Figure(_decode(json.loads(c.proto.spec))) for c in at.get("plotly_chart")]
+
+
+def figure_titled(at: AppTest, prefix: str):
+    for f in figures(at):
+        if (f.layout.title.text or "").startswith(prefix):
+            return f
+    raise AssertionError(f"no figure titled {prefix!r}: {[f.layout.title.text for f in figures(at)]}")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_without_errors(monkeypatch, dashboard_store, page):
+    at = open_app(monkeypatch, dashboard_store, page)
+    assert at.title, "page has a title"
+    assert not at.error, [e.value for e in at.error]
+    if page not in ("run",):
+        assert figures(at), f"{page} shows at least one figure"
+
+
+def test_arithmetic_slider_moves_exact_and_preview(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "talos"})
+    before_exact = figure_titled(at, "Exact (test): θ0 +")
+    before_prev = figure_titled(at, "Linearized preview")
+    assert "θ0 + 8·Στ_t" in before_exact.layout.title.text  # starts at the selected α
+    at.slider(key="a.talos").set_value(4.2).run()
+    assert not at.exception
+    after_exact = figure_titled(at, "Exact (test): θ0 +")
+    after_prev = figure_titled(at, "Linearized preview")
+    assert "θ0 + 4·Στ_t" in after_exact.layout.title.text  # snapped to the grid point 4.0
+    assert not np.allclose(after_exact.data[0].y, before_exact.data[0].y)
+    assert not np.allclose(after_prev.data[0].y, before_prev.data[0].y)
+    assert any("snapped to the nearest cached grid point α = 4" in w.value for w in at.warning)
+    curve = figure_titled(at, "Mean normalized accuracy")
+    assert [t for t in curve.data if t.name == "selected α"][0].x[0] == 8.0
+
+
+def test_arithmetic_per_task_sliders(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "talos"})
+    at.toggle(key="same").set_value(False).run()
+    keys = {s.key for s in at.slider}
+    assert {f"a.talos.{t}" for t in TASKS} <= keys
+    before = figure_titled(at, "Linearized preview")
+    at.slider(key=f"a.talos.{TASKS[0]}").set_value(0.0).run()
+    after = figure_titled(at, "Linearized preview")
+    assert after.data[0].y[0] != before.data[0].y[0]
+    assert any("shared by all tasks" in w.value for w in at.warning)
+
+
+def test_arithmetic_method_switch_and_negation(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "arithmetic")
+    at.selectbox(key="method").set_value("nonlinear").run()
+    exact = figure_titled(at, "Exact (test): θ0 +")
+    from dashboard.figures import method_color
+
+    assert exact.data[0].marker.color == method_color("nonlinear")
+    key = f"n.nonlinear.{TASKS[0]}"
+    neg0 = figure_titled(at, "Exact (test): θ0 − α τ_target")
+    at.slider(key=key).set_value(0.0).run()
+    neg1 = figure_titled(at, "Exact (test): θ0 − α τ_target")
+    assert neg1.data[0].y[0] > neg0.data[0].y[0]  # less negation → target accuracy higher
+
+
+def test_url_query_restores_view(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "nonlinear", "a.nonlinear": "0.3"})
+    assert at.selectbox(key="method").value == "nonlinear"
+    assert at.slider(key="a.nonlinear").value == pytest.approx(0.3)
+    assert "θ0 + 0.3·Στ_t" in figure_titled(at, "Exact (test): θ0 +").layout.title.text
+
+
+def test_disentanglement_method_selection(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "disentanglement")
+    side = figure_titled(at, "ξ for")
+    assert len(side.data) == 2 and side.layout.coloraxis.cmax > 0
+    at.multiselect(key="methods").set_value(["talos"]).run()
+    side = figure_titled(at, "ξ for")
+    assert len(side.data) == 1
+    one = figure_titled(at, "TaLoS: ξ")
+    assert one.layout.shapes[0].line.color == "#d62728"
+
+
+def test_masks_compare_two_tasks(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "masks")
+    at.radio(key="mcompare").set_value("two tasks").run()
+    assert not at.exception
+    titles = [f.layout.title.text for f in figures(at)]
+    assert f"TaLoS · {sorted(TASKS)[0]}" in titles and f"TaLoS · {sorted(TASKS)[1]}" in titles
+    heat = [f for f in figures(at) if f.layout.title.text.startswith("TaLoS · ")]
+    assert heat[0].data[0].zmax == heat[1].data[0].zmax  # shared colour scale
+
+
+def test_localization_shared_scale(monkeypatch, fixture_store):
+    at = open_app(monkeypatch, fixture_store, "localization")
+    heats = [f for f in figures(at) if f.layout.title.text in ("TaLoS", "Non-linear FT")]
+    assert len(heats) == 2
+    assert heats[0].data[0].zmax == heats[1].data[0].zmax and heats[0].data[0].zmin == heats[1].data[0].zmin
+    assert len(heats[0].layout.shapes) == len(TASKS)
+
+
+@pytest.mark.parametrize("page", ["learn", "arithmetic", "masks", "efficiency"])
+def test_empty_store_shows_a_sentence(monkeypatch, tmp_path, page):
+    (tmp_path / "empty").mkdir()
+    at = open_app(monkeypatch, tmp_path / "empty", page)
+    assert any("has no results yet" in i.value for i in at.info)
+    assert not figures(at)
+
+
+def test_missing_store_folder_is_an_error_message(monkeypatch, tmp_path):
+    at = open_app(monkeypatch, tmp_path / "does-not-exist")
+    assert any("does not exist" in e.value for e in at.error)
+
+
+def test_corrupt_json_is_a_message_not_a_traceback(monkeypatch, fixture_store, tmp_path):
+    store = shutil.copytree(fixture_store, tmp_path / "store")
+    name = "default__tiny-clip__talos"
+    (store / "results" / "addition" / f"{name}.json").write_text("{broken")
+    (store / "results" / "localization" / f"{name}.json").write_text(json.dumps({"tasks": ["a"]}))
+    at = open_app(monkeypatch, store, "arithmetic", {"method": "talos"})
+    assert any("corrupt" in e.value for e in at.error)
+    at = open_app(monkeypatch, store, "localization")
+    assert any("lacks field" in e.value for e in at.error)
+
+
+def test_run_page_shows_the_commands(monkeypatch, tmp_path):
+    at = open_app(monkeypatch, tmp_path, "run")
+    code = "\n".join(c.value for c in at.code)
+    assert "talos finetune --task" in code and "talos evaluate addition" in code
+    assert any("No jobs yet" in c.value for c in at.caption)

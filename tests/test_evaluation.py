@@ -1,0 +1,478 @@
+"""Evaluation protocols: known-answer checks on tiny models and a tiny store.
+
+A session fixture fine-tunes two tiny-text TaLoS runs (and two non-linear runs for cross-method
+IoU) into a temporary store; everything else reuses them. Torch runs single-threaded here: on a
+shared 2-core machine, two threads per process are several times slower.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from talos_core.errors import TalosError
+from talos_core.evaluation import arithmetic as arith
+from talos_core.evaluation.context import EvalContext, subset
+from talos_core.evaluation.disentanglement import disentanglement_alphas, disentanglement_error
+from talos_core.evaluation.linearization import linearization_table
+from talos_core.evaluation.localization import function_localization
+from talos_core.evaluation.maskstats import (block_indices, classify_layer, cross_method_iou, layer_info, mask_iou,
+                                             mask_iou_matrix, mask_table)
+from talos_core.evaluation.names import result_name
+from talos_core.evaluation.preview import (PreviewCache, build_preview, load_preview, preview_accuracy,
+                                           preview_logits, save_preview)
+from talos_core.evaluation.protocols import evaluate
+from talos_core.evaluation.sharing import low_sensitivity_mask, sharing_edit, sharing_matrix
+from talos_core.models.base import TaskModel
+from talos_core.store import Store
+from talos_core.tasks.base import Split, TaskData, TaskSpec
+from talos_core.vectors import TaskVector, apply_vectors
+
+MODEL = "tiny-text"
+TASKS = ["drug-reviews", "wordnet-verbs"]
+CONTROL = "tweets"
+OVERRIDES = dict(steps=5, max_train=64, max_val=32, max_test=64, calib_samples=16, batch_size=8, rounds=1,
+                 lr=5e-3)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory) -> Store:
+    """Two TaLoS and two non-linear tiny-text runs, fine-tuned once."""
+    from talos_core.evaluation.runs import resolve_runs
+
+    st = Store(tmp_path_factory.mktemp("eval-store"))
+    torch.set_num_threads(1)
+    resolve_runs(st, MODEL, TASKS, "talos", overrides=OVERRIDES)
+    resolve_runs(st, MODEL, TASKS, "nonlinear", overrides=OVERRIDES)
+    return st
+
+
+@pytest.fixture(scope="module")
+def runs(store):
+    from talos_core.evaluation.runs import resolve_runs
+
+    return resolve_runs(store, MODEL, TASKS, "talos", overrides=OVERRIDES, train=False)
+
+
+@pytest.fixture(scope="module")
+def ctx(store) -> EvalContext:
+    return EvalContext.for_model(MODEL, [*TASKS, CONTROL], max_val=32, max_test=64)
+
+
+def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def _assert_same(model: nn.Module, snap: dict[str, torch.Tensor]) -> None:
+    now = dict(model.named_parameters())
+    assert set(now) == set(snap)
+    bad = [n for n in snap if not torch.equal(now[n].detach(), snap[n])]
+    assert not bad, f"parameters changed: {bad[:3]}"
+
+
+def _random_vector(model: nn.Module, names: list[str], scale: float, seed: int) -> TaskVector:
+    g = torch.Generator().manual_seed(seed)
+    params = dict(model.named_parameters())
+    return TaskVector.from_dense({n: torch.randn(params[n].shape, generator=g) * scale for n in names})
+
+
+# --------------------------------------------------------------------------------------------
+# a model that is exactly linear in θ: the linearized preview must equal the exact model
+# --------------------------------------------------------------------------------------------
+class LinearTaskModel(TaskModel):
+    """logits = head @ (W x + b): linear in θ = (W, b), so f_lin == f for every θ."""
+
+    family = "linear-test"
+    modality = "image"
+
+    def __init__(self, d: int = 8, h: int = 6) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.proj = nn.Linear(d, h)
+        self.h = h
+
+    def prepare(self, inputs, task=None):
+        return {"x": torch.as_tensor(np.asarray(inputs), dtype=torch.float32)}
+
+    def build_head(self, task):
+        g = torch.Generator().manual_seed(sum(map(ord, task.name)))
+        return {"weight": torch.randn(task.num_classes, self.h, generator=g)}
+
+    def forward(self, x):
+        return self.proj(x) @ self.head_weight.T
+
+
+def _linear_ctx(n_tasks: int = 2, n: int = 48) -> EvalContext:
+    model = LinearTaskModel()
+    rng = np.random.default_rng(0)
+    specs, data, heads = {}, {}, {}
+    for k in range(n_tasks):
+        name = f"lin{k}"
+        spec = TaskSpec(name, "image", tuple(f"c{i}" for i in range(3 + k)), ("{}",), "synthetic", loader=None,
+                        source="synthetic")
+        splits = [Split(rng.normal(size=(n, 8)).astype(np.float32), rng.integers(0, spec.num_classes, n))
+                  for _ in range(3)]
+        specs[name], data[name], heads[name] = spec, TaskData(*splits), model.build_head(spec)
+    return EvalContext(model, specs, data, heads, model_name="linear")
+
+
+# --------------------------------------------------------------------------------------------
+# pure helpers
+# --------------------------------------------------------------------------------------------
+def test_alpha_grid_paper_and_sparse():
+    g = arith.alpha_grid()
+    assert len(g) == 21 and g[0] == 0.0 and g[-1] == 1.0 and g[1] == 0.05
+    s = arith.alpha_grid(0.9, sparse=True)
+    assert len(s) == 21 and s[-1] == pytest.approx(10.0) and s[1] == pytest.approx(0.5)
+    assert arith.alpha_grid(0.9, sparse=False) == g
+    assert disentanglement_alphas(20, 3.0)[0] == -3.0 and len(disentanglement_alphas(20, 3.0)) == 20
+    with pytest.raises(TalosError, match="grid"):
+        disentanglement_alphas(0)
+
+
+def test_layer_types_all_three_families():
+    from talos_core.models import load_model
+
+    expected = {
+        "tiny-clip": {
+            "visual.transformer.resblocks.1.attn.in_proj_weight": (1, "qkv"),
+            "visual.transformer.resblocks.0.attn.out_proj.weight": (0, "attn_out"),
+            "visual.transformer.resblocks.0.mlp.c_fc.weight": (0, "mlp_in"),
+            "visual.transformer.resblocks.0.mlp.c_proj.weight": (0, "mlp_out"),
+            "visual.transformer.resblocks.0.ln_1.weight": (0, "layernorm"),
+            "visual.transformer.resblocks.0.mlp.c_fc.bias": (0, "bias"),
+            "visual.conv1.weight": (-1, "conv"),
+            "visual.positional_embedding": (-1, "embedding"),
+            "visual.ln_post.bias": (-1, "layernorm"),
+            "visual.proj": (-1, "other"),
+        },
+        "tiny-text": {
+            "encoder.encoder.layer.1.attention.self.query.weight": (1, "q"),
+            "encoder.encoder.layer.1.attention.self.key.weight": (1, "k"),
+            "encoder.encoder.layer.1.attention.self.value.weight": (1, "v"),
+            "encoder.encoder.layer.0.attention.output.dense.weight": (0, "attn_out"),
+            "encoder.encoder.layer.0.intermediate.dense.weight": (0, "mlp_in"),
+            "encoder.encoder.layer.0.output.dense.weight": (0, "mlp_out"),
+            "encoder.encoder.layer.0.attention.output.LayerNorm.weight": (0, "layernorm"),
+            "encoder.encoder.layer.0.output.dense.bias": (0, "bias"),
+            "encoder.embeddings.word_embeddings.weight": (-1, "embedding"),
+        },
+        "tiny-t5": {
+            "t5.encoder.block.0.layer.0.SelfAttention.q.weight": (0, "q"),
+            "t5.encoder.block.1.layer.0.SelfAttention.o.weight": (1, "attn_out"),
+            "t5.encoder.block.0.layer.1.DenseReluDense.wi.weight": (0, "mlp_in"),
+            "t5.encoder.block.0.layer.1.DenseReluDense.wo.weight": (0, "mlp_out"),
+            "t5.encoder.block.0.layer.0.layer_norm.weight": (0, "layernorm"),
+            "t5.decoder.block.0.layer.1.EncDecAttention.k.weight": (2, "k"),
+            "t5.decoder.block.1.layer.1.EncDecAttention.v.weight": (3, "v"),
+            "t5.decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight": (2, "embedding"),
+            "t5.decoder.final_layer_norm.weight": (-1, "layernorm"),
+            "t5.shared.weight": (-1, "embedding"),
+        },
+    }
+    for model_name, cases in expected.items():
+        names = [n for n, _ in load_model(model_name).named_parameters()]
+        blocks = block_indices(names)
+        for name, (block, layer_type) in cases.items():
+            assert name in names, name
+            assert (blocks[name], classify_layer(name)) == (block, layer_type), name
+        assert all(classify_layer(n) in ("q", "k", "v", "qkv", "attn_out", "mlp_in", "mlp_out", "layernorm",
+                                         "bias", "conv", "embedding", "other") for n in names)
+    assert layer_info("visual.transformer.resblocks.3.attn.in_proj_weight").index == 3
+
+
+def test_mask_table_splits_fused_qkv_and_counts():
+    name = "visual.transformer.resblocks.0.attn.in_proj_weight"
+    m = torch.zeros(6, 2, dtype=torch.bool)
+    m[0, 0] = True  # q third: 1 of 4
+    m[4:] = True  # v third: 4 of 4
+    table = mask_table({"t": {name: m, "visual.conv1.weight": torch.tensor([True, False])}})
+    rows = table.set_index("param")
+    assert list(table.columns) == ["task", "param", "block", "layer_type", "numel", "trainable", "density"]
+    assert rows.loc[f"{name}[q]", "layer_type"] == "q" and rows.loc[f"{name}[q]", "density"] == 0.25
+    assert rows.loc[f"{name}[k]", "trainable"] == 0 and rows.loc[f"{name}[v]", "density"] == 1.0
+    assert rows.loc["visual.conv1.weight", "block"] == -1 and table["numel"].sum() == 14
+
+
+def test_mask_iou_self_is_one_and_known_value():
+    g = torch.Generator().manual_seed(0)
+    a = {"w": torch.rand(10, 10, generator=g) > 0.5, "b": torch.rand(7, generator=g) > 0.3}
+    assert mask_iou(a, a) == 1.0
+    b = {"w": torch.zeros(10, 10, dtype=torch.bool), "b": a["b"]}
+    assert mask_iou(a, b) == pytest.approx(int(a["b"].sum()) / int(a["w"].sum() + a["b"].sum()))
+    tasks, mat = mask_iou_matrix({"x": a, "y": b})
+    assert tasks == ["x", "y"] and np.allclose(np.diag(mat), 1) and mat[0, 1] == mat[1, 0]
+    assert cross_method_iou({"x": a}, {"x": a})["iou"].tolist() == [1.0]
+
+
+def test_negation_selection_respects_control_constraint():
+    # the lowest target accuracy (alpha 1.0) breaks the control constraint: 0.70 < 0.95 * 0.80
+    curve = pd.DataFrame({"alpha": [0.0, 0.5, 1.0], "target_acc": [0.9, 0.4, 0.1],
+                          "control_acc": [0.80, 0.77, 0.70]})
+    assert arith.select_negation_alpha(curve, 0.80) == 0.5
+    assert arith.select_negation_alpha(curve, 0.80, threshold=0.5) == 1.0
+    only_zero = curve.assign(control_acc=[0.80, 0.1, 0.1])
+    assert arith.select_negation_alpha(only_zero, 0.80) == 0.0
+    with pytest.raises(TalosError, match="control"):
+        arith.select_negation_alpha(curve[curve.alpha > 0].assign(control_acc=0.1), 0.8)
+
+
+def test_default_control_task_is_the_offline_text_control():
+    assert arith.default_control_task(["drug-reviews"]) == "fortune-langs"
+
+
+def test_preview_accuracy_pure_numpy_example():
+    jvp = {("a", "a"): np.array([[1.0, 0], [0, 1], [1, 0]]), ("a", "b"): np.array([[0, 0], [0, 0], [0, 2.0]])}
+    cache = PreviewCache(["a", "b"], ["a"], {"a": np.array([0, 1, 1])}, {"a": np.zeros((3, 2))}, jvp)
+    assert preview_accuracy(cache, {"a": 1.0}) == {"a": pytest.approx(2 / 3)}
+    assert preview_accuracy(cache, {"a": 1.0, "b": 1.0}) == {"a": 1.0}
+    with pytest.raises(TalosError, match="no cached task vector"):
+        preview_accuracy(cache, {"zzz": 1.0})
+
+
+# --------------------------------------------------------------------------------------------
+# exact-linear model: preview == exact, linearization check, addition normalization, localization
+# --------------------------------------------------------------------------------------------
+def test_linearized_preview_equals_exact_model_for_linear_model(tmp_path):
+    ctx = _linear_ctx()
+    names = ["proj.weight", "proj.bias"]
+    vecs = {t: _random_vector(ctx.model, names, 0.7, seed=k) for k, t in enumerate(ctx.tasks)}
+    snap = _snapshot(ctx.model)
+    cache = build_preview(ctx, vecs, points=30, seed=3)
+    st = Store(tmp_path / "s")
+    save_preview(st, "default__linear__x", cache, method="x")
+    loaded = load_preview(st.root, "default__linear__x")
+    assert json.loads((st.result_path("preview", "default__linear__x")).read_text())["arrays"].endswith(".safetensors")
+    for mix in ({"lin0": 0.0, "lin1": 0.0}, {"lin0": 1.0}, {"lin0": -2.5, "lin1": 1.7}, {"lin1": 3.0}):
+        terms = [(vecs[t], a) for t, a in mix.items()]
+        got = preview_accuracy(loaded, mix)
+        for k, e in enumerate(ctx.tasks):
+            part = subset(ctx.split(e, "test"), 30, 3 + k)
+            exact = ctx.logits(e, part, terms).numpy()
+            assert np.allclose(preview_logits(loaded, mix, e), exact, atol=1e-4)
+            assert got[e] == pytest.approx(float((exact.argmax(-1) == part.labels).mean()))
+    table = linearization_table(ctx, vecs, "x")
+    assert np.allclose(table["finetuned_acc"], table["linearized_acc"])
+    _assert_same(ctx.model, snap)
+
+
+def test_addition_normalized_accuracy_is_one_for_single_task_at_alpha_one():
+    ctx = _linear_ctx(1)
+    vec = {"lin0": _random_vector(ctx.model, ["proj.weight"], 0.5, seed=1)}
+    ref = arith.finetuned_accuracies(ctx, vec, "nonlinear")
+    for mode in ("nonlinear", "linearized"):
+        ref_m = arith.finetuned_accuracies(ctx, vec, mode)
+        res = arith.task_addition(ctx, vec, ref_m, [0.0, 0.5, 1.0], mode=mode)
+        at1 = res.table[res.table.alpha == 1.0]
+        assert np.allclose(at1["normalized_accuracy"], 1.0)
+        assert set(res.table["split"]) == {"val", "test"} and len(res.table) == 3 * 2
+    assert ref[("lin0", "test")] == ctx.accuracy("lin0", "test", [(vec["lin0"], 1.0)])
+
+
+def test_localization_matrix_normalization_and_diagonal():
+    ctx = _linear_ctx(2)
+    vecs = {"lin0": _random_vector(ctx.model, ["proj.weight"], 0.8, seed=5),
+            "lin1": TaskVector.from_dense({"proj.weight": torch.zeros(6, 8)})}
+    res = function_localization(ctx, vecs)
+    zs = np.array([ctx.zero_shot(t, "test") for t in ctx.tasks])
+    assert np.allclose(res.matrix, res.accuracy / zs[None, :])
+    assert res.accuracy[0, 0] == ctx.accuracy("lin0", "test", [(vecs["lin0"], 1.0)])
+    assert np.allclose(res.matrix[1], 1.0)  # a zero vector changes nothing
+    payload = res.payload()
+    assert set(payload) >= {"tasks", "matrix", "accuracy", "zero_shot"} and len(payload["matrix"]) == 2
+
+
+def test_disentanglement_zero_at_origin_and_on_axes():
+    ctx = _linear_ctx(2)
+    tau1 = _random_vector(ctx.model, ["proj.weight"], 1.0, seed=11)
+    tau2 = _random_vector(ctx.model, ["proj.bias", "proj.weight"], 1.0, seed=12)
+    snap = _snapshot(ctx.model)
+    alphas = disentanglement_alphas(5, 2.0)  # -2, -1, 0, 1, 2
+    for mode in ("nonlinear", "linearized"):
+        res = disentanglement_error(ctx, "lin0", "lin1", tau1, tau2, alphas1=alphas, points=40, mode=mode)
+        z = alphas.index(0.0)
+        assert res.xi.shape == (5, 5) and res.xi[z, z] == 0.0
+        assert np.all(res.xi_task1[:, z] == 0.0) and np.all(res.xi_task2[z, :] == 0.0)
+        assert np.allclose(res.xi, res.xi_task1 + res.xi_task2)
+        assert res.xi.max() > 0  # random vectors do interfere
+        # off-axis term = disagreement of θ0 + α1τ1 with θ0 on D2 (definition)
+        d2 = subset(ctx.split("lin1", "test"), 40, 1)
+        p0 = ctx.logits("lin1", d2, (), mode).argmax(-1)
+        p1 = ctx.logits("lin1", d2, [(tau1, alphas[0])], mode).argmax(-1)
+        assert res.xi_task2[0, z] == pytest.approx(float((p0 != p1).float().mean()))
+    _assert_same(ctx.model, snap)
+    with pytest.raises(TalosError, match="two different tasks"):
+        disentanglement_error(ctx, "lin0", "lin0", tau1, tau1, alphas1=[0.0])
+
+
+# --------------------------------------------------------------------------------------------
+# tiny-text store: protocols end to end, schema, bitwise restore
+# --------------------------------------------------------------------------------------------
+def test_protocols_write_schema_and_restore_weights(store, ctx):
+    snap = _snapshot(ctx.model)
+    kw = dict(overrides=OVERRIDES, train=False, alpha_step=0.25)
+    out = evaluate(store, "single", MODEL, TASKS, "talos", **kw)
+    single = store.read_table("single", result_name("default", MODEL))
+    assert list(single.columns) == ["method", "task", "zero_shot_acc", "finetuned_acc", "split"]
+    assert set(single["split"]) == {"val", "test"} and len(single) == 4
+    assert set(store.read_result("single", "default__tiny-text")["runs"]["talos"]) == set(TASKS)
+    _assert_same(ctx.model, snap)
+
+    out = evaluate(store, "addition", MODEL, TASKS, "talos", **kw)
+    payload = store.read_result("addition", "default__tiny-text__talos")
+    assert payload["columns"] == ["alpha", "split", "task", "accuracy", "normalized_accuracy"]
+    assert {"selected_alpha", "alpha_grid", "summary", "tasks", "sparsity", "eval_mode"} <= set(payload)
+    assert payload["alpha_grid"][-1] == pytest.approx(10.0) and payload["sparsity"] == 0.9
+    assert payload["selected_alpha"] in payload["alpha_grid"]
+    assert set(payload["summary"]) == {"abs_acc", "norm_acc"}
+    assert len(out.table) == 5 * 2 * len(TASKS)
+    _assert_same(ctx.model, snap)
+
+    evaluate(store, "negation", MODEL, TASKS, "talos", control_task=CONTROL, **kw)
+    neg = store.read_result("negation", "default__tiny-text__talos")
+    assert neg["columns"] == ["target", "alpha", "split", "target_acc", "control_acc"]
+    table = store.read_table("negation", "default__tiny-text__talos")
+    zs_val = neg["control_zero_shot_acc"]["val"]
+    for target, alpha in neg["selected"].items():
+        row = table[(table.target == target) & (table.split == "val") & np.isclose(table.alpha, alpha)]
+        assert float(row["control_acc"].iloc[0]) >= 0.95 * zs_val - 1e-12
+    assert {r["target"] for r in neg["per_task"]} == set(TASKS) and neg["control_task"] == CONTROL
+    _assert_same(ctx.model, snap)
+
+    out = evaluate(store, "disentanglement", MODEL, TASKS, "talos", grid=3, alpha_range=1.0, points=16, **kw)
+    dis = store.read_result("disentanglement", f"default__tiny-text__talos__{TASKS[0]}__{TASKS[1]}")
+    assert np.array(dis["xi"]).shape == (3, 3) and dis["xi"][1][1] == 0.0
+    assert dis["search_region"] == [0.0, pytest.approx(10.0)] and dis["points_per_task"] == 16
+    _assert_same(ctx.model, snap)
+
+    evaluate(store, "localization", MODEL, TASKS, "talos", **kw)
+    loc = store.read_result("localization", "default__tiny-text__talos")
+    acc, zs = np.array(loc["accuracy"]), np.array(loc["zero_shot"])
+    assert np.allclose(np.array(loc["matrix"]), acc / zs[None, :])
+    _assert_same(ctx.model, snap)
+
+    evaluate(store, "linearization", MODEL, TASKS, "talos", **kw)
+    lin = store.read_table("linearization", "default__tiny-text")
+    assert list(lin.columns) == ["method", "task", "finetuned_acc", "linearized_acc"] and len(lin) == 2
+    _assert_same(ctx.model, snap)
+
+    evaluate(store, "preview", MODEL, TASKS, "talos", preview_points=16, **kw)
+    cache = load_preview(store.root, "default__tiny-text__talos")
+    assert cache.tasks == TASKS and cache.base[TASKS[0]].shape == (16, 3)
+    assert set(preview_accuracy(cache, {TASKS[0]: 0.5})) == set(TASKS)
+    _assert_same(ctx.model, snap)
+
+    evaluate(store, "efficiency", MODEL, TASKS, "talos", **kw)
+    evaluate(store, "efficiency", MODEL, TASKS, "nonlinear", **kw)
+    eff = store.read_table("efficiency", "default__tiny-text")
+    assert {"method", "task", "fwd_bwd_s_mean", "opt_s_mean", "calibration_s", "peak_memory_mb",
+            "trainable_entries"} <= set(eff.columns)
+    assert sorted(eff["method"].unique()) == ["nonlinear", "talos"] and len(eff) == 4
+
+    out = evaluate(store, "comparison", MODEL, [], **kw)
+    comp = store.read_table("comparison", "default__tiny-text")
+    assert list(comp.columns)[:3] == ["method", "addition_abs", "addition_norm"]
+    row = comp.set_index("method").loc["talos"]
+    assert row["addition_abs"] == pytest.approx(payload["summary"]["abs_acc"])
+    assert row["negation_target"] == pytest.approx(neg["summary"]["target_acc"])
+    _assert_same(ctx.model, snap)
+
+
+def test_masks_protocol_density_and_iou(store, runs):
+    out = evaluate(store, "masks", MODEL, TASKS, "talos", overrides=OVERRIDES, train=False,
+                   compare_method="nonlinear")
+    table = store.read_table("masks", "default__tiny-text__talos")
+    for task, run in runs.items():
+        part = table[table.task == task]
+        assert part["trainable"].sum() / part["numel"].sum() == pytest.approx(run.manifest["metrics"]["mask_density"])
+    assert set(table["layer_type"]) <= {"q", "k", "v", "attn_out", "mlp_in", "mlp_out", "layernorm", "bias"}
+    iou = store.read_result("mask_iou", "default__tiny-text__talos")
+    assert np.allclose(np.diag(iou["matrix"]), 1.0) and iou["tasks"] == TASKS
+    cmp = store.read_table("mask_iou", "default__tiny-text__talos__vs__nonlinear")
+    assert list(cmp.columns) == ["task", "iou"] and cmp["iou"].between(0, 1).all()
+    assert len(out.table) == len(table)
+
+
+def test_find_run_exact_then_compatible(store, runs):
+    from talos_core.evaluation.runs import find_run
+
+    assert find_run(store, MODEL, TASKS[0], "talos", OVERRIDES).id == runs[TASKS[0]].id
+    assert find_run(store, MODEL, TASKS[0], "talos", {"steps": 5}).id == runs[TASKS[0]].id  # compatible
+    assert find_run(store, MODEL, TASKS[0], "talos", {"steps": 6}) is None
+    assert find_run(store, MODEL, TASKS[0], "talos", {**OVERRIDES, "sparsity": 0.5}) is None
+    with pytest.raises(TalosError, match="unknown fine-tuning setting"):
+        find_run(store, MODEL, TASKS[0], "talos", {"stepz": 5})
+
+
+def test_sharing_prunes_exact_fraction_and_restores(ctx):
+    snap = _snapshot(ctx.model)
+    mask = low_sensitivity_mask(ctx, TASKS[0], 0.1, samples=8)
+    total = sum(m.numel() for m in mask.values())
+    assert sum(int(m.sum()) for m in mask.values()) == math.floor(0.1 * total)
+    edit, stats = sharing_edit(ctx.model, mask, "prune")
+    params = dict(ctx.model.named_parameters())
+    with apply_vectors(ctx.model, [(edit, 1.0)]):
+        for n, m in mask.items():
+            assert torch.all(params[n].detach()[m] == 0)
+    _assert_same(ctx.model, snap)
+    edit, stats = sharing_edit(ctx.model, mask, "perturb", seed=1)
+    assert stats["entries"] == math.floor(0.1 * total)
+    res = sharing_matrix(ctx, TASKS, "perturb", masks={t: mask for t in TASKS})
+    assert res.matrix.shape == (2, 2) and np.allclose(res.mask_iou, 1.0)
+    _assert_same(ctx.model, snap)
+    with pytest.raises(TalosError, match="sharing mode"):
+        sharing_edit(ctx.model, mask, "shuffle")
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+def _cli(argv):
+    from talos_core.cli import main
+
+    return main(argv)
+
+
+def test_cli_errors(tmp_path, capsys):
+    assert _cli(["evaluate", "addition-ish", "--model", MODEL, "--tasks", "tweets", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: unknown protocol 'addition-ish'")
+    assert _cli(["evaluate", "addition", "--model", MODEL, "--tasks", "tweets,nope", "--store", str(tmp_path)]) == 2
+    assert "unknown task 'nope'" in capsys.readouterr().err
+    assert _cli(["evaluate", "addition", "--model", MODEL, "--store", str(tmp_path)]) == 2
+    assert "--tasks is required" in capsys.readouterr().err
+    assert _cli(["evaluate", "addition", "--model", MODEL, "--tasks", "tweets", "--suite", "a b",
+                 "--store", str(tmp_path)]) == 2
+    assert "suite name" in capsys.readouterr().err
+    assert _cli(["evaluate", "disentanglement", "--model", MODEL, "--tasks", "tweets,drug-reviews", "--range", "0",
+                 "--store", str(tmp_path)]) == 2
+    assert "range must be a positive number" in capsys.readouterr().err
+    assert _cli(["evaluate", "negation", "--model", MODEL, "--tasks", "tweets", "--control-task", "tweets",
+                 "--no-train", "--store", str(tmp_path)]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_cli_localization_on_existing_runs(store, capsys):
+    argv = ["evaluate", "localization", "--model", MODEL, "--tasks", ",".join(TASKS), "--method", "talos",
+            "--suite", "cli", "--store", str(store.root), "--no-train", "--quiet"]
+    for key, value in OVERRIDES.items():
+        flag = {"calib_samples": "--calib-samples", "batch_size": "--batch-size"}.get(key, "--" + key.replace("_", "-"))
+        argv += [flag, str(value)]
+    assert _cli(argv) == 0
+    out = capsys.readouterr().out
+    assert "wrote" in out and "cli__tiny-text__talos" in out
+    assert store.read_result("localization", "cli__tiny-text__talos")["tasks"] == TASKS

@@ -1,0 +1,216 @@
+"""Every figure function of dashboard/figures.py on the synthetic store: the figure shows the data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from dashboard_fixtures import MODEL, SUITE, TASKS, fixture_store  # noqa: F401
+
+from dashboard import data as D
+from dashboard import figures as F
+from talos_core.errors import TalosError
+
+F.VALIDATE = True  # check every figure against plotly's schema in tests
+
+
+def _name(*parts):
+    return "__".join([SUITE, MODEL, *parts])
+
+
+@pytest.fixture(scope="module")
+def masks(fixture_store):
+    return D.load_table(fixture_store, "masks", _name("talos"))
+
+
+def test_method_colors_are_stable_and_distinct():
+    assert F.method_color("talos") == F.METHOD_COLORS["talos"]
+    assert F.method_color("brand-new") == F.method_color("brand-new")
+    known = [F.method_color(m) for m in ("talos", "nonlinear", "linearized", "llora", "lota", "ties", "dare")]
+    assert len(set(known)) == len(known)
+    assert F.MARK_COLOR not in known  # red is reserved for marks
+
+
+def test_mask_density_grid_and_heatmap(masks):
+    sub = masks[masks["task"] == TASKS[0]]
+    grid = F.mask_density_grid(sub)
+    # cell = Σ trainable / Σ numel
+    row = sub[(sub["block"] == 1) & (sub["layer_type"] == "mlp_in")]
+    assert grid.loc["mlp_in", "1"] == pytest.approx(row["trainable"].sum() / row["numel"].sum())
+    assert list(grid.columns) == ["outside", "0", "1"]
+    assert grid.index[0] == "embedding"
+    fig = F.mask_density_heatmap(sub, zmax=0.9)
+    hm = fig.data[0]
+    np.testing.assert_allclose(np.asarray(hm.z, dtype=float), grid.to_numpy(), equal_nan=True)
+    assert hm.zmax == 0.9 and hm.zmin == 0.0
+    assert list(hm.y) == list(grid.index)
+
+
+def test_mask_density_bars_one_series_per_group(masks):
+    both = D.masks_with({"talos": masks, "lota": masks.assign(trainable=masks["trainable"] // 2)})
+    fig = F.mask_density_bars(both[both["task"] == TASKS[0]], group="method", by="block")
+    assert [t.name for t in fig.data] == ["TaLoS", "LoTA"]
+    assert fig.data[0].marker.color == F.method_color("talos")
+    assert fig.data[1].y[1] < fig.data[0].y[1]
+    fig2 = F.mask_density_bars(masks, group="task", by="layer_type", colors={TASKS[0]: "#000000"})
+    assert len(fig2.data) == len(TASKS) and fig2.data[0].marker.color == "#000000"
+    assert list(fig2.data[0].x)[0] == "embedding"
+    with pytest.raises(TalosError, match="by must be"):
+        F.mask_density_bars(masks, by="tensor")
+
+
+def test_mask_iou_heatmap_and_cross_method(fixture_store):
+    iou = D.load_mask_iou(fixture_store, _name("talos"))
+    fig = F.mask_iou_heatmap(iou.tasks, iou.matrix)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), iou.matrix)
+    tbl = D.load_mask_iou(fixture_store, _name("talos", "vs", "lota"))
+    fig = F.cross_method_iou_bars(tbl, ["talos", "lota"])
+    assert list(fig.data[0].y) == tbl["iou"].tolist()
+    with pytest.raises(TalosError, match="does not match"):
+        F.mask_iou_heatmap(["a"], [[1, 0], [0, 1]])
+
+
+def test_xi_heatmap_region_box_is_red_and_clipped(fixture_store):
+    p = D.load_disentanglement(fixture_store, _name("talos", TASKS[0], TASKS[1]))
+    fig = F.xi_heatmap(p["alphas1"], p["alphas2"], p["xi"], task1=TASKS[0], task2=TASKS[1],
+                       search_region=p["search_region"], zmax=2.0)
+    hm = fig.data[0]
+    np.testing.assert_allclose(np.asarray(hm.z), p["xi"])
+    assert list(hm.x) == p["alphas2"].tolist() and list(hm.y) == p["alphas1"].tolist()
+    assert hm.zmax == 2.0 and hm.zmin == 0.0
+    (box,) = fig.layout.shapes
+    assert box.line.color == F.MARK_COLOR
+    # region [0, 10] clipped to the [-3, 3] grid
+    assert (box.x0, box.x1, box.y0, box.y1) == (0.0, 3.0, 0.0, 3.0)
+    assert len(F.xi_heatmap([0, 1], [0, 1], [[0, 0], [0, 0]], search_region=[5, 6]).layout.shapes) == 0
+    with pytest.raises(TalosError, match="grid is"):
+        F.xi_heatmap([0, 1], [0, 1, 2], [[0, 0], [0, 0]])
+
+
+def test_xi_side_by_side_shares_one_colour_scale(fixture_store):
+    panels = [D.load_disentanglement(fixture_store, _name(m, TASKS[0], TASKS[1])) for m in ("talos", "nonlinear")]
+    fig = F.xi_side_by_side(panels)
+    assert len(fig.data) == 2
+    assert all(t.coloraxis == "coloraxis" for t in fig.data)
+    expected = max(float(np.max(p["xi"])) for p in panels)
+    assert fig.layout.coloraxis.cmax == pytest.approx(expected)
+    assert fig.layout.coloraxis.cmin == 0.0
+    assert len(fig.layout.shapes) == 2
+    assert {s.xref for s in fig.layout.shapes} == {"x", "x2"}
+    np.testing.assert_allclose(np.asarray(fig.data[1].z), panels[1]["xi"])
+    assert F.xi_side_by_side(panels, zmax=5.0).layout.coloraxis.cmax == 5.0
+
+
+def test_localization_heatmap_marks_diagonal_in_red(fixture_store):
+    mats = [D.load_localization(fixture_store, _name(m)) for m in ("talos", "nonlinear")]
+    lo, hi = F.shared_range(*[m.matrix for m in mats])
+    assert lo == pytest.approx(min(m.matrix.min() for m in mats))
+    assert hi == pytest.approx(max(m.matrix.max() for m in mats))
+    fig = F.localization_heatmap(mats[0].tasks, mats[0].matrix, zmin=lo, zmax=hi)
+    hm = fig.data[0]
+    np.testing.assert_allclose(np.asarray(hm.z), mats[0].matrix)
+    assert (hm.zmin, hm.zmax) == (lo, hi)
+    shapes = fig.layout.shapes
+    assert len(shapes) == len(TASKS)
+    assert all(s.line.color == F.MARK_COLOR for s in shapes)
+    assert [(s.x0 + s.x1) / 2 for s in shapes] == [0.0, 1.0, 2.0]
+    assert [(s.y0 + s.y1) / 2 for s in shapes] == [0.0, 1.0, 2.0]
+    assert fig.layout.yaxis.autorange == "reversed"  # row 0 on top
+
+
+def test_sharing_heatmap(fixture_store):
+    sh = D.load_sharing(fixture_store, _name("prune"))
+    fig = F.sharing_heatmap(sh.tasks, sh.matrix, mode="prune")
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), sh.matrix)
+    assert len(fig.layout.shapes) == len(sh.tasks)
+
+
+def test_arithmetic_bars_with_reference_markers():
+    fig = F.arithmetic_bars(list(TASKS), [0.5, 0.6, 0.7], zero_shot=[0.1, 0.2, 0.3],
+                            single_task=[0.9, 0.95, 0.8], method="talos")
+    bars, zs, st = fig.data
+    assert list(bars.y) == [0.5, 0.6, 0.7] and list(bars.x) == list(TASKS)
+    assert bars.marker.color == F.method_color("talos")
+    assert zs.name == "zero-shot" and list(zs.y) == [0.1, 0.2, 0.3]
+    assert st.name == "single-task fine-tuned" and list(st.y) == [0.9, 0.95, 0.8]
+    with pytest.raises(TalosError, match="accuracies for"):
+        F.arithmetic_bars(["a"], [0.1, 0.2])
+
+
+def test_alpha_curve_marks_selected_alpha(fixture_store):
+    add = D.load_addition(fixture_store, _name("talos"))
+    curve = D.average_curve(add)
+    fig = F.alpha_curve(curve, selected_alpha=add.selected_alpha, current_alpha=2.0, method="talos")
+    lines = {t.name: t for t in fig.data}
+    assert set(lines) == {"val", "test", "selected α"}
+    assert list(lines["selected α"].x) == [add.selected_alpha]
+    assert lines["selected α"].marker.color == F.MARK_COLOR
+    val = curve[curve["split"] == "val"].set_index("alpha")["normalized_accuracy"]
+    assert lines["selected α"].y[0] == pytest.approx(val.loc[add.selected_alpha])
+    xs = sorted(s.x0 for s in fig.layout.shapes)
+    assert xs == sorted([add.selected_alpha, 2.0])
+    red = [s for s in fig.layout.shapes if s.line.color == F.MARK_COLOR]
+    assert len(red) == 1 and red[0].x0 == add.selected_alpha
+
+
+def test_negation_figures(fixture_store):
+    neg = D.load_negation(fixture_store, _name("talos"))
+    t = neg.targets[0]
+    fig = F.negation_bars([t], [0.1], [0.58], control_task=neg.control_task, control_zero_shot=0.6)
+    assert list(fig.data[0].y) == [0.1] and list(fig.data[1].y) == [0.58]
+    assert fig.layout.shapes[0].y0 == pytest.approx(0.57)  # 95 % of zero-shot control
+    fig = F.negation_curve(neg.table, t, selected_alpha=neg.selected[t], current_alpha=1.0)
+    assert any(s.x0 == neg.selected[t] and s.line.color == F.MARK_COLOR for s in fig.layout.shapes)
+    with pytest.raises(TalosError, match="no negation results"):
+        F.negation_curve(neg.table, "nope")
+
+
+def test_efficiency_bars(fixture_store):
+    eff = D.load_table(fixture_store, "efficiency", _name())
+    summ = F.efficiency_summary(eff)
+    assert list(summ["method"]) == ["nonlinear", "talos"]
+    fig = F.efficiency_bars(eff)
+    names = [t.name for t in fig.data]
+    assert names == ["forward + backward", "optimizer step", "peak memory", "calibration"]
+    fwd = fig.data[0]
+    np.testing.assert_allclose(list(fwd.y), (summ["fwd_bwd_s_mean"] * 1000).tolist())
+    assert list(fwd.marker.color) == [F.method_color("nonlinear"), F.method_color("talos")]
+    assert fig.layout.barmode == "stack"
+    np.testing.assert_allclose(list(fig.data[2].y), summ["peak_memory_mb"].tolist())
+
+
+def test_comparison_styler_highlights_best(fixture_store):
+    comp = D.load_table(fixture_store, "comparison", _name())
+    best = F.best_per_column(comp)
+    assert comp.loc[best["addition_norm"], "addition_norm"] == comp["addition_norm"].max()
+    assert comp.loc[best["negation_target"], "negation_target"] == comp["negation_target"].min()
+    assert comp.loc[best["time_per_step_s"], "method"] == "talos"
+    html = F.comparison_styler(comp).to_html()
+    assert "font-weight: bold" in html and "%" in html
+
+
+def test_sparsity_and_linearization_figures(fixture_store):
+    tbl = D.load_table(fixture_store, "sparsity_ablation", _name("talos"))
+    fig = F.sparsity_curve(tbl, method="talos")
+    assert list(fig.data[0].x) == sorted(tbl["sparsity"])
+    lin = D.load_table(fixture_store, "linearization", _name())
+    fig = F.linearization_scatter(lin)
+    assert len(fig.data) == 2
+
+
+def test_published_numbers_are_labelled():
+    t = F.published_addition_table()
+    assert (t["source"].str.contains("published")).all()
+    assert t.set_index("method").loc["talos", "addition_abs"] == pytest.approx(0.7967)
+    fig = F.published_addition_bars()
+    assert "PUBLISHED" in fig.layout.title.text
+    assert all("published" in tr.name for tr in fig.data)
+
+
+def test_bad_inputs_raise_talos_error():
+    with pytest.raises(TalosError, match="2-D"):
+        F.localization_heatmap(["a"], [1.0])
+    with pytest.raises(TalosError, match="missing columns"):
+        F.mask_density_grid(pd.DataFrame({"block": [0]}))
+    with pytest.raises(TalosError, match="at least one panel"):
+        F.xi_side_by_side([])
