@@ -50,6 +50,9 @@ def setup(model_name: str, task_name: str, device: str, *, max_train: int = 64, 
 def mask_structure(mask: dict[str, torch.Tensor]) -> dict:
     """How structured a mask is: fully trainable / partly trainable / frozen tensors, and for the
     partly trainable matrices the fraction of rows and of columns that hold any trainable entry."""
+    names = list(mask)
+    trainable = [i for i, n in enumerate(names) if bool(mask[n].any())]
+    first = trainable[0] / max(len(names), 1) if trainable else None
     full = partial = frozen = 0
     entries = entries_in_full = 0
     rows_touched = rows_total = cols_touched = cols_total = 0
@@ -70,7 +73,7 @@ def mask_structure(mask: dict[str, torch.Tensor]) -> dict:
                 cols_touched += int(flat.any(0).sum())
                 cols_total += flat.shape[1]
     total = sum(m.numel() for m in mask.values())
-    return {"density": entries / max(total, 1), "tensors": len(mask), "full": full, "partial": partial,
+    return {"density": entries / max(total, 1), "tensors": len(mask), "first_trainable_depth": first, "full": full, "partial": partial,
             "frozen": frozen, "share_in_full": entries_in_full / max(entries, 1),
             "partial_rows_touched": rows_touched / max(rows_total, 1) if rows_total else None,
             "partial_cols_touched": cols_touched / max(cols_total, 1) if cols_total else None}
@@ -91,9 +94,7 @@ def job_mask(a: dict) -> dict:
     elapsed = time.perf_counter() - t0
     Path(a["out"]).parent.mkdir(parents=True, exist_ok=True)
     save_mask(mask, Path(a["out"]))
-    structure = mask_structure(mask)
-    Path(a["out"]).with_suffix(".json").write_text(json.dumps(structure))
-    return {"calibration_s": elapsed, **structure}
+    return {"calibration_s": elapsed, **mask_structure(mask)}
 
 
 def _train_config(model_name: str, steps: int, batch: int):
@@ -150,6 +151,13 @@ def job_train_time(a: dict) -> dict:
         out[k] = {"fwd_bwd_s": fb, "fwd_bwd_min": min(t["fb"]), "fwd_bwd_max": max(t["fb"]), "opt_s": opt,
                   "opt_min": min(t["opt"]), "opt_max": max(t["opt"]), "iter_s": fb + opt,
                   "trainable_entries": info[k]["trainable_entries"], "trainable_tensors": info[k]["trainable_tensors"]}
+    part = data.train.take(list(range(min(batch, len(data.train)))))
+    inputs = {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
+    for p in model.parameters():
+        p.requires_grad_(False)
+    with torch.no_grad():
+        fwd = timed(lambda: model(**inputs), model.device, iters + 1)[1:]
+    out["forward_s"] = statistics.median(fwd)
     out["params"] = model.num_parameters()
     return out
 
@@ -228,7 +236,6 @@ def job_calib(a: dict) -> dict:
     t_cal = time.perf_counter() - t0
     if a.get("mask_out"):
         save_mask(mask, Path(a["mask_out"]))
-        Path(a["mask_out"]).with_suffix(".json").write_text(json.dumps(mask_structure(mask)))
     out.update(calibration_s=t_cal, calibration_samples=len(cal_split), rounds=cfg.rounds)
 
     # 3. the TaLoS fine-tuning this calibration serves (its per-step cost with this mask)

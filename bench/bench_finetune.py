@@ -15,22 +15,23 @@ the source of ``talos_core/masks.py``; its structure is printed too.
 
 from __future__ import annotations
 
-import json
-
 from bench.common import (error_rows, run_cases, Case, common_parser, machine_line, markdown_table, mask_cache_path, ratio,
                           resolve_device, run_worker, select_cases, write_json)
 
 
 def ensure_mask(case: Case, device: str) -> dict:
     """Path and structure of the case's real TaLoS mask, calibrating it (in a worker) when not cached."""
+    from talos_core.store import load_mask
+
+    from bench._worker import mask_structure
+
     path = mask_cache_path(case, device)
-    meta = path.with_suffix(".json")
-    if not (path.exists() and meta.exists()):
+    if not path.exists():
         info = run_worker("mask", {"model": case.model, "task": case.task, "device": device,
                                    "samples": case.mask_samples, "chunk_size": case.chunk_size, "out": str(path)})
         print(f"  calibrated {case.model} mask on {case.mask_samples} samples in {info['calibration_s']:.1f}s",
               flush=True)
-    return {"path": str(path), **json.loads(meta.read_text())}
+    return {"path": str(path), **mask_structure(load_mask(path))}
 
 
 def run_case(case: Case, device: str, quick: bool) -> dict:
@@ -38,7 +39,8 @@ def run_case(case: Case, device: str, quick: bool) -> dict:
     iters = 2 if quick else case.ft_iters
     common = {"model": case.model, "task": case.task, "device": device, "batch": case.ft_batch}
     times = run_worker("train_time", {**common, "iters": iters, "mask": mask["path"]})
-    out = {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "params": times["params"]}
+    out = {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "params": times["params"],
+           "forward_s": times["forward_s"]}
     for plan in ("nonlinear", "talos"):
         mem = run_worker("train_mem", {**common, "plan": plan, "mask": mask["path"]})
         out[plan] = {**times[plan], **mem}
@@ -56,9 +58,11 @@ def tables(results: list[dict]) -> str:
         ratios.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"]),
                        "opt": ratio(ts["opt_s"], nl["opt_s"]), "it": ratio(nl["iter_s"], ts["iter_s"]),
                        "mem": ratio(ts["peak_mb"], nl["peak_mb"]),
-                       "net": ratio(ts["peak_mb"] - ts["base_mb"], nl["peak_mb"] - nl["base_mb"])})
+                       "net": ratio(ts["peak_mb"] - ts["base_mb"], nl["peak_mb"] - nl["base_mb"]),
+                       "fwd": r["forward_s"], "floor": ratio(nl["fwd_bwd_s"], r["forward_s"])})
         m = r["mask"]
-        structure.append({"model": r["case"], "density": m["density"], "full": m["full"], "partial": m["partial"],
+        structure.append({"model": r["case"], "density": m["density"], "depth": m.get("first_trainable_depth"),
+                          "full": m["full"], "partial": m["partial"],
                           "frozen": m["frozen"], "share": m["share_in_full"], "rows": m["partial_rows_touched"],
                           "cols": m["partial_cols_touched"]})
     kind = results[0]["talos"]["peak_kind"] if results else ""
@@ -67,12 +71,15 @@ def tables(results: list[dict]) -> str:
                           ["model", "method", "batch", "fwd+bwd s (median)", "min–max", "opt step s (median)", "iter s",
                            f"peak MiB ({kind})", "peak − pre-model RSS MiB", "trainable entries"]),
            "", "### Ratios (side by side, same run)", "",
-           markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net"],
+           markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net", "fwd", "floor"],
                           ["model", "fwd+bwd speed-up NL/TaLoS (goal ≥ 3)", "opt step TaLoS/NL (goal ≤ 1)",
-                           "iteration speed-up", "peak memory TaLoS/NL (goal ≤ 0.5)", "net memory TaLoS/NL"]),
+                           "iteration speed-up", "peak memory TaLoS/NL (goal ≤ 0.5)", "net memory TaLoS/NL",
+                           "no-grad forward s", "NL fwd+bwd / forward (bound on any speed-up)"]),
            "", "### Structure of the calibrated TaLoS masks", "",
-           markdown_table(structure, ["model", "density", "full", "partial", "frozen", "share", "rows", "cols"],
-                          ["model", "density", "tensors 100% trainable", "partly trainable", "frozen",
+           markdown_table(structure, ["model", "density", "depth", "full", "partial", "frozen", "share", "rows",
+                                      "cols"],
+                          ["model", "density", "first trainable tensor (fraction of depth)",
+                           "tensors 100% trainable", "partly trainable", "frozen",
                            "share of entries in 100% tensors", "rows touched (partial matrices)",
                            "columns touched (partial matrices)"])]
     return "\n".join(out)

@@ -70,10 +70,12 @@ def _sidebar_context() -> None:
         st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model)
         info = D.try_get("suite", root, suite) if ((idx["kind"] == "suite") & (idx["name"] == suite)).any() else None
         if isinstance(info, dict):
-            tasks = ", ".join(info.get("tasks", []))
-            st.caption(f"Suite **{suite}**: {tasks}" + (f"; control {info['control_task']}" if info.get("control_task")
-                                                        else "") + (f"; computed on {info['device']}" if info.get("device")
-                                                                    else ""))
+            parts = [f"Suite **{suite}**: {', '.join(info.get('tasks', []))}"]
+            if info.get("control_task"):
+                parts.append(f"control {info['control_task']}")
+            if info.get("device"):
+                parts.append(f"computed on {info['device']}")
+            st.caption("; ".join(parts))
 
 
 def main() -> None:
@@ -84,7 +86,10 @@ def main() -> None:
         st.divider()
         st.caption("TaLoS Studio · task arithmetic with task-localized sparse fine-tuning. "
                    "The URL keeps this view: copy it to share.")
-    nav.run()
+    try:
+        nav.run()
+    except TalosError as exc:  # a store problem a page did not handle itself: one sentence, no traceback
+        ui.show_problem(exc)
 
 
 main()

@@ -407,6 +407,8 @@ def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None =
         axes[f"xaxis{sfx}"]["title"] = _title(f"α {p.get('task2', 'task 2')}")
         if i == 1:
             axes["yaxis"]["title"] = _title(f"α {p.get('task1', 'task 1')}")
+        else:
+            axes[f"yaxis{sfx}"]["showticklabels"] = False
     return make_figure(traces, title, height=420, shapes=shapes, annotations=anns,
                        coloraxis={"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": zmax,
                                   "colorbar": {"title": {"text": "ξ"}}}, **axes)
@@ -415,19 +417,51 @@ def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None =
 # --------------------------------------------------------------------------------------------
 # localization / sharing
 # --------------------------------------------------------------------------------------------
+def _mix(c1: str, c2: str, f: float) -> str:
+    """Hex colour ``f`` of the way from ``c1`` to ``c2``."""
+    a = [int(c1[i:i + 2], 16) for i in (1, 3, 5)]
+    b = [int(c2[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
+
+
+def centered_colorscale(zmin: float, zmax: float, center: float = 1.0, *, full_drop: float = 0.25) -> list[list]:
+    """Diverging scale for [zmin, zmax] with white exactly at ``center``: blue above, red below.
+
+    The red end is fully saturated only when ``zmin`` is at least ``full_drop`` below ``center`` (a 25 %
+    accuracy loss by default), so a small dip like 0.97 stays pale even when the blue side spans 1 → 4.
+
+    >>> centered_colorscale(0.5, 1.5)
+    [[0.0, '#b2182b'], [0.5, '#f7f7f7'], [1.0, '#2166ac']]
+    >>> centered_colorscale(0.9, 2.0)[0][1] != '#b2182b'
+    True
+    """
+    lo, mid, hi = "#b2182b", "#f7f7f7", "#2166ac"
+    if not (zmax > zmin):
+        return [[0.0, mid], [1.0, hi]]
+    p = (center - zmin) / (zmax - zmin)
+    if p <= 0:
+        return [[0.0, mid], [1.0, hi]]
+    if p >= 1:
+        return [[0.0, lo], [1.0, mid]]
+    return [[0.0, _mix(mid, lo, min(1.0, (center - zmin) / full_drop))], [round(p, 6), mid], [1.0, hi]]
+
+
 def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | None = None,
                          zmax: float | None = None, title: str = "Function localization") -> go.Figure:
     """Row = task the vector was fine-tuned on, column = task evaluated; value = acc ÷ zero-shot acc.
 
-    A localized method is bright on the red-marked diagonal (its own task improves) and ≈ 1 elsewhere
-    (other tasks untouched). Pass shared ``zmin``/``zmax`` when comparing methods.
+    A localized method is blue on the red-marked diagonal (its own task improves) and white (≈ 1)
+    elsewhere (other tasks untouched); red off the diagonal = the vector hurts another task. The colour
+    scale is diverging around 1 (:func:`centered_colorscale`); pass shared ``zmin``/``zmax`` when
+    comparing methods.
     """
     z = _matrix(matrix, "localization matrix")
     if z.shape != (len(tasks), len(tasks)):
         raise TalosError(f"localization matrix shape {z.shape} does not match {len(tasks)} tasks")
-    trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks),
-             "zmin": _finite_min(z) if zmin is None else zmin, "zmax": _finite_max(z) if zmax is None else zmax,
-             "colorscale": SEQUENTIAL, "text": _cell_text(z), "texttemplate": "%{text}",
+    zmin = _finite_min(z) if zmin is None else zmin
+    zmax = _finite_max(z) if zmax is None else zmax
+    trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks), "zmin": zmin, "zmax": zmax,
+             "colorscale": centered_colorscale(zmin, zmax, 1.0), "text": _cell_text(z), "texttemplate": "%{text}",
              "colorbar": {"title": {"text": "acc / zero-shot"}},
              "hovertemplate": "fine-tuned on %{y}<br>evaluated on %{x}<br>%{z:.3f}<extra></extra>"}
     return make_figure([trace], title, height=140 + 50 * len(tasks), shapes=diagonal_shapes(len(tasks)),
@@ -522,7 +556,8 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
     if zero_shot_target is not None:
         traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(zero_shot_target, dtype=float)),
                        "mode": "markers", "name": "zero-shot target",
-                       "marker": {"symbol": "line-ew-open", "size": 30, "line": {"width": 3, "color": ZERO_SHOT_COLOR}}})
+                       "marker": {"symbol": "line-ew-open", "size": 30, "color": ZERO_SHOT_COLOR,
+                                  "line": {"width": 3, "color": ZERO_SHOT_COLOR}}})
     shapes, anns = [], []
     if control_zero_shot is not None and math.isfinite(control_zero_shot):
         sh, anns = hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot", width=1.5,

@@ -96,8 +96,14 @@ class JobSpec:
             raise TalosError(f"the negation control task {self.control_task!r} must not be one of the tasks")
 
 
+#: how the runner calls the ``talos`` CLI: this interpreter, importing ``talos_core.cli.main`` (NOT
+#: ``python -m talos_core.cli``, which would run a second copy of the module whose command registry lacks
+#: the sub-commands that ``talos_core.evaluation.cli`` registers, e.g. ``evaluate``)
+CLI_PREFIX = ["-c", "import sys; from talos_core.cli import main; sys.exit(main())"]
+
+
 def _cli() -> list[str]:
-    return [sys.executable, "-m", "talos_core.cli"]
+    return [sys.executable, *CLI_PREFIX]
 
 
 def _run_flags(spec: JobSpec, store: str | Path) -> list[str]:
@@ -131,10 +137,10 @@ def build_commands(spec: JobSpec, store: str | Path) -> list[list[str]]:
 
 
 def display_command(cmd: list[str]) -> str:
-    """``python -m talos_core.cli finetune ...`` shown as ``talos finetune ...``."""
+    """The job's ``python -c "...main()" finetune ...`` shown as ``talos finetune ...``."""
     import shlex
 
-    args = cmd[3:] if cmd[1:3] == ["-m", "talos_core.cli"] else cmd
+    args = cmd[3:] if cmd[1:3] == CLI_PREFIX else cmd
     return "talos " + " ".join(shlex.quote(a) for a in args)
 
 
@@ -227,26 +233,37 @@ def list_jobs(store: str | Path) -> list[JobInfo]:
     return out
 
 
-def start_job(spec: JobSpec, store: str | Path, *, python: str | None = None) -> JobInfo:
-    """Create the job folder and launch its detached runner; returns immediately."""
-    cmds = build_commands(spec, Path(store).resolve())
+def create_job(store: str | Path, commands: list[list[str]], spec: dict | None = None) -> JobInfo:
+    """Create a fresh job folder (unique id) holding ``commands``; nothing runs yet (see :func:`launch`)."""
     jid = new_job_id()
     job_dir = jobs_root(store).resolve() / jid
     job_dir.mkdir(parents=True)
-    _write_json(job_dir / "job.json", {"format": "talos-job/1", "id": jid, "spec": asdict(spec), "commands": cmds,
+    _write_json(job_dir / "job.json", {"format": "talos-job/1", "id": jid, "spec": spec or {}, "commands": commands,
                                        "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
-    _write_json(job_dir / "status.json", {"state": "queued", "step": 0, "n_steps": len(cmds), "returncodes": [],
+    _write_json(job_dir / "status.json", {"state": "queued", "step": 0, "n_steps": len(commands), "returncodes": [],
                                           "offsets": []})
     (job_dir / "log.txt").touch()
+    return JobInfo(jid, job_dir, spec or {}, read_status(job_dir))
+
+
+def launch(job: JobInfo, *, python: str | None = None) -> JobInfo:
+    """Start the detached runner of ``job`` (own session / process group); returns immediately."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "run", str(job_dir)],
-                            cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=open(job_dir / "runner.err", "wb"), start_new_session=True)
+    with open(job.path / "runner.err", "wb") as err:
+        proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "run", str(job.path)],
+                                cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
     _CHILDREN.append(proc)
     from talos_core.store import atomic_write_bytes
 
-    atomic_write_bytes(job_dir / "runner.pid", str(proc.pid).encode())  # only the launcher writes this file
-    return JobInfo(jid, job_dir, asdict(spec), read_status(job_dir))
+    atomic_write_bytes(job.path / "runner.pid", str(proc.pid).encode())  # only the launcher writes this file
+    return JobInfo(job.id, job.path, job.spec, read_status(job.path))
+
+
+def start_job(spec: JobSpec, store: str | Path, *, python: str | None = None) -> JobInfo:
+    """Create the job folder for ``spec`` and launch its detached runner; returns immediately."""
+    cmds = build_commands(spec, Path(store).resolve())
+    return launch(create_job(store, cmds, asdict(spec)), python=python)
 
 
 def run_job(job_dir: str | Path) -> int:

@@ -163,23 +163,27 @@ def _fig_key(fig: go.Figure, name: str) -> str:
 
 @st.fragment
 def _export_panel(fig: go.Figure, name: str, key: str) -> None:
-    cols = st.columns(3)
+    """PNG/SVG rendered on demand (kaleido starts a headless Chrome: seconds), HTML always available."""
     store_key = f"_img.{key}"
-    for col, fmt in zip(cols[:2], ("png", "svg")):
-        if col.button(f"Render {fmt.upper()}", key=f"{key}.r{fmt}"):
-            try:
-                st.session_state[store_key + fmt] = (_fig_key(fig, name), figure_bytes(fig, fmt))
-            except TalosError as exc:
-                st.session_state[store_key + fmt] = (_fig_key(fig, name), exc)
+    fkey = _fig_key(fig, name)
+    for fmt in ("png", "svg"):
         got = st.session_state.get(store_key + fmt)
-        if got and got[0] == _fig_key(fig, name):
-            if isinstance(got[1], Exception):
-                col.warning(str(got[1]))
-            else:
-                col.download_button(f"⬇ {name}.{fmt}", got[1], file_name=f"{name}.{fmt}",
-                                    mime="image/png" if fmt == "png" else "image/svg+xml", key=f"{key}.d{fmt}")
-    cols[2].download_button("⬇ HTML (interactive)", lambda: figure_bytes(fig, "html"), file_name=f"{name}.html",
-                            mime="text/html", key=f"{key}.dhtml", on_click="ignore")
+        if got and got[0] == fkey and not isinstance(got[1], Exception):
+            st.download_button(f"⬇ {name}.{fmt}", got[1], file_name=f"{name}.{fmt}",
+                               mime="image/png" if fmt == "png" else "image/svg+xml", key=f"{key}.d{fmt}",
+                               on_click="ignore")
+            continue
+        if st.button(f"Render {fmt.upper()}", key=f"{key}.r{fmt}"):
+            with st.spinner(f"Rendering {fmt.upper()}…"):
+                try:
+                    st.session_state[store_key + fmt] = (fkey, figure_bytes(fig, fmt))
+                except TalosError as exc:
+                    st.session_state[store_key + fmt] = (fkey, exc)
+            st.rerun(scope="fragment")
+        if got and got[0] == fkey and isinstance(got[1], Exception):
+            st.warning(str(got[1]))
+    st.download_button("⬇ HTML (interactive, offline)", lambda: figure_bytes(fig, "html"), file_name=f"{name}.html",
+                       mime="text/html", key=f"{key}.dhtml", on_click="ignore")
 
 
 def chart(fig: go.Figure, name: str, *, key: str | None = None, export: bool = True) -> None:

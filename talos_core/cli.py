@@ -222,4 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # run the *package* module's main: `python -m talos_core.cli` would otherwise build a second copy
+    # of this module whose command table lacks the sub-commands other modules register
+    from talos_core.cli import main as _package_main
+
+    sys.exit(_package_main())

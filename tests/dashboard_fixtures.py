@@ -159,8 +159,8 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
 
     # linearization
     store.write_table("linearization", _name(), pd.DataFrame(
-        [{"method": m, "task": t, "finetuned_acc": ft[m][t], "linearized_acc": ft[m][t] - (0.01 if m == "talos" else 0.2)}
-         for m in METHODS for t in TASKS]))
+        [{"method": m, "task": t, "finetuned_acc": ft[m][t],
+          "linearized_acc": ft[m][t] - (0.01 if m == "talos" else 0.2)} for m in METHODS for t in TASKS]))
 
     # preview (N examples per task, C classes): jvp of task t pushes its own labels up
     n, c = 48, 10
@@ -170,7 +170,8 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
         y = rng.integers(0, c, size=n)
         labels[e] = y.tolist()
         onehot = np.eye(c, dtype=np.float32)[y]
-        arrays[f"base::{e}"] = (rng.normal(0, 1.0, (n, c)) + 1.2 * onehot * (rng.random((n, 1)) < 0.3)).astype(np.float32)
+        hint = 1.2 * onehot * (rng.random((n, 1)) < 0.3)
+        arrays[f"base::{e}"] = (rng.normal(0, 1.0, (n, c)) + hint).astype(np.float32)
         for t in TASKS:
             own = 4.0 if t == e else 0.0
             arrays[f"jvp::{e}::{t}"] = (own * onehot + rng.normal(0, 0.8, (n, c))).astype(np.float32)
@@ -190,7 +191,8 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
         for t in TASKS:
             eff.append({"method": m, "task": t, "fwd_bwd_s_mean": 0.020 if m == "talos" else 0.030,
                         "fwd_bwd_s_std": 0.002, "opt_s_mean": 0.002 if m == "talos" else 0.008, "opt_s_std": 0.0005,
-                        "calibration_s": 3.5 if m == "talos" else None, "train_s": 12.0, "peak_memory_mb": 900 if m == "talos" else 1400,
+                        "calibration_s": 3.5 if m == "talos" else None, "train_s": 12.0,
+                        "peak_memory_mb": 900 if m == "talos" else 1400,
                         "peak_memory_kind": "cpu_rss", "trainable_entries": 1000 if m == "talos" else 10000})
     store.write_table("efficiency", _name(), pd.DataFrame(eff))
     comp = []
@@ -199,12 +201,15 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
         ng = store.read_result("negation", _name(m))["summary"]
         comp.append({"method": m, "addition_abs": a["abs_acc"], "addition_norm": a["norm_acc"],
                      "negation_target": ng["target_acc"], "negation_control": ng["control_acc"],
-                     "single_task_acc": float(np.mean(list(ft[m].values()))), "zero_shot_acc": float(np.mean(list(zs.values()))),
-                     "time_per_step_s": 0.022 if m == "talos" else 0.038, "peak_memory_mb": 900 if m == "talos" else 1400})
+                     "single_task_acc": float(np.mean(list(ft[m].values()))),
+                     "zero_shot_acc": float(np.mean(list(zs.values()))),
+                     "time_per_step_s": 0.022 if m == "talos" else 0.038,
+                     "peak_memory_mb": 900 if m == "talos" else 1400})
     store.write_table("comparison", _name(), pd.DataFrame(comp))
     store.write_table("sparsity_ablation", _name("talos"), pd.DataFrame(
-        [{"sparsity": s, "addition_abs": 0.6 + 0.2 * s, "addition_norm": 0.7 + 0.25 * s, "negation_target": 0.3 - 0.2 * s,
-          "negation_control": 0.58, "single_task_acc": 0.95 - 0.05 * s} for s in (0.5, 0.9, 0.99)]))
+        [{"sparsity": s, "addition_abs": 0.6 + 0.2 * s, "addition_norm": 0.7 + 0.25 * s,
+          "negation_target": 0.3 - 0.2 * s, "negation_control": 0.58, "single_task_acc": 0.95 - 0.05 * s}
+         for s in (0.5, 0.9, 0.99)]))
     store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
                                         "methods": list(METHODS), "command": "synthetic fixture (tests)",
                                         "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})

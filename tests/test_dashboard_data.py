@@ -185,7 +185,7 @@ def test_build_commands_and_validation(tmp_path):
     cmds = J.build_commands(spec, tmp_path)
     assert [c[3] for c in cmds] == ["finetune", "finetune", "evaluate", "evaluate", "evaluate"]
     assert [c[4] for c in cmds[2:]] == ["addition", "negation", "disentanglement"]
-    assert cmds[0][:3] == [sys.executable, "-m", "talos_core.cli"]
+    assert cmds[0][:3] == [sys.executable, *J.CLI_PREFIX]
     assert "--control-task" in cmds[3] and "--grid" in cmds[4]
     assert J.display_command(cmds[0]).startswith("talos finetune --task digits")
     for bad, msg in [(dict(tasks=()), "at least one task"), (dict(sparsity=1.0), "sparsity"),
@@ -196,7 +196,8 @@ def test_build_commands_and_validation(tmp_path):
 
 
 def test_progress_parsing():
-    log = "\n$ talos finetune\nfine-tune digits:  10%|#  | 6/60 [00:01<00:09]\rfine-tune digits:  50%|## | 30/60 [00:02<00:02]"
+    log = ("\n$ talos finetune\nfine-tune digits:  10%|#  | 6/60 [00:01<00:09]"
+           "\rfine-tune digits:  50%|## | 30/60 [00:02<00:02]")
     frac, label = J.parse_progress(log, {"state": "running", "step": 0, "n_steps": 2, "command": "talos finetune x"})
     assert frac == pytest.approx(0.25) and "fine-tune digits" in label
     assert J.parse_progress("", {"state": "done", "step": 2, "n_steps": 2})[0] == 1.0
@@ -214,3 +215,92 @@ def test_job_folders_are_listed_and_dead_runner_detected(tmp_path):
     assert J.tail_log(d) == "b\nfine-tune digits: 3/6 [\n"
     assert not J.cancel_job(jobs[0])
     assert J.new_job_id() != J.new_job_id()
+
+
+def _wait_state(job, states, timeout=60.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = J.read_status(job.path)
+        if st.get("state") in states:
+            return st
+        time.sleep(0.2)
+    raise AssertionError(f"job {job.id} did not reach {states} in {timeout} s: {J.read_status(job.path)}")
+
+
+def test_two_background_jobs_on_one_store_stay_separate(tmp_path):
+    """Runner processes (harmless commands, no training): own folders, own logs, status and progress."""
+    bar = "import sys; [sys.stderr.write(f'fine-tune x: {k}/4 [\\r') for k in range(5)]; print('%s')"
+    jobs = [J.launch(J.create_job(tmp_path, [[sys.executable, "-c", bar % f"job {i} step {s}"] for s in range(2)],
+                                  {"model": "m", "method": "talos", "tasks": ["t"]})) for i in range(2)]
+    assert jobs[0].id != jobs[1].id
+    for i, job in enumerate(jobs):
+        st = _wait_state(job, {"done", "failed"})
+        assert st["state"] == "done" and st["returncodes"] == [0, 0]
+        log = J.tail_log(job.path)
+        assert f"job {i} step 1" in log and f"job {1 - i}" not in log
+        assert J.current_progress(J.list_jobs(tmp_path)[1 - i]) == (1.0, "done")
+    assert {j.state for j in J.list_jobs(tmp_path)} == {"done"}
+
+
+def test_failed_and_cancelled_jobs(tmp_path):
+    bad = J.launch(J.create_job(tmp_path, [[sys.executable, "-c", "import sys; sys.exit(3)"],
+                                           [sys.executable, "-c", "print('never')"]]))
+    st = _wait_state(bad, {"done", "failed"})
+    assert st["state"] == "failed" and st["returncodes"] == [3]
+    assert "exit status 3" in J.tail_log(bad.path) and "never" not in J.tail_log(bad.path)
+    slow = J.launch(J.create_job(tmp_path, [[sys.executable, "-c", "import time; print('start', flush=True); "
+                                                                   "time.sleep(60)"]]))
+    _wait_state(slow, {"running"})
+    import time
+
+    deadline = time.monotonic() + 30
+    while "start" not in J.tail_log(slow.path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert J.cancel_job(slow)
+    assert _wait_state(slow, {"cancelled", "died"}, timeout=30)["state"] == "cancelled"
+
+
+def test_figure_export_html_and_fallback_message(monkeypatch):
+    from dashboard import figures as F
+    from dashboard import ui
+
+    fig = F.localization_heatmap(["a", "b"], [[1.2, 0.9], [1.0, 1.3]])
+    html = ui.figure_bytes(fig, "html")
+    assert html.startswith(b"<html") or html.lower().startswith(b"<!doctype")
+    assert b"plotly" in html[:200000].lower()
+
+    def boom(*a, **k):
+        raise RuntimeError("no Chrome found")
+
+    monkeypatch.setattr("plotly.graph_objects.Figure.to_image", boom)
+    with pytest.raises(TalosError, match="use the HTML export instead"):
+        ui.figure_bytes(fig, "png")
+    with pytest.raises(TalosError, match="png, svg or html"):
+        ui.figure_bytes(fig, "gif")
+
+
+@pytest.mark.slow
+def test_png_and_svg_export_with_local_chromium():
+    """kaleido 1.x + Debian chromium, offline (~10–40 s: starts a browser)."""
+    from dashboard import figures as F
+    from dashboard import ui
+
+    if ui.ensure_browser_path() is None:
+        pytest.skip("no Chrome/Chromium installed")
+    fig = F.arithmetic_bars(["a", "b"], [0.5, 0.7], zero_shot=[0.1, 0.2])
+    assert ui.figure_bytes(fig, "png").startswith(b"\x89PNG")
+    assert b"<svg" in ui.figure_bytes(fig, "svg")[:200]
+
+
+@pytest.mark.slow
+def test_real_background_run_lands_in_the_store(tmp_path):
+    """The Run page's path end to end: tiny-clip, 1 task, 2 steps, `talos finetune` + `talos evaluate single`."""
+    spec = J.JobSpec(model="tiny-clip", tasks=("digits",), method="talos", steps=2, max_train=16, max_val=16,
+                     max_test=16, protocols=("single",), suite="smoke")
+    job = J.start_job(spec, tmp_path)
+    st = _wait_state(job, {"done", "failed", "died"}, timeout=600)
+    assert st["state"] == "done", J.tail_log(job.path)
+    idx = D.store_index(tmp_path)
+    assert "smoke__tiny-clip" in set(idx[idx["kind"] == "single"]["name"])

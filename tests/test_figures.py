@@ -214,3 +214,11 @@ def test_bad_inputs_raise_talos_error():
         F.mask_density_grid(pd.DataFrame({"block": [0]}))
     with pytest.raises(TalosError, match="at least one panel"):
         F.xi_side_by_side([])
+
+
+def test_localization_colour_scale_is_white_at_one():
+    fig = F.localization_heatmap(["a", "b"], [[2.0, 0.9], [0.95, 3.0]], zmin=0.5, zmax=3.0)
+    scale = [list(c) for c in fig.data[0].colorscale]
+    white = [c for c in scale if c[1] == "#f7f7f7"]
+    assert white and white[0][0] == pytest.approx((1.0 - 0.5) / (3.0 - 0.5))
+    assert scale[-1][1] == "#2166ac"  # above 1 (better than zero-shot) is blue

@@ -33,6 +33,10 @@ if preview is None:
 
 
 def _slider(label: str, lo: float, hi: float, value: float, step: float, key: str) -> float:
+    """A float slider over the α grid's range, bound to the URL (``?<key>=α``)."""
+    if hi - lo < 1e-12:  # a one-point grid: nothing to slide
+        st.caption(f"{label}: only α = {lo:g} was computed.")
+        return float(lo)
     value = float(min(max(value, lo), hi))
     return float(st.slider(label, float(lo), float(hi), value, float(step), key=key, bind="query-params",
                            format="%.3g"))
@@ -91,8 +95,9 @@ with tab_neg:
         for i, t in enumerate(neg.targets):
             g = neg.grid(t)
             with cols[i % len(cols)]:
-                alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()), neg.selected.get(t, float(g.min())),
-                                    (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5, ui.qkey("n", method, t))
+                step = (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5
+                alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()),
+                                    neg.selected.get(t, float(g.min())), step, ui.qkey("n", method, t))
         nview = negation_view(neg, alphas, single=single, preview=preview, method=method)
         left, right = st.columns(2)
         with left:

@@ -46,7 +46,9 @@ with right:
     st.dataframe(pd.DataFrame({"method": [F.method_label(q["method"]) for q in panels],
                                "mean ξ in region": [D.xi_region_mean(q) for q in panels],
                                "search region": [str(q.get("search_region")) for q in panels]}), hide_index=True)
-    st.caption(f"Points per task: {p.get('points_per_task', '?')}. Sparse methods search a wider α range "
+    ppt = p.get("points_per_task", "?")
+    ppt = min(ppt.values()) if isinstance(ppt, dict) and ppt else ppt
+    st.caption(f"Points per task: {ppt}. Sparse methods search a wider α range "
                "(× 1/(1 − sparsity)) because their vectors are smaller; the box is clipped to the grid.")
 
 with st.expander("Data"):

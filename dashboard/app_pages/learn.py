@@ -29,10 +29,15 @@ baseline = ui.pick("Compare with", others, "baseline", default="nonlinear", cont
 single = D.try_get("single", ctx.root, ctx.name()) if ctx.has("single") else None
 
 
-def section(title: str, text: str, draw: Callable[[], None]) -> None:
+def section(title: str, text: str, draw: Callable[[], None], *, wide: bool = False) -> None:
+    """A heading, a short explanation and its live figure (side by side, or text above a wide figure)."""
     st.subheader(title)
-    left, right = st.columns([2, 3], vertical_alignment="center")
-    left.markdown(text)
+    if wide:
+        st.markdown(text)
+        right = st.container()
+    else:
+        left, right = st.columns([2, 3], vertical_alignment="center")
+        left.markdown(text)
     with right:
         try:
             draw()
@@ -106,7 +111,7 @@ Addition works when each task vector only changes the model **on its own task**.
 error $\xi(\alpha_1,\alpha_2)$ counts how often $\theta_0+\alpha_1\tau_1+\alpha_2\tau_2$ predicts
 differently from $\theta_0+\alpha_t\tau_t$ on task $t$'s inputs. **Dark = disentangled.** The red box is
 the α range searched for addition: that is where it must be dark.
-""", _xi)
+""", _xi, wide=True)
 
 
 def _localization() -> None:
@@ -124,9 +129,9 @@ def _localization() -> None:
 
 section("5 · Function localization", r"""
 Row = the task a vector was trained on, column = the task evaluated, value = accuracy ÷ zero-shot
-accuracy. A **localized** vector is bright on the red diagonal (its task improves) and ≈ 1 elsewhere
+accuracy. A **localized** vector is blue on the red-outlined diagonal (its task improves) and white (≈ 1) elsewhere
 (other tasks are left alone) — that is exactly what makes addition and negation work.
-""", _localization)
+""", _localization, wide=True)
 
 
 def _masks() -> None:

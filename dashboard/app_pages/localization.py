@@ -12,7 +12,8 @@ from dashboard import ui
 ctx = ui.context()
 st.title("Function localization")
 st.caption("Row = task the vector was fine-tuned on, column = task evaluated, value = accuracy of θ0 + τ_row on "
-           "the column task ÷ zero-shot accuracy. Localized = high on the red diagonal, ≈ 1 elsewhere.")
+           "the column task ÷ zero-shot accuracy. Localized = blue on the red-outlined diagonal and white (≈ 1) "
+           "elsewhere; red off the diagonal = the vector hurts another task.")
 
 methods = ctx.methods("localization")
 if not methods:

@@ -51,9 +51,15 @@ c1.caption(desc.get(model, ""))
 family = str(models.set_index("name").loc[model, "family"])
 modality = "image" if family == "clip" else "text"
 tt = tasks_df[tasks_df["modality"] == modality]
-task_opts = tt[tt["source"] == "offline"]["name"].tolist() + tt[tt["source"] != "offline"]["name"].tolist()
-default_tasks = [t for t in task_opts if not bool(tt.set_index("name").loc[t, "control"])][:3]
+offline_tasks = tt[tt["source"] == "offline"]["name"].tolist()
+task_opts = offline_tasks + tt[tt["source"] != "offline"]["name"].tolist()
+is_control = dict(zip(tt["name"], tt["control"].astype(bool)))
+default_tasks = [t for t in offline_tasks if not is_control[t]]
+if not any(is_control[t] for t in offline_tasks) and len(default_tasks) > 1:
+    default_tasks = default_tasks[:-1]  # keep one offline task back as the negation control
+default_tasks = default_tasks[:3]
 chosen = c2.multiselect("Tasks", task_opts, default=default_tasks, key=f"run_tasks_{modality}",
+                        format_func=lambda t: t if t in offline_tasks else f"{t} (needs download)",
                         help=f"{modality} tasks (offline ones first)")
 method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method")
 sparsity = c2.slider("Sparsity (fraction frozen, sparse methods)", 0.0, 0.99, 0.9, 0.01, key="run_sparsity")
@@ -69,11 +75,15 @@ with st.expander("Training and evaluation size", expanded=not gpu):
                           help="Groups these results; existing results with the same suite/model/method are replaced.")
     protocols = e2.multiselect("protocols", list(J.PROTOCOL_ORDER), default=list(J.DEFAULT_PROTOCOLS),
                                key="run_protocols")
-    controls = [t for t in tt[tt["source"] == "offline"]["name"] if t not in chosen] or \
-               [t for t in tt["name"] if t not in chosen]
-    reg_control = [t for t in controls if bool(tt.set_index("name").loc[t, "control"])]
-    control = e3.selectbox("negation control task", controls,
-                           index=controls.index(reg_control[0]) if reg_control else 0, key=f"run_control_{modality}")
+    controls = [t for t in offline_tasks if t not in chosen] + [t for t in task_opts
+                                                                if t not in offline_tasks and t not in chosen]
+    reg_control = [t for t in controls if t in offline_tasks and is_control[t]] or \
+                  [t for t in controls if t in offline_tasks] or controls
+    control = e3.selectbox("negation control task", controls or ["(none)"],
+                           index=controls.index(reg_control[0]) if reg_control else 0, key=f"run_control_{modality}",
+                           format_func=lambda t: t if t in offline_tasks or t == "(none)" else f"{t} (needs download)")
+    if control == "(none)":
+        control = None
     g1, g2, g3 = st.columns(3)
     grid = g1.number_input("disentanglement grid (paper 20)", 2, 40, 8 if not gpu else 20, key="run_grid")
     points = g2.number_input("disentanglement points/task (paper 2048)", 8, 4096, 128 if not gpu else 2048,

@@ -69,14 +69,14 @@ _MASKABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear, nn.modules.batchnorm._Batc
 
 #: tiny EfficientNet-Lite (same timm blocks, widths 8–24) for tests, 32×32 inputs
 TINY_CNN_ARCH = (("ds_r1_k3_s1_e1_c8",), ("ir_r1_k3_s2_e3_c16",), ("ir_r1_k5_s2_e3_c24",))
-TINY_CNN_CONFIG = dict(stem_size=8, num_features=64, image_size=32, head_train=256)
+TINY_CNN_CONFIG = dict(stem_size=8, num_features=64, image_size=32, head_train=128)
 
 
 # --------------------------------------------------------------------------------------------
 # linear probe
 # --------------------------------------------------------------------------------------------
 def fit_linear_probe(features: torch.Tensor, labels: torch.Tensor, num_classes: int, *,
-                     l2: float = 1e-3, max_iter: int = 200) -> Head:
+                     l2: float = 1e-2, max_iter: int = 200) -> Head:
     """Multinomial logistic regression on standardized features, returned in raw-feature space.
 
     Solves ``min_{V,c} mean_i CE(V z_i + c, y_i) + (l2/2)·‖V‖²`` with ``z = (f − μ)/σ`` by
@@ -127,7 +127,7 @@ class CnnTaskModel(TaskModel):
     modality = "image"
 
     def __init__(self, backbone: nn.Module, image_size: int, mean: Sequence[float] = LITE_MEAN,
-                 std: Sequence[float] = LITE_STD, *, head_train: int = HEAD_TRAIN, probe_l2: float = 1e-3,
+                 std: Sequence[float] = LITE_STD, *, head_train: int = HEAD_TRAIN, probe_l2: float = 1e-2,
                  feature_batch_size: int = 64) -> None:
         super().__init__()
         for name, value in (("image_size", image_size), ("head_train", head_train),
@@ -300,14 +300,14 @@ def load_lite0_timm(path: str | Path | None = None, *, classifier: bool = False)
 
 def load_efficientnet_lite0(image_size: int = LITE0_IMAGE_SIZE, *, head_train: int = HEAD_TRAIN,
                             mean: Sequence[float] = LITE_MEAN, std: Sequence[float] = LITE_STD,
-                            probe_l2: float = 1e-3, path: str | Path | None = None) -> CnnTaskModel:
+                            probe_l2: float = 1e-2, path: str | Path | None = None) -> CnnTaskModel:
     """EfficientNet-Lite0 (3.37M-parameter θ, 1280-d features) with real ImageNet weights, offline."""
     return CnnTaskModel(load_lite0_timm(path), image_size, mean, std, head_train=head_train, probe_l2=probe_l2)
 
 
 def tiny_cnn(seed: int = 0) -> CnnTaskModel:
     """A 3-stage, width 8–24 EfficientNet-Lite (timm blocks, ReLU6, TF 'same' padding, BN eps 1e-3),
-    random init, 32×32 inputs, head fit on 256 examples — for tests; same code path as Lite0."""
+    random init, 32×32 inputs, head fit on 128 examples — for tests; same code path as Lite0."""
     from timm.models._efficientnet_builder import decode_arch_def
     from timm.models.efficientnet import EfficientNet
 

@@ -1,0 +1,350 @@
+"""Suites: the paper's comparison, reproduced end to end on models that run offline, into one store.
+
+A :class:`SuiteSpec` is data: a model, the tasks, the control task for negation, the fine-tuning
+methods, the post-hoc methods (applied to ``nonlinear`` vectors), the ξ task pairs, the TaLoS
+sparsity ablation, and per-*scale* sizes (``full`` = the documented run; ``mini`` = the down-scaled
+run that CI checks for determinism and that can be produced in minutes on a laptop).
+``talos suite text --store cached_results`` runs everything and writes every result the dashboard
+reads (see ``talos_core/evaluation/SCHEMA.md``).
+
+Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
+for each grid point the merged vector's task-addition curve is computed and the point with the best
+validation normalized accuracy (at its own best α) is kept; negation then uses the same point (the
+paper insists on one choice per method for both benchmarks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from talos_core.errors import TalosError, unknown
+from talos_core.store import Store
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of one suite scale (FinetuneRequest overrides + analysis sizes)."""
+
+    steps: int
+    max_train: int
+    max_val: int
+    max_test: int
+    calib_samples: int
+    batch_size: int
+    alpha_step: float = 0.05
+    xi_grid: int = 20
+    xi_points: int = 2048
+    preview_points: int = 512
+    sharing_samples: int = 128
+    posthoc_points: int = 4  # grid points per post-hoc method (evenly spread over the paper's grid)
+    ablation: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
+    lr: float | None = None
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    name: str
+    model: str
+    tasks: tuple[str, ...]
+    control_task: str
+    methods: tuple[str, ...]
+    posthoc: tuple[str, ...]
+    xi_pairs: tuple[tuple[str, str], ...]
+    scales: dict[str, Scale] = field(default_factory=dict)
+    description: str = ""
+
+
+SUITES: dict[str, SuiteSpec] = {}
+
+
+def register_suite(spec: SuiteSpec) -> SuiteSpec:
+    SUITES[spec.name] = spec
+    return spec
+
+
+register_suite(SuiteSpec(
+    "text", "minilm-l6",
+    ("tweets", "wordnet-nouns", "wordnet-verbs", "drug-reviews", "fortune-topics"), "fortune-langs",
+    ("talos", "nonlinear", "linearized", "llora", "lota"), ("ties", "dare", "breadcrumbs", "tall_consensus"),
+    (("tweets", "wordnet-verbs"), ("wordnet-nouns", "fortune-topics")),
+    {
+        "full": Scale(steps=200, max_train=4000, max_val=200, max_test=500, calib_samples=128, batch_size=32,
+                      alpha_step=0.1, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64),
+        "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
+                      alpha_step=0.25, xi_grid=6, xi_points=24, preview_points=48, sharing_samples=16,
+                      posthoc_points=2, ablation=(0.5, 0.9)),
+    },
+    "all-MiniLM-L6-v2 (real weights) on 5 real offline text tasks + a language-id control task"))
+
+register_suite(SuiteSpec(
+    "vision", "efficientnet-lite0",
+    ("mnist", "digits"), "fashion-mnist",
+    ("talos", "nonlinear", "linearized", "lota"), ("ties", "dare", "breadcrumbs", "tall_consensus"),
+    (("mnist", "digits"),),
+    {
+        "full": Scale(steps=150, max_train=3000, max_val=200, max_test=500, calib_samples=128, batch_size=32,
+                      alpha_step=0.1, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64),
+        "mini": Scale(steps=20, max_train=320, max_val=32, max_test=64, calib_samples=16, batch_size=16,
+                      alpha_step=0.25, xi_grid=5, xi_points=16, preview_points=32, sharing_samples=16,
+                      posthoc_points=2, ablation=(0.5, 0.9)),
+    },
+    "EfficientNet-Lite0 (real ImageNet weights) on MNIST and sklearn digits; Fashion-MNIST as the control task"))
+
+# a seconds-long suite over the tiny random-init models: used by tests (determinism, completeness)
+register_suite(SuiteSpec(
+    "tiny", "tiny-text", ("drug-reviews", "fortune-topics", "wordnet-verbs"), "fortune-langs",
+    ("talos", "nonlinear"), ("ties",), (("drug-reviews", "fortune-topics"),),
+    {"mini": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
+                   xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1,
+                   ablation=(0.5,), lr=1e-3)},
+    "tiny random-init text encoder (tests only)"))
+
+
+def get_suite(name: str) -> SuiteSpec:
+    if name not in SUITES:
+        raise unknown("suite", name, SUITES)
+    return SUITES[name]
+
+
+def _thin(points: list[dict], k: int) -> list[dict]:
+    """``k`` points spread evenly over ``points`` (endpoints included)."""
+    if k >= len(points) or not points:
+        return points
+    if k == 1:
+        return [points[len(points) // 2]]
+    idx = sorted({round(i * (len(points) - 1) / (k - 1)) for i in range(k)})
+    return [points[i] for i in idx]
+
+
+def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: Sequence[str], control_task: str,
+                     overrides: Mapping[str, Any], *, alpha_step: float = 0.05, max_points: int | None = None,
+                     progress: bool = False) -> dict:
+    """Addition + negation (+ single) for a post-hoc method on the store's ``nonlinear`` runs.
+
+    Writes ``addition``, ``negation`` and upserts ``single`` rows under ``method`` (SCHEMA.md).
+    """
+    from talos_core.evaluation import arithmetic as arith
+    from talos_core.evaluation.context import EvalContext
+    from talos_core.evaluation.names import result_name
+    from talos_core.evaluation.runs import resolve_runs
+    from talos_core.methods.posthoc import BASE_METHOD, posthoc_grid, posthoc_vectors
+
+    runs = resolve_runs(store, model, tasks, BASE_METHOD, overrides=overrides, train=True, progress=progress)
+    base = {t: runs[t].task_vector() for t in tasks}
+    ctx = EvalContext.for_model(model, [*tasks, control_task], max_val=overrides.get("max_val"),
+                                max_test=overrides.get("max_test"))
+    alphas = arith.alpha_grid(step=alpha_step)
+    grid = posthoc_grid(method, len(tasks))
+    if max_points:
+        grid = _thin(grid, max_points)
+    best = None
+    for hp in grid:
+        merged, singles = posthoc_vectors(method, base, **hp)
+        ref = arith.finetuned_accuracies(ctx, singles, "nonlinear")
+        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged)
+        val = res.table[(res.table["split"] == "val")]
+        score = val[val["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
+        if best is None or score > best[0] + 1e-12:
+            best = (score, hp, res, singles, ref)
+    _, hp, add, singles, ref = best
+    name = result_name(suite, model, method)
+    common = dict(method=method, model=model, suite=suite, hyperparameters=hp, base_method=BASE_METHOD,
+                  runs={t: r.id for t, r in runs.items()})
+    store.write_table("addition", name, add.table, **add.extra(), **common)
+    neg = arith.task_negation(ctx, singles, control_task, alphas)
+    store.write_table("negation", name, neg.table, **neg.extra(), **common)
+    single = arith.single_task_table(ctx, singles, method, "nonlinear")
+    _upsert_single(store, suite, model, method, single, {t: r.id for t, r in runs.items()})
+    return {"hyperparameters": hp, "addition": add.summary, "negation": neg.summary}
+
+
+def _upsert_single(store: Store, suite: str, model: str, method: str, table: pd.DataFrame,
+                   run_ids: Mapping[str, str]) -> None:
+    from talos_core.evaluation.names import result_name
+
+    name = result_name(suite, model)
+    old, runs = None, {}
+    if name in store.results("single"):
+        old = store.read_table("single", name)
+        runs = dict(store.read_result("single", name).get("runs") or {})
+        old = old[old["method"] != method]
+    runs[method] = dict(run_ids)
+    merged = table if old is None or old.empty else pd.concat([old, table], ignore_index=True)
+    store.write_table("single", name, merged, runs=runs)
+
+
+def sparsity_ablation(store: Store, suite: str, model: str, method: str, tasks: Sequence[str],
+                      control_task: str, overrides: Mapping[str, Any], sparsities: Sequence[float], *,
+                      alpha_step: float = 0.05, progress: bool = False) -> pd.DataFrame:
+    """Addition/negation/single-task summaries of ``method`` at several sparsities (paper App. k ablation)."""
+    from talos_core.evaluation import arithmetic as arith
+    from talos_core.evaluation.context import EvalContext
+    from talos_core.evaluation.names import result_name
+    from talos_core.evaluation.runs import resolve_runs, run_alpha_grid
+
+    ctx = EvalContext.for_model(model, [*tasks, control_task], max_val=overrides.get("max_val"),
+                                max_test=overrides.get("max_test"))
+    rows = []
+    for s in sparsities:
+        runs = resolve_runs(store, model, tasks, method, overrides={**overrides, "sparsity": s}, train=True,
+                            progress=progress)
+        vectors = {t: r.task_vector() for t, r in runs.items()}
+        alphas, _ = run_alpha_grid(runs, alpha_step)
+        ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
+        add = arith.task_addition(ctx, vectors, ref, alphas, sparsity=s)
+        neg = arith.task_negation(ctx, vectors, control_task, alphas)
+        single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
+        rows.append({"sparsity": s, "addition_abs": add.summary["abs_acc"], "addition_norm": add.summary["norm_acc"],
+                     "negation_target": neg.summary["target_acc"], "negation_control": neg.summary["control_acc"],
+                     "single_task_acc": single})
+    table = pd.DataFrame(rows)
+    store.write_table("sparsity_ablation", result_name(suite, model, method), table, method=method, model=model,
+                      suite=suite)
+    return table
+
+
+def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
+              methods: Sequence[str] | None = None, log: Callable[[str], None] = print,
+              progress: bool = False) -> dict:
+    """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``."""
+    from talos_core.evaluation.protocols import evaluate
+
+    spec = get_suite(name)
+    if scale not in spec.scales:
+        raise unknown(f"scale of suite {name!r}", scale, spec.scales)
+    sc = spec.scales[scale]
+    store = Store(store) if not isinstance(store, Store) else store
+    store.ensure()
+    t_start = time.perf_counter()
+    overrides = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
+                 "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
+    if sc.lr is not None:
+        overrides["lr"] = sc.lr
+    tasks, control = list(spec.tasks), spec.control_task
+    ft_methods = list(methods) if methods else list(spec.methods)
+    timings: dict[str, float] = {}
+
+    def step(label: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        log(f"[{name}/{scale}] {label} ...")
+        out = fn()
+        timings[label] = time.perf_counter() - t0
+        log(f"[{name}/{scale}] {label} done in {timings[label]:.1f}s")
+        return out
+
+    kw = dict(suite=name, overrides=overrides, progress=progress, alpha_step=sc.alpha_step, seed=seed)
+    for method in ft_methods:
+        step(f"{method}: fine-tune + single", lambda m=method: evaluate(store, "single", spec.model, tasks, m, **kw))
+        step(f"{method}: addition", lambda m=method: evaluate(store, "addition", spec.model, tasks, m, **kw))
+        step(f"{method}: negation", lambda m=method: evaluate(store, "negation", spec.model, tasks, m,
+                                                               control_task=control, **kw))
+        step(f"{method}: localization", lambda m=method: evaluate(store, "localization", spec.model, tasks, m, **kw))
+        step(f"{method}: efficiency", lambda m=method: evaluate(store, "efficiency", spec.model, tasks, m, **kw))
+        step(f"{method}: linearization", lambda m=method: evaluate(store, "linearization", spec.model, tasks, m,
+                                                                   **kw))
+        step(f"{method}: preview", lambda m=method: evaluate(store, "preview", spec.model, tasks, m,
+                                                             preview_points=sc.preview_points, **kw))
+        for t1, t2 in spec.xi_pairs:
+            step(f"{method}: disentanglement {t1}/{t2}",
+                 lambda m=method, a=t1, b=t2: evaluate(store, "disentanglement", spec.model, [a, b], m,
+                                                       grid=sc.xi_grid, points=sc.xi_points, **kw))
+        step(f"{method}: masks", lambda m=method: evaluate(
+            store, "masks", spec.model, tasks, m, compare_method="lota" if m == "talos" and "lota" in ft_methods
+            else None, **kw))
+    step("sharing (prune)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos", sharing_mode="prune",
+                                             samples=sc.sharing_samples, **kw))
+    step("sharing (perturb)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos",
+                                               sharing_mode="perturb", samples=sc.sharing_samples, **kw))
+    if "nonlinear" in ft_methods:
+        for ph in spec.posthoc:
+            step(f"{ph}: post-hoc addition + negation", lambda p=ph: evaluate_posthoc(
+                store, name, spec.model, p, tasks, control, overrides, alpha_step=sc.alpha_step,
+                max_points=sc.posthoc_points, progress=progress))
+    if "talos" in ft_methods and sc.ablation:
+        step("talos sparsity ablation", lambda: sparsity_ablation(
+            store, name, spec.model, "talos", tasks, control, overrides, sc.ablation, alpha_step=sc.alpha_step,
+            progress=progress))
+    step("comparison", lambda: evaluate(store, "comparison", spec.model, tasks, "talos", suite=name))
+    wall = time.perf_counter() - t_start
+    import torch
+
+    from talos_core.pipeline import resolve_device
+
+    meta = {"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
+            "posthoc": list(spec.posthoc), "xi_pairs": [list(p) for p in spec.xi_pairs], "scale": scale,
+            "scale_settings": asdict(sc), "seed": seed,
+            "command": f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}",
+            "wall_time_s": wall, "step_times_s": timings, "device": str(resolve_device(device)),
+            "torch_threads": torch.get_num_threads(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    store.write_result("suite", name, meta)
+    log(f"[{name}/{scale}] finished in {wall / 60:.1f} min")
+    return meta
+
+
+def results_markdown(store: Store | str, suite: str) -> str:
+    """The README results table of ``suite`` (from the store's ``comparison`` result)."""
+    from talos_core.evaluation.names import result_name
+
+    store = Store(store) if not isinstance(store, Store) else store
+    meta = store.read_result("suite", suite)
+    table = store.read_table("comparison", result_name(suite, meta["model"]))
+    pct = lambda v: "–" if v is None or pd.isna(v) else f"{100 * float(v):.2f}"  # noqa: E731
+    lines = [f"**{suite}** — `{meta['model']}` on {', '.join(meta['tasks'])} (control: {meta['control_task']}); "
+             f"scale `{meta['scale']}`, seed {meta['seed']}, {meta['wall_time_s'] / 60:.1f} min on {meta['device']}",
+             "", "| method | add. abs | add. norm | neg. target ↓ | neg. control | single-task | time/step (s) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in table.to_dict(orient="records"):
+        step_t = r.get("time_per_step_s")
+        lines.append(f"| {r['method']} | {pct(r.get('addition_abs'))} | {pct(r.get('addition_norm'))} | "
+                     f"{pct(r.get('negation_target'))} | {pct(r.get('negation_control'))} | "
+                     f"{pct(r.get('single_task_acc'))} | "
+                     f"{'–' if step_t is None or pd.isna(step_t) else f'{step_t:.3f}'} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+def _register_cli() -> None:
+    from talos_core.cli import command, subparsers
+
+    @subparsers
+    def _parsers(sub: argparse._SubParsersAction) -> None:
+        p = sub.add_parser("suite", help="run a whole suite (all methods and analyses) into a store")
+        p.add_argument("name", help=f"suite name: {', '.join(SUITES)}")
+        p.add_argument("--store", default="cached_results")
+        p.add_argument("--scale", default="full", help="full (documented) or mini (down-scaled)")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--device", default="auto")
+        p.add_argument("--methods", default=None, help="comma-separated subset of the suite's methods")
+        p.add_argument("--quiet", action="store_true")
+        p = sub.add_parser("report", help="print the README results table of a suite from a store")
+        p.add_argument("name")
+        p.add_argument("--store", default="cached_results")
+
+    @command("suite")
+    def _suite(args: argparse.Namespace) -> int:
+        methods = [m for m in args.methods.split(",") if m] if args.methods else None
+        if args.name not in SUITES:
+            raise unknown("suite", args.name, SUITES)
+        run_suite(args.name, args.store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
+                  log=(lambda s: None) if args.quiet else print)
+        print(results_markdown(args.store, args.name))
+        return 0
+
+    @command("report")
+    def _report(args: argparse.Namespace) -> int:
+        try:
+            print(results_markdown(args.store, args.name))
+        except KeyError as exc:
+            raise TalosError(f"suite {args.name!r} in {args.store} lacks {exc}") from None
+        return 0
+
+
+_register_cli()
