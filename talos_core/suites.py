@@ -210,7 +210,8 @@ def sparsity_ablation(store: Store, suite: str, model: str, method: str, tasks: 
 
 
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
-              methods: Sequence[str] | None = None, log: Callable[[str], None] = print,
+              methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
+              log: Callable[[str], None] = print,
               progress: bool = False) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``."""
     from talos_core.evaluation.protocols import evaluate
@@ -228,6 +229,13 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
         overrides["lr"] = sc.lr
     tasks, control = list(spec.tasks), spec.control_task
     ft_methods = list(methods) if methods else list(spec.methods)
+    ph_methods = list(spec.posthoc) if posthoc is None else list(posthoc)
+    for m in ft_methods:
+        if m not in spec.methods:
+            raise unknown(f"method of suite {name!r}", m, spec.methods)
+    for m in ph_methods:
+        if m not in spec.posthoc:
+            raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
     timings: dict[str, float] = {}
 
     def step(label: str, fn: Callable[[], Any]) -> Any:
@@ -262,7 +270,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     step("sharing (perturb)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos",
                                                sharing_mode="perturb", samples=sc.sharing_samples, **kw))
     if "nonlinear" in ft_methods:
-        for ph in spec.posthoc:
+        for ph in ph_methods:
             step(f"{ph}: post-hoc addition + negation", lambda p=ph: evaluate_posthoc(
                 store, name, spec.model, p, tasks, control, overrides, alpha_step=sc.alpha_step,
                 max_points=sc.posthoc_points, progress=progress))
@@ -277,9 +285,11 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     from talos_core.pipeline import resolve_device
 
     meta = {"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
-            "posthoc": list(spec.posthoc), "xi_pairs": [list(p) for p in spec.xi_pairs], "scale": scale,
+            "posthoc": ph_methods, "xi_pairs": [list(p) for p in spec.xi_pairs], "scale": scale,
             "scale_settings": asdict(sc), "seed": seed,
-            "command": f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}",
+            "command": (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
+                        + (f" --methods {','.join(ft_methods)}" if methods else "")
+                        + (f" --posthoc {','.join(ph_methods)}" if posthoc is not None else "")),
             "wall_time_s": wall, "step_times_s": timings, "device": str(resolve_device(device)),
             "torch_threads": torch.get_num_threads(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     store.write_result("suite", name, meta)
@@ -323,6 +333,7 @@ def _register_cli() -> None:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--device", default="auto")
         p.add_argument("--methods", default=None, help="comma-separated subset of the suite's methods")
+        p.add_argument("--posthoc", default=None, help="comma-separated subset of the suite's post-hoc methods")
         p.add_argument("--quiet", action="store_true")
         p = sub.add_parser("report", help="print the README results table of a suite from a store")
         p.add_argument("name")
@@ -331,10 +342,11 @@ def _register_cli() -> None:
     @command("suite")
     def _suite(args: argparse.Namespace) -> int:
         methods = [m for m in args.methods.split(",") if m] if args.methods else None
+        posthoc = [m for m in args.posthoc.split(",") if m] if args.posthoc is not None else None
         if args.name not in SUITES:
             raise unknown("suite", args.name, SUITES)
         run_suite(args.name, args.store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
-                  log=(lambda s: None) if args.quiet else print)
+                  posthoc=posthoc, log=(lambda s: None) if args.quiet else print)
         print(results_markdown(args.store, args.name))
         return 0
 

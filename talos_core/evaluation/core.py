@@ -9,7 +9,8 @@ Batches run under ``torch.inference_mode`` (non-linear) and bf16 autocast on GPU
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Literal
 
 import numpy as np
@@ -46,7 +47,8 @@ def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Ten
     def f(*values: torch.Tensor) -> torch.Tensor:
         return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
 
-    out, dout = jvp(f, primals, tangents)
+    with forward_ad_context():
+        out, dout = jvp(f, primals, tangents)
     return out + dout
 
 
@@ -167,16 +169,25 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
     return torch.cat(base_parts), [torch.cat(p) for p in jvp_parts]
 
 
-def forward_ad_context(device: torch.device):
-    """On CPU, select the math attention kernel: the fused CPU flash-attention kernel has no
-    forward-mode AD rule, so ``torch.func.jvp`` through ``scaled_dot_product_attention`` fails."""
-    from contextlib import nullcontext
+@contextmanager
+def forward_ad_context(device: torch.device | None = None) -> Iterator[None]:
+    """Attention kernels with a forward-mode derivative, for ``torch.func.jvp`` through a model.
 
-    if device.type != "cpu":
-        return nullcontext()
+    The fused kernels (``nn.MultiheadAttention``'s native fast path, used by open_clip in eval mode,
+    and the flash / memory-efficient ``scaled_dot_product_attention`` backends) have no forward-mode
+    AD rule. This selects the math SDPA backend and turns the MHA fast path off, restoring the
+    previous setting on exit. ``device`` is accepted for call-site symmetry; the rule is the same on
+    every device.
+    """
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel(SDPBackend.MATH)
+    previous = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with sdpa_kernel(SDPBackend.MATH):
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(previous)
 
 
 def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -194,5 +205,6 @@ def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) ->
     def f(*values: torch.Tensor) -> torch.Tensor:
         return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
 
-    _, dout = jvp(f, primals, tangents)
+    with forward_ad_context():
+        _, dout = jvp(f, primals, tangents)
     return dout

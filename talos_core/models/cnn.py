@@ -15,6 +15,11 @@ a **linear probe fit on frozen pre-trained features** before any fine-tuning:
   The standardization is baked in: ``W = V / σ`` and ``b = c − W μ``, so
   ``logits = backbone(x) @ W.T + b`` (see :func:`fit_linear_probe`).
 
+  ``λ = probe_l2 = 0.1`` (chosen on the *val* splits of digits/MNIST/Fashion-MNIST at 64 px): as
+  accurate as λ = 0.01 (mean val acc 0.875 vs 0.879) but it does not interpolate the training set
+  (train cross-entropy 0.14–0.26 instead of 0.03–0.07), so fine-tuning on that same train split —
+  the head *is* fit on it, these models have no zero-shot head — still gets a gradient signal.
+
 Parameters TaLoS may select (:meth:`CnnTaskModel.maskable_names`): every convolution weight (the
 stem conv included), every BatchNorm affine weight/bias and any Linear layer — i.e. all of ``θ``
 for EfficientNet-Lite. BatchNorm *running statistics* are buffers, part of the frozen pre-trained
@@ -76,7 +81,7 @@ TINY_CNN_CONFIG = dict(stem_size=8, num_features=64, image_size=32, head_train=1
 # linear probe
 # --------------------------------------------------------------------------------------------
 def fit_linear_probe(features: torch.Tensor, labels: torch.Tensor, num_classes: int, *,
-                     l2: float = 1e-2, max_iter: int = 200) -> Head:
+                     l2: float = 1e-1, max_iter: int = 200) -> Head:
     """Multinomial logistic regression on standardized features, returned in raw-feature space.
 
     Solves ``min_{V,c} mean_i CE(V z_i + c, y_i) + (l2/2)·‖V‖²`` with ``z = (f − μ)/σ`` by
@@ -127,7 +132,7 @@ class CnnTaskModel(TaskModel):
     modality = "image"
 
     def __init__(self, backbone: nn.Module, image_size: int, mean: Sequence[float] = LITE_MEAN,
-                 std: Sequence[float] = LITE_STD, *, head_train: int = HEAD_TRAIN, probe_l2: float = 1e-2,
+                 std: Sequence[float] = LITE_STD, *, head_train: int = HEAD_TRAIN, probe_l2: float = 1e-1,
                  feature_batch_size: int = 64) -> None:
         super().__init__()
         for name, value in (("image_size", image_size), ("head_train", head_train),
@@ -300,7 +305,7 @@ def load_lite0_timm(path: str | Path | None = None, *, classifier: bool = False)
 
 def load_efficientnet_lite0(image_size: int = LITE0_IMAGE_SIZE, *, head_train: int = HEAD_TRAIN,
                             mean: Sequence[float] = LITE_MEAN, std: Sequence[float] = LITE_STD,
-                            probe_l2: float = 1e-2, path: str | Path | None = None) -> CnnTaskModel:
+                            probe_l2: float = 1e-1, path: str | Path | None = None) -> CnnTaskModel:
     """EfficientNet-Lite0 (3.37M-parameter θ, 1280-d features) with real ImageNet weights, offline."""
     return CnnTaskModel(load_lite0_timm(path), image_size, mean, std, head_train=head_train, probe_l2=probe_l2)
 
