@@ -1,0 +1,73 @@
+"""Suites: registry, CLI errors, and a down-scaled suite that is complete and deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from talos_core.cli import main
+from talos_core.errors import TalosError
+from talos_core.store import Store
+from talos_core.suites import SUITES, _thin, get_suite, results_markdown, run_suite
+
+
+def test_registry_and_specs():
+    text = get_suite("text")
+    assert text.model == "minilm-l6" and len(text.tasks) >= 5
+    assert text.control_task not in text.tasks
+    assert {"talos", "nonlinear", "linearized", "llora", "lota"} <= set(text.methods)
+    assert {"ties", "dare", "breadcrumbs", "tall_consensus"} == set(text.posthoc)
+    assert set(text.scales["full"].ablation) >= {0.5, 0.9, 0.95, 0.99}
+    assert len(text.xi_pairs) >= 2
+    for spec in SUITES.values():
+        for a, b in spec.xi_pairs:
+            assert a in spec.tasks and b in spec.tasks
+    with pytest.raises(TalosError, match="unknown suite"):
+        get_suite("nope")
+
+
+def test_thin_keeps_endpoints():
+    pts = [{"k": i} for i in range(11)]
+    assert _thin(pts, 3) == [{"k": 0}, {"k": 5}, {"k": 10}]
+    assert _thin(pts, 20) == pts
+    assert _thin(pts, 1) == [{"k": 5}]
+
+
+def test_cli_errors(capsys, tmp_path):
+    assert main(["suite", "nope", "--store", str(tmp_path)]) == 2
+    assert "unknown suite 'nope'" in capsys.readouterr().err
+    assert main(["suite", "tiny", "--scale", "huge", "--store", str(tmp_path)]) == 2
+    assert "unknown scale" in capsys.readouterr().err
+    assert main(["suite", "tiny", "--scale", "mini", "--methods", "magic", "--store", str(tmp_path)]) == 2
+    assert "magic" in capsys.readouterr().err
+
+
+def _metrics(store: Store) -> dict:
+    out = {}
+    for kind in ("single", "addition", "negation", "localization", "disentanglement", "sparsity_ablation"):
+        for name in store.results(kind):
+            payload = store.read_result(kind, name)
+            payload.pop("runs", None)
+            out[f"{kind}/{name}"] = json.dumps(payload, sort_keys=True)
+    return out
+
+
+@pytest.mark.slow
+def test_tiny_suite_is_complete_and_deterministic(tmp_path):
+    a, b = Store(tmp_path / "a"), Store(tmp_path / "b")
+    for store in (a, b):
+        run_suite("tiny", store, scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"], log=lambda s: None)
+    for kind in ("single", "addition", "negation", "localization", "disentanglement", "masks", "mask_iou",
+                 "sharing", "linearization", "preview", "efficiency", "comparison", "sparsity_ablation", "suite"):
+        assert a.results(kind), f"suite wrote no {kind} result"
+    ma, mb = _metrics(a), _metrics(b)
+    assert ma.keys() == mb.keys()
+    for key in ma:
+        assert ma[key] == mb[key], f"{key} differs between two runs with the same seed"
+    timing = ["time_per_step_s", "peak_memory_mb"]
+    ca = a.read_table("comparison", "tiny__tiny-text").drop(columns=timing, errors="ignore")
+    cb = b.read_table("comparison", "tiny__tiny-text").drop(columns=timing, errors="ignore")
+    assert ca.equals(cb)
+    table = results_markdown(a, "tiny")
+    assert "| talos |" in table and "| ties |" in table
