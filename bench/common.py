@@ -70,8 +70,8 @@ CASES: dict[str, Case] = {c.model: c for c in [
     Case("tiny-text", "tweets", 32, 5, 64, 64, 16, 512),
     Case("tiny-t5", "tweets", 32, 5, 32, 32, 16, 256),
     Case("minilm-l6", "tweets", 32, 3, 32, 32, 16, 256),
-    Case("clip-vit-b-32-random", "digits", 8, 3, 2, 4, 2, 32),
-    Case("clip-vit-l-14-random", "digits", 8, 3, 2, 4, 2, 32, gpu_only=True),
+    Case("clip-vit-b-32-random", "digits", 8, 3, 4, 4, 4, 32),
+    Case("clip-vit-l-14-random", "digits", 8, 3, 4, 4, 4, 32, gpu_only=True),
 ]}
 QUICK = ("tiny-clip", "tiny-text")
 

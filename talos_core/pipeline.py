@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import torch
 
@@ -93,7 +92,7 @@ class FinetuneRequest:
         out["train"].pop("checkpoint_every")
         if method.uses_sparsity:
             out["sparsity"] = self.sparsity
-        if self.method.startswith("talos"):
+        if self.method.startswith("talos") or self.method == "lota":
             out["calibration"] = self.calib_config().to_dict()
         return out
 

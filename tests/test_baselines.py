@@ -14,7 +14,7 @@ import torch
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
-from talos_core.masks import CalibrationConfig, calibration_split, fisher_scores, keep_lowest
+from talos_core.masks import CalibrationConfig, calibration_split, fisher_scores
 from talos_core.methods import FINETUNE_METHODS, MethodContext, get_method
 from talos_core.methods import baselines, lora, merging, posthoc
 from talos_core.methods.baselines import (METHOD_FAMILIES, METHOD_LABELS, FAMILIES, jvp_safe_attention,
@@ -148,10 +148,9 @@ def test_linearized_training_changes_the_vector_and_matches_evaluation(clip) -> 
         lin = taylor_logits(model, batch, theta0, {n: v for n, v in out.vector.to_dense().items()})
         f0 = model(**batch)
     assert (lin - f0).abs().max() > 1e-4
-    # the evaluation primitive computes the same model (jvp_safe_attention: see _linearized_ok)
-    with jvp_safe_attention():
-        evaluated = predict_logits(model, task, data.test.take(np.arange(8)), [(out.vector, 1.0)],
-                                   mode="linearized")
+    # the evaluation primitive computes the same model
+    evaluated = predict_logits(model, task, data.test.take(np.arange(8)), [(out.vector, 1.0)],
+                               mode="linearized")
     torch.testing.assert_close(evaluated, lin.float(), atol=1e-4, rtol=1e-4)
 
 
@@ -288,6 +287,16 @@ def test_lota_rejects_bad_options(clip, options, message) -> None:
         get_method("lota").run(_ctx(clip, options=options))
 
 
+def test_lota_explains_an_empty_validation_split(clip) -> None:
+    from talos_core.tasks.base import TaskData
+
+    model, task, data = clip
+    empty = TaskData(data.train, data.val.take(np.arange(0)), data.test)
+    ctx = MethodContext(model, task, empty, TRAIN, CalibrationConfig(), {}, progress=False)
+    with pytest.raises(TalosError, match="calib_data=train"):
+        get_method("lota").run(ctx)
+
+
 # ------------------------------------------------------------------------------------------ controls
 
 def _count(mask) -> tuple[int, int]:
@@ -388,12 +397,6 @@ CLI_METHODS = {
 }
 
 
-def _linearized_ok():
-    """core.predict_logits' linearized branch must run under jvp_safe_attention (JVP through fused attention
-    kernels is unsupported); until it does so itself, the CLI run is wrapped here."""
-    return jvp_safe_attention()
-
-
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("baselines-store")
@@ -404,9 +407,7 @@ def test_every_method_runs_through_the_cli(store_dir, method, capsys) -> None:
     argv = ["finetune", "--model", "tiny-text", "--task", "tweets", "--method", method, "--steps", "3",
             "--batch-size", "8", "--max-train", "32", "--max-val", "16", "--max-test", "32",
             "--calib-samples", "8", "--rounds", "1", "--quiet", "--store", str(store_dir), *CLI_METHODS[method]]
-    linear = get_method(method).eval_mode == "linearized"
-    with _linearized_ok() if linear else nullcontext():
-        assert main(argv) == 0, capsys.readouterr().err
+    assert main(argv) == 0, capsys.readouterr().err
     runs = Store(store_dir).find_runs(method=method)
     assert len(runs) == 1
     manifest = runs[0].manifest

@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from torch.func import functional_call, jvp
 
 from talos_core.errors import TalosError, unknown
+from talos_core.evaluation.core import forward_ad_context
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
 from talos_core.methods import (FinetuneMethod, MethodContext, MethodOutput, _dense_extra, register_method,
                                 train_with_plan)
@@ -49,24 +48,8 @@ from talos_core.training import LossFn, TrainConfig, finetune
 # --------------------------------------------------------------------------------------------
 # linearization
 # --------------------------------------------------------------------------------------------
-@contextmanager
-def jvp_safe_attention() -> Iterator[None]:
-    """Attention kernels that support forward-mode AD, for the duration of the block.
-
-    The fused kernels (``nn.MultiheadAttention``'s native fast path and the flash / memory-efficient
-    ``scaled_dot_product_attention`` backends) have no forward-mode derivative, so a
-    ``torch.func.jvp`` through CLIP, BERT or T5 fails with them. This selects the math SDPA backend and
-    turns the MHA fast path off, restoring the previous setting on exit.
-    """
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    previous = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with sdpa_kernel(SDPBackend.MATH):
-            yield
-    finally:
-        torch.backends.mha.set_fastpath_enabled(previous)
+#: attention kernels with a forward-mode derivative (one definition, shared with evaluation)
+jvp_safe_attention = forward_ad_context
 
 
 def taylor_logits(model: TaskModel, batch: Batch, theta0: dict[str, torch.Tensor],
