@@ -114,6 +114,10 @@ def _core_parsers(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(p)
     p = sub.add_parser("runs", help="list the runs in a store")
     p.add_argument("--store", default=DEFAULT_STORE)
+    p = sub.add_parser("export", help="copy a store's results and run manifests (no weights) into another store")
+    p.add_argument("--store", required=True, help="source store")
+    p.add_argument("--to", required=True, help="destination store (e.g. cached_results)")
+    p.add_argument("--artifacts", action="store_true", help="also copy task vectors and masks (large)")
     p = sub.add_parser("dashboard", help="launch the Streamlit dashboard")
     p.add_argument("--store", default=None, help="store to open (default: the shipped cached_results)")
     p.add_argument("--port", type=int, default=8501)
@@ -169,6 +173,16 @@ def _runs(args: argparse.Namespace) -> int:
         print(f"no runs in {args.store}")
     else:
         _print_table(table)
+    return 0
+
+
+@command("export")
+def _export(args: argparse.Namespace) -> int:
+    from talos_core.store import export_store
+
+    counts = export_store(args.store, args.to, artifacts=args.artifacts)
+    print(f"exported {counts['results']} result files, {counts['manifests']} run manifests, "
+          f"{counts['artifacts']} artifacts from {args.store} to {args.to}")
     return 0
 
 

@@ -49,3 +49,22 @@ def test_tables_round_trip(tmp_path):
 def test_read_json_errors(tmp_path):
     with pytest.raises(TalosError, match="missing"):
         read_json(tmp_path / "nope.json")
+
+
+def test_export_keeps_results_and_manifests_only(tmp_path):
+    from talos_core.store import export_store, save_mask
+    import torch
+
+    src = Store(tmp_path / "src")
+    st = src.staging("r1")
+    atomic_write_json(st / "manifest.json", {"model": "m", "task": "t", "method": "talos"})
+    save_mask({"w": torch.ones(3, dtype=torch.bool)}, st / "mask.safetensors")
+    src.commit(st, "r1")
+    src.write_table("single", "x", pd.DataFrame({"a": [1]}))
+    counts = export_store(src.root, tmp_path / "dst")
+    assert counts == {"results": 1, "manifests": 1, "artifacts": 0}
+    dst = Store(tmp_path / "dst")
+    assert dst.read_table("single", "x")["a"].tolist() == [1]
+    assert [r.id for r in dst.runs()] == ["r1"] and dst.get_run("r1").mask() is None
+    with pytest.raises(TalosError, match="not a results store"):
+        export_store(tmp_path / "nothing", tmp_path / "dst2")
