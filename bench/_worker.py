@@ -73,7 +73,8 @@ def mask_structure(mask: dict[str, torch.Tensor]) -> dict:
                 cols_touched += int(flat.any(0).sum())
                 cols_total += flat.shape[1]
     total = sum(m.numel() for m in mask.values())
-    return {"density": entries / max(total, 1), "tensors": len(mask), "first_trainable_depth": first, "full": full, "partial": partial,
+    return {"density": entries / max(total, 1), "tensors": len(mask), "first_trainable_depth": first,
+            "full": full, "partial": partial,
             "frozen": frozen, "share_in_full": entries_in_full / max(entries, 1),
             "partial_rows_touched": rows_touched / max(rows_total, 1) if rows_total else None,
             "partial_cols_touched": cols_touched / max(cols_total, 1) if cols_total else None}
@@ -118,10 +119,11 @@ def _plan(model, kind: str, mask_path: str | None):
     raise ValueError(kind)
 
 
-def _one_step(model, data, task, plan, config) -> tuple[float, float, dict]:
+def _one_step(model, data, task, plan, config, checkpointing: bool = False) -> tuple[float, float, dict]:
     from talos_core.training import finetune
 
-    res = finetune(model, data.train, task, plan, config, progress=False)
+    kw = {"checkpoint_activations": True} if checkpointing else {}
+    res = finetune(model, data.train, task, plan, config, progress=False, **kw)
     return res.timings["fwd_bwd_s_mean"], res.timings["opt_s_mean"], res.timings
 
 
@@ -135,13 +137,16 @@ def job_train_time(a: dict) -> dict:
     batch, iters = a["batch"], a["iters"]
     model, task, data, _ = setup(a["model"], a["task"], a["device"], max_train=batch, max_val=8, max_test=8)
     plans = {"nonlinear": _plan(model, "nonlinear", None), "talos": _plan(model, "talos", a["mask"])}
+    ckpt = {k: False for k in plans}
+    if a.get("checkpointing"):
+        plans["talos_ckpt"], ckpt["talos_ckpt"] = plans["talos"], True
     one = _train_config(a["model"], 1, batch)
     times: dict[str, dict[str, list]] = {k: {"fb": [], "opt": []} for k in plans}
     info = {}
     for i in range(iters + 1):
         order = list(plans) if i % 2 == 0 else list(plans)[::-1]
         for k in order:
-            fb, opt, info[k] = _one_step(model, data, task, plans[k], one)
+            fb, opt, info[k] = _one_step(model, data, task, plans[k], one, ckpt[k])
             if i > 0:  # step 0 is the warm-up
                 times[k]["fb"].append(fb)
                 times[k]["opt"].append(opt)
@@ -167,11 +172,12 @@ def job_train_mem(a: dict) -> dict:
     batch = a["batch"]
     model, task, data, base = setup(a["model"], a["task"], a["device"], max_train=batch, max_val=8, max_test=8)
     device = model.device
-    plan = _plan(model, a["plan"], a.get("mask"))
-    _one_step(model, data, task, plan, _train_config(a["model"], 1, batch))
+    ckpt = a["plan"].endswith("_ckpt")
+    plan = _plan(model, a["plan"].removesuffix("_ckpt"), a.get("mask"))
+    _one_step(model, data, task, plan, _train_config(a["model"], 1, batch), ckpt)
     model_mem = current_memory_mb(device)
     kind = reset_peak_memory(device)
-    _one_step(model, data, task, plan, _train_config(a["model"], 2, batch))
+    _one_step(model, data, task, plan, _train_config(a["model"], 2, batch), ckpt)
     peak = peak_memory_mb(device)
     return {"peak_mb": peak, "peak_kind": kind, "model_mb": model_mem,
             "base_mb": base if device.type == "cpu" else 0.0}
@@ -224,7 +230,7 @@ def job_calib(a: dict) -> dict:
     k = int(0.1 * total)
     m_v, m_l = keep_lowest(box["v"], elig, k), keep_lowest(box["l"], elig, k)
     out["mask_agreement"] = sum(int((m_v[n] == m_l[n]).sum()) for n in names) / total
-    del box
+    box.clear()
 
     # 2. a full TaLoS calibration (4 rounds) on n_cal samples
     cal_split = calibration_split(data.val, n_cal, 0)
@@ -308,7 +314,8 @@ def job_grid(a: dict) -> dict:
     return out
 
 
-JOBS = {"mask": job_mask, "train_time": job_train_time, "train_mem": job_train_mem, "calib": job_calib, "grid": job_grid}
+JOBS = {"mask": job_mask, "train_time": job_train_time, "train_mem": job_train_mem, "calib": job_calib,
+        "grid": job_grid}
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ Per model, in one worker process:
 
 from __future__ import annotations
 
-from bench.common import (error_rows, run_cases, Case, common_parser, machine_line, markdown_table, mask_cache_path, ratio,
-                          resolve_device, run_worker, select_cases, write_json)
+from bench.common import (Case, common_parser, error_rows, machine_line, markdown_table, mask_cache_path, ratio,
+                          resolve_device, run_cases, run_worker, select_cases)
 
 
 def run_case(case: Case, device: str, quick: bool) -> dict:
@@ -48,7 +48,8 @@ def tables(results: list[dict]) -> str:
         markdown_table(cal, ["model", "n", "cal", "step", "b", "cs", "cp", "st", "fp", "ratio"],
                        ["model", "calib samples measured", "4-round calibration s", "TaLoS step s",
                         "at batch", "default calib samples", "projected calibration s",
-                        "default steps×batch", "projected fine-tuning s", "calibration / fine-tuning (goal ≤ 0.10)"]),
+                        "default steps×batch", "projected fine-tuning s",
+                        "calibration / fine-tuning (goal ≤ 0.10)"]),
     ])
 
 

@@ -11,8 +11,8 @@ is ``predict`` with no terms. Reported for sparse TaLoS-like vectors (10% densit
 
 from __future__ import annotations
 
-from bench.common import (error_rows, run_cases, Case, common_parser, machine_line, markdown_table, ratio, resolve_device,
-                          run_worker, select_cases, write_json)
+from bench.common import (Case, common_parser, error_rows, machine_line, markdown_table, ratio, resolve_device,
+                          run_cases, run_worker, select_cases)
 
 
 def run_case(case: Case, device: str, quick: bool) -> dict:

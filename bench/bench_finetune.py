@@ -3,11 +3,13 @@
 ``python -m bench.bench_finetune [--device cuda] [--quick] [--models ...]``
 
 Per model, on the same batch and data: median forward+backward time and optimizer-step time of
-``iters`` steps per configuration (after one warm-up step each), the two configurations interleaved
-step by step in one process so that a shared CPU's load hits both alike; and peak memory of each
-configuration, measured in its own fresh process (CPU: peak RSS, also net of the process's RSS before the model was loaded; GPU:
-``torch.cuda.max_memory_allocated``). Ratios: fwd+bwd speed-up (non-linear / TaLoS, goal ≥ 3),
-optimizer-step ratio (TaLoS / non-linear, goal ≤ 1) and memory ratio (TaLoS / non-linear, goal ≤ 0.5).
+``iters`` steps per configuration (after one warm-up step each), the configurations interleaved
+step by step in one process so that a shared CPU's load hits them alike; and peak memory of each
+configuration, measured in its own fresh process (CPU: peak RSS, also net of the process's RSS
+before the model was loaded; GPU: ``torch.cuda.max_memory_allocated``). Ratios: fwd+bwd speed-up
+(non-linear / TaLoS, goal ≥ 3), optimizer-step ratio (TaLoS / non-linear, goal ≤ 1) and memory
+ratio (TaLoS / non-linear, goal ≤ 0.5). Configurations: non-linear FT (every parameter), TaLoS
+(the calibrated mask) and, unless ``--no-checkpointing``, TaLoS with activation checkpointing.
 
 The mask is a real TaLoS calibration (4 rounds, few samples), cached under ``bench/.cache`` keyed by
 the source of ``talos_core/masks.py``; its structure is printed too.
@@ -15,8 +17,8 @@ the source of ``talos_core/masks.py``; its structure is printed too.
 
 from __future__ import annotations
 
-from bench.common import (error_rows, run_cases, Case, common_parser, machine_line, markdown_table, mask_cache_path, ratio,
-                          resolve_device, run_worker, select_cases, write_json)
+from bench.common import (Case, common_parser, error_rows, machine_line, markdown_table, mask_cache_path, ratio,
+                          resolve_device, run_cases, run_worker, select_cases)
 
 
 def ensure_mask(case: Case, device: str) -> dict:
@@ -34,27 +36,40 @@ def ensure_mask(case: Case, device: str) -> dict:
     return {"path": str(path), **mask_structure(load_mask(path))}
 
 
-def run_case(case: Case, device: str, quick: bool) -> dict:
+def run_case(case: Case, device: str, quick: bool, checkpointing: bool) -> dict:
     mask = ensure_mask(case, device)
     iters = 2 if quick else case.ft_iters
     common = {"model": case.model, "task": case.task, "device": device, "batch": case.ft_batch}
-    times = run_worker("train_time", {**common, "iters": iters, "mask": mask["path"]})
+    times = run_worker("train_time", {**common, "iters": iters, "mask": mask["path"], "checkpointing": checkpointing})
     out = {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "params": times["params"],
            "forward_s": times["forward_s"]}
-    for plan in ("nonlinear", "talos"):
-        mem = run_worker("train_mem", {**common, "plan": plan, "mask": mask["path"]})
-        out[plan] = {**times[plan], **mem}
+    for plan in CONFIGS:
+        if plan in times:
+            mem = run_worker("train_mem", {**common, "plan": plan, "mask": mask["path"]})
+            out[plan] = {**times[plan], **mem}
     return out
 
 
+CONFIGS = {"nonlinear": "non-linear FT", "talos": "TaLoS 90%", "talos_ckpt": "TaLoS 90% + activation checkpointing"}
+
+
 def tables(results: list[dict]) -> str:
-    rows, ratios, structure = [], [], []
+    rows, ratios, structure, ckpt = [], [], [], []
     for r in results:
         nl, ts = r["nonlinear"], r["talos"]
-        for name, x in (("non-linear FT", nl), ("TaLoS 90%", ts)):
+        if "talos_ckpt" in r:
+            tc = r["talos_ckpt"]
+            ckpt.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], tc["fwd_bwd_s"]),
+                         "cost": ratio(tc["fwd_bwd_s"], ts["fwd_bwd_s"]), "mem": ratio(tc["peak_mb"], nl["peak_mb"]),
+                         "net": ratio(tc["peak_mb"] - tc["base_mb"], nl["peak_mb"] - nl["base_mb"])})
+        for key, name in CONFIGS.items():
+            if key not in r:
+                continue
+            x = r[key]
             rows.append({"model": r["case"], "method": name, "batch": r["batch"], "fb": x["fwd_bwd_s"],
-                         "fbr": f"{x['fwd_bwd_min']:.3f}–{x['fwd_bwd_max']:.3f}", "opt": x["opt_s"], "it": x["iter_s"], "peak": x["peak_mb"],
-                         "net": x["peak_mb"] - x["base_mb"], "entries": x["trainable_entries"]})
+                         "fbr": f"{x['fwd_bwd_min']:.3f}–{x['fwd_bwd_max']:.3f}", "opt": x["opt_s"],
+                         "it": x["iter_s"], "peak": x["peak_mb"], "net": x["peak_mb"] - x["base_mb"],
+                         "entries": x["trainable_entries"]})
         ratios.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"]),
                        "opt": ratio(ts["opt_s"], nl["opt_s"]), "it": ratio(nl["iter_s"], ts["iter_s"]),
                        "mem": ratio(ts["peak_mb"], nl["peak_mb"]),
@@ -68,8 +83,8 @@ def tables(results: list[dict]) -> str:
     kind = results[0]["talos"]["peak_kind"] if results else ""
     out = ["### Fine-tuning cost per iteration (seconds, MiB)", "",
            markdown_table(rows, ["model", "method", "batch", "fb", "fbr", "opt", "it", "peak", "net", "entries"],
-                          ["model", "method", "batch", "fwd+bwd s (median)", "min–max", "opt step s (median)", "iter s",
-                           f"peak MiB ({kind})", "peak − pre-model RSS MiB", "trainable entries"]),
+                          ["model", "method", "batch", "fwd+bwd s (median)", "min–max", "opt step s (median)",
+                           "iter s", f"peak MiB ({kind})", "peak − pre-model RSS MiB", "trainable entries"]),
            "", "### Ratios (side by side, same run)", "",
            markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net", "fwd", "floor"],
                           ["model", "fwd+bwd speed-up NL/TaLoS (goal ≥ 3)", "opt step TaLoS/NL (goal ≤ 1)",
@@ -82,15 +97,24 @@ def tables(results: list[dict]) -> str:
                            "tensors 100% trainable", "partly trainable", "frozen",
                            "share of entries in 100% tensors", "rows touched (partial matrices)",
                            "columns touched (partial matrices)"])]
+    if ckpt:
+        out += ["", "### Opt-in activation checkpointing for TaLoS (`finetune(..., checkpoint_activations=True)`)", "",
+                markdown_table(ckpt, ["model", "fb", "cost", "mem", "net"],
+                               ["model", "fwd+bwd speed-up NL/TaLoS+ckpt", "fwd+bwd cost vs TaLoS",
+                                "peak memory TaLoS+ckpt/NL", "net memory TaLoS+ckpt/NL"])]
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    args = common_parser(__doc__.splitlines()[0]).parse_args(argv)
+    parser = common_parser(__doc__.splitlines()[0])
+    parser.add_argument("--no-checkpointing", action="store_true",
+                        help="skip the third configuration, TaLoS with activation checkpointing")
+    args = parser.parse_args(argv)
     device = resolve_device(args.device, args.threads, args.timeout)
     print(f"## bench_finetune — {machine_line(device)}", flush=True)
     results = run_cases(select_cases(args.models, args.quick, device),
-                        lambda case: run_case(case, device, args.quick), args.json, "finetune", device)
+                        lambda case: run_case(case, device, args.quick, not args.no_checkpointing), args.json,
+                        "finetune", device)
     print()
     print(tables([r for r in results if "error" not in r]))
     print(error_rows(results))

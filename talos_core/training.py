@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,9 @@ from talos_core.tasks.base import Split, TaskSpec
 from talos_core.vectors import TaskVector
 
 Plan = dict[str, "torch.Tensor | None"]
+
+#: PyTorch's fused AdamW kernel (CPU and CUDA since 2.4); dense tensors use it when present
+_HAS_FUSED_ADAMW = hasattr(torch, "_fused_adamw_")
 
 
 @dataclass(frozen=True)
@@ -125,44 +129,100 @@ class MaskedAdamW:
 
     @torch.no_grad()
     def step(self, grad_clip: float = 0.0) -> float:
-        """One AdamW step; returns the pre-clipping gradient norm of the trainable entries."""
+        """One AdamW step; returns the pre-clipping gradient norm of the trainable entries.
+
+        Dense tensors go through PyTorch's fused AdamW kernel (one pass over parameter, gradient and
+        both moments, where the build has it for the device; ``foreach`` ops otherwise); partly
+        trainable tensors through the same kernel on their gathered compact entries, written back
+        with ``index_copy_``, so off-mask entries are never read or written.
+        """
         grads = self._grads()
         names = list(grads)
         if not names:
             return 0.0
         gl = [grads[n] for n in names]
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in gl]))
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(gl)))
         if grad_clip > 0:
             coef = (grad_clip / (norm + 1e-6)).clamp(max=1.0)
             torch._foreach_mul_(gl, coef)
         self.step_count += 1
+        dense = [n for n in names if n in self.dense]
+        sparse = [n for n in names if n in self.sparse]
+        if dense:
+            self._dense_update(dense, grads)
+        if sparse:
+            self._sparse_update(sparse, grads)
+        return float(norm)
+
+    def _fusable(self, tensors: list[torch.Tensor], grads: list[torch.Tensor]) -> bool:
+        """Whether PyTorch's fused AdamW kernel applies: float32, contiguous, one CPU/CUDA device."""
+        if not _HAS_FUSED_ADAMW or not tensors:
+            return False
+        devices = {t.device for t in tensors}
+        if len(devices) != 1 or next(iter(devices)).type not in ("cpu", "cuda"):
+            return False
+        return all(t.dtype == torch.float32 and g.dtype == torch.float32 and t.is_contiguous() and g.is_contiguous()
+                   for t, g in zip(tensors, grads))
+
+    def _fused(self, values: list[torch.Tensor], gl: list[torch.Tensor], m: list[torch.Tensor],
+               v: list[torch.Tensor]) -> None:
+        """One fused AdamW pass over ``values`` (updated in place) and their moments."""
         b1, b2 = self.betas
-        bc1 = 1.0 - b1 ** self.step_count
-        bc2 = 1.0 - b2 ** self.step_count
+        steps = [torch.tensor(float(self.step_count), device=values[0].device) for _ in values]
+        torch._fused_adamw_(values, gl, m, v, [], steps, lr=self.lr, beta1=b1, beta2=b2,
+                            weight_decay=self.weight_decay, eps=self.eps, amsgrad=False, maximize=False)
+
+    def _dense_update(self, names: list[str], grads: dict[str, torch.Tensor]) -> None:
+        """AdamW on fully trainable tensors:
+        ``p ← p(1 − lr·wd) − lr/(1−β1ᵗ) · m / (√(v/(1−β2ᵗ)) + ε)``."""
+        params = [self.dense[n] for n in names]
+        gl = [grads[n] for n in names]
         m = [self.exp_avg[n] for n in names]
         v = [self.exp_avg_sq[n] for n in names]
+        if self._fusable(params, gl):
+            self._fused([p.data for p in params], gl, m, v)
+            return
+        updates = self._adam_directions(gl, m, v)
+        step_size = self.lr / (1.0 - self.betas[0] ** self.step_count)
+        if self.weight_decay:
+            torch._foreach_mul_(params, 1.0 - self.lr * self.weight_decay)
+        for p, upd in zip(params, updates):
+            p.add_(upd.to(p.dtype), alpha=-step_size)
+
+    def _sparse_update(self, names: list[str], grads: dict[str, torch.Tensor]) -> None:
+        """The same AdamW update on the compact trainable entries of partly trainable tensors.
+
+        The entries are gathered (``index_select``), updated — by the fused kernel where it applies —
+        and written back with ``index_copy_``: off-mask entries are never read or written.
+        """
+        gl = [grads[n] for n in names]
+        m = [self.exp_avg[n] for n in names]
+        v = [self.exp_avg_sq[n] for n in names]
+        targets = [self.sparse[n] for n in names]
+        if self._fusable([p for p, _ in targets], gl):
+            values = [p.view(-1).index_select(0, idx) for p, idx in targets]
+            self._fused(values, gl, m, v)
+            for (p, idx), value in zip(targets, values):
+                p.view(-1).index_copy_(0, idx, value)
+            return
+        updates = self._adam_directions(gl, m, v)
+        torch._foreach_mul_(updates, -self.lr / (1.0 - self.betas[0] ** self.step_count))
+        for (p, idx), delta in zip(targets, updates):
+            flat = p.view(-1)
+            if self.weight_decay:
+                delta.add_(flat.index_select(0, idx).float(), alpha=-self.lr * self.weight_decay)
+            flat.index_add_(0, idx, delta.to(p.dtype))
+
+    def _adam_directions(self, gl: list[torch.Tensor], m: list[torch.Tensor], v: list[torch.Tensor]) -> list:
+        """Update the moments in place and return ``m / (√(v / (1 − β2ᵗ)) + ε)`` per tensor."""
+        b1, b2 = self.betas
         torch._foreach_lerp_(m, gl, 1.0 - b1)
         torch._foreach_mul_(v, b2)
         torch._foreach_addcmul_(v, gl, gl, value=1.0 - b2)
         denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, math.sqrt(bc2))
+        torch._foreach_div_(denom, math.sqrt(1.0 - b2 ** self.step_count))
         torch._foreach_add_(denom, self.eps)
-        updates = torch._foreach_div(m, denom)
-        step_size = self.lr / bc1
-        for n, upd in zip(names, updates):
-            if n in self.dense:
-                p = self.dense[n]
-                if self.weight_decay:
-                    p.mul_(1.0 - self.lr * self.weight_decay)
-                p.add_(upd.to(p.dtype), alpha=-step_size)
-            else:
-                p, idx = self.sparse[n]
-                flat = p.view(-1)
-                delta = upd.mul_(-step_size)
-                if self.weight_decay:
-                    delta.add_(flat.index_select(0, idx).float(), alpha=-self.lr * self.weight_decay)
-                flat.index_add_(0, idx, delta.to(p.dtype))
-        return float(norm)
+        return torch._foreach_div(m, denom)
 
     def zero_grad(self) -> None:
         for p in self.dense.values():
@@ -241,15 +301,87 @@ def default_logits(model: TaskModel, batch: dict) -> torch.Tensor:
     return model(**batch)
 
 
+def repeated_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The model's repeated blocks: the members of every ``nn.ModuleList`` holding two or more modules
+    of one class (transformer layers), outermost lists only.
+
+    >>> from torch import nn
+    >>> net = nn.Sequential(nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)]), nn.ReLU())
+    >>> len(repeated_blocks(net))
+    2
+    """
+    blocks: list[torch.nn.Module] = []
+    inside: list[str] = []
+    for name, module in model.named_modules():
+        if any(name.startswith(prefix) for prefix in inside):
+            continue
+        if isinstance(module, torch.nn.ModuleList) and len(module) >= 2 and len({type(m) for m in module}) == 1:
+            blocks.extend(module)
+            inside.append(f"{name}." if name else "")
+    return blocks
+
+
+@contextmanager
+def activation_checkpointing(blocks: list[torch.nn.Module]) -> Iterator[None]:
+    """While active, each block's forward keeps only its inputs for the backward and recomputes its
+    activations there (``torch.utils.checkpoint``, non-reentrant): activation memory of a stack of
+    ``L`` blocks drops from ``L`` blocks' worth to one, for one more forward per step. Gradients are
+    unchanged (the recomputation is the same computation; the model runs in eval mode, no dropout).
+    Calls without grad mode run the plain forward.
+    """
+    from torch.utils.checkpoint import checkpoint
+
+    patched = []
+    try:
+        for block in blocks:
+            def run(*args, _forward=block.forward, **kwargs):
+                if not torch.is_grad_enabled():
+                    return _forward(*args, **kwargs)
+                return checkpoint(_forward, *args, use_reentrant=False, **kwargs)
+
+            block.forward = run
+            patched.append(block)
+        yield
+    finally:
+        for block in patched:
+            del block.forward  # back to the class's forward
+
+
+def _forward_backward(model: TaskModel, batch: dict, labels: torch.Tensor, logits_fn: LossFn, device: torch.device,
+                      use_bf16: bool, blocks: list, opt: "MaskedAdamW") -> tuple:
+    """Cross-entropy forward and backward of one step; returns ``(logits, loss, blocks)``.
+
+    A block whose forward is not a pure function of its inputs (e.g. one that updates a cache)
+    cannot be recomputed: ``torch.utils.checkpoint`` detects the mismatch, and the step is redone
+    without checkpointing, which then stays off (the returned ``blocks`` is empty).
+    """
+    from torch.utils.checkpoint import CheckpointError
+
+    while True:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16), activation_checkpointing(blocks):
+            logits = logits_fn(model, batch)
+        loss = F.cross_entropy(logits.float(), labels)
+        try:
+            loss.backward()
+            return logits, loss, blocks
+        except CheckpointError:
+            if not blocks:
+                raise
+            opt.zero_grad()
+            blocks = []
+
+
 def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config: TrainConfig, *,
              progress: bool = True, checkpoint_dir: Path | None = None,
              on_step: Callable[[int, dict], None] | None = None,
-             logits_fn: LossFn = default_logits) -> TrainResult:
+             logits_fn: LossFn = default_logits, checkpoint_activations: bool = False) -> TrainResult:
     """Fine-tune the entries in ``plan`` on ``train``; return ``τ = θ* − θ0`` and the history.
 
     The model's weights are changed in place during training and restored to exactly ``θ0`` at the
     end (apply the returned vector to get ``θ*``). ``logits_fn`` lets other methods (linearized
-    fine-tuning) supply their own forward.
+    fine-tuning) supply their own forward. ``checkpoint_activations`` trades one extra forward per
+    step for activation memory (:func:`activation_checkpointing` over :func:`repeated_blocks`); the
+    task vector is the same (blocks that cannot be recomputed turn it off, see :func:`_forward_backward`).
     """
     if len(train) == 0:
         raise TalosError(f"task {task.name!r} has an empty training split")
@@ -274,6 +406,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
 
         bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
     fb_times, opt_times = [], []
+    blocks = repeated_blocks(model) if checkpoint_activations else []
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     for step in steps:
@@ -285,10 +418,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
             group.lr = cosine_lr(step, config)
         _sync(device)
         t0 = time.perf_counter()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
-            logits = logits_fn(model, batch)
-        loss = F.cross_entropy(logits.float(), labels)
-        loss.backward()
+        logits, loss, blocks = _forward_backward(model, batch, labels, logits_fn, device, use_bf16, blocks, opt)
         _sync(device)
         t1 = time.perf_counter()
         gnorm = opt.step(config.grad_clip)

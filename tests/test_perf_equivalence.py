@@ -125,8 +125,10 @@ def test_auto_engine_falls_back_to_vmap_where_layerwise_is_not_exact(mix):
     model = _Toy(mix).eval()
     split, task = _toy_split()
     names = model.maskable_names()
-    run = lambda **kw: fisher_scores(model, split, task, names, generator=torch.Generator().manual_seed(0),  # noqa: E731
-                                     chunk_size=3, **kw)
+
+    def run(**kw):
+        return fisher_scores(model, split, task, names, generator=torch.Generator().manual_seed(0), chunk_size=3, **kw)
+
     if not mix:  # a weight used through `.T`: the layer-wise engine refuses it outright
         with pytest.raises(TalosError, match="layer-wise"):
             run(engine="layerwise")
@@ -202,3 +204,18 @@ def test_dense_adamw_matches_torch_reference_with_clipping(monkeypatch):
         torch.nn.utils.clip_grad_norm_([w2], 1.0)
         ref.step()
     assert torch.allclose(w1, w2, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["tiny-clip", "tiny-t5"])
+def test_activation_checkpointing_gives_the_same_task_vector(tiny_setup, name):
+    """Recomputed blocks give the same gradients; T5's decoder blocks update a cache, cannot be
+    recomputed, and fine-tuning falls back to no checkpointing (same vector either way)."""
+    model, task, data = tiny_setup[name]
+    plan = T.plan_from_mask(M.random_mask(model, 0.2, 0))
+    cfg = T.TrainConfig(steps=2, batch_size=4, lr=1e-2, weight_decay=0.1, warmup_steps=1)
+    plain = T.finetune(model, data.train, task, plan, cfg, progress=False)
+    ckpt = T.finetune(model, data.train, task, plan, cfg, progress=False, checkpoint_activations=True)
+    assert len(T.repeated_blocks(model)) >= 2
+    assert all("forward" not in vars(b) for b in T.repeated_blocks(model))  # patches removed
+    for n in plain.vector.values:
+        assert torch.allclose(plain.vector.values[n], ckpt.vector.values[n], atol=1e-7), n
