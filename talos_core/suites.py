@@ -249,11 +249,14 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     kw = dict(suite=name, overrides=overrides, progress=progress, alpha_step=sc.alpha_step, seed=seed)
     for method in ft_methods:
         step(f"{method}: fine-tune + single", lambda m=method: evaluate(store, "single", spec.model, tasks, m, **kw))
+        step(f"{method}: efficiency", lambda m=method: evaluate(store, "efficiency", spec.model, tasks, m, **kw))
+        step(f"{method}: masks", lambda m=method: evaluate(
+            store, "masks", spec.model, tasks, m, compare_method="lota" if m == "talos" and "lota" in ft_methods
+            else None, **kw))
         step(f"{method}: addition", lambda m=method: evaluate(store, "addition", spec.model, tasks, m, **kw))
         step(f"{method}: negation", lambda m=method: evaluate(store, "negation", spec.model, tasks, m,
                                                                control_task=control, **kw))
         step(f"{method}: localization", lambda m=method: evaluate(store, "localization", spec.model, tasks, m, **kw))
-        step(f"{method}: efficiency", lambda m=method: evaluate(store, "efficiency", spec.model, tasks, m, **kw))
         step(f"{method}: linearization", lambda m=method: evaluate(store, "linearization", spec.model, tasks, m,
                                                                    **kw))
         step(f"{method}: preview", lambda m=method: evaluate(store, "preview", spec.model, tasks, m,
@@ -262,9 +265,6 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
             step(f"{method}: disentanglement {t1}/{t2}",
                  lambda m=method, a=t1, b=t2: evaluate(store, "disentanglement", spec.model, [a, b], m,
                                                        grid=sc.xi_grid, points=sc.xi_points, **kw))
-        step(f"{method}: masks", lambda m=method: evaluate(
-            store, "masks", spec.model, tasks, m, compare_method="lota" if m == "talos" and "lota" in ft_methods
-            else None, **kw))
     step("sharing (prune)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos", sharing_mode="prune",
                                              samples=sc.sharing_samples, **kw))
     step("sharing (perturb)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos",
