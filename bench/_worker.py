@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from bench.common import current_memory_mb, emit, peak_memory_mb, reset_peak_memory, rss_mb, sync, timed
+from bench.common import (current_memory_mb, emit, peak_memory_mb, reset_peak_memory, rss_mb, sync, timed,
+                          trim_heap)
 
 SPARSITY = 0.9
 
@@ -35,15 +36,14 @@ def setup(model_name: str, task_name: str, device: str, *, max_train: int = 64, 
 
     task = get_task(task_name)
     data = load_task(task_name, max_train=max_train, max_val=max_val, max_test=max_test)
+    trim_heap()
     base = rss_mb()
     model = load_model(model_name)
     model.set_head(model.build_head(task), task.name)
     if hasattr(model, "_text"):
         model._text = None
     model = model.to(torch.device(device))
-    import gc
-
-    gc.collect()
+    trim_heap()
     return model, task, data, base
 
 
@@ -175,12 +175,13 @@ def job_train_mem(a: dict) -> dict:
     ckpt = a["plan"].endswith("_ckpt")
     plan = _plan(model, a["plan"].removesuffix("_ckpt"), a.get("mask"))
     _one_step(model, data, task, plan, _train_config(a["model"], 1, batch), ckpt)
-    model_mem = current_memory_mb(device)
     kind = reset_peak_memory(device)
+    start = current_memory_mb(device)  # live memory before the measured steps: the model, data, libraries
     _one_step(model, data, task, plan, _train_config(a["model"], 2, batch), ckpt)
     peak = peak_memory_mb(device)
-    return {"peak_mb": peak, "peak_kind": kind, "model_mb": model_mem,
-            "base_mb": base if device.type == "cpu" else 0.0}
+    tensors = [*model.parameters(), *model.buffers()]
+    return {"peak_mb": peak, "peak_kind": kind, "model_mb": start, "base_mb": base if device.type == "cpu" else 0.0,
+            "param_mb": sum(t.numel() * t.element_size() for t in tensors) / 2**20}
 
 
 def _compare(vmap_scores: dict, loop_scores: dict) -> dict:
@@ -237,12 +238,16 @@ def job_calib(a: dict) -> dict:
     cfg = CalibrationConfig(sparsity=SPARSITY, samples=n_cal, chunk_size=a["chunk_size"], batch_size=32)
     sync(device)
     t0 = time.perf_counter()
-    mask = calibrate_talos(model, cal_split, task, cfg)
+    log: list[dict] = []
+    mask = calibrate_talos(model, cal_split, task, cfg, log=log)
     sync(device)
     t_cal = time.perf_counter() - t0
+    scoring = sum(r.get("scores_s", 0.0) for r in log)  # the part that grows with the sample count
+    fixed = t_cal - scoring if scoring else 0.0
     if a.get("mask_out"):
         save_mask(mask, Path(a["mask_out"]))
-    out.update(calibration_s=t_cal, calibration_samples=len(cal_split), rounds=cfg.rounds)
+    out.update(calibration_s=t_cal, calibration_samples=len(cal_split), rounds=cfg.rounds, scoring_s=scoring,
+               select_s=fixed, scored_tensors=[r.get("scored_tensors") for r in log])
 
     # 3. the TaLoS fine-tuning this calibration serves (its per-step cost with this mask)
     plan = plan_from_mask(mask)
@@ -250,8 +255,9 @@ def job_calib(a: dict) -> dict:
     res = finetune(model, data.train, task, plan, _train_config(a["model"], iters, batch), progress=False)
     step_s = res.timings["fwd_bwd_s_mean"] + res.timings["opt_s_mean"]
     d = get_model_spec(a["model"]).defaults
-    per_sample_round = t_cal / (cfg.rounds * len(cal_split))
-    calib_proj = per_sample_round * cfg.rounds * d["calib_samples"]
+    # scoring scales with the number of samples; per-round selection (a k-th value over all
+    # maskable entries) does not — older engines that log no timings are scaled as a whole
+    calib_proj = (scoring or t_cal) * d["calib_samples"] / len(cal_split) + fixed
     ft_proj = step_s * (d["batch_size"] / batch) * d["steps"]
     out.update(step_s=step_s, ft_batch=batch, default_steps=d["steps"], default_batch=d["batch_size"],
                default_calib_samples=d["calib_samples"], calib_projected_s=calib_proj, ft_projected_s=ft_proj)

@@ -53,6 +53,19 @@ def run_case(case: Case, device: str, quick: bool, checkpointing: bool) -> dict:
 CONFIGS = {"nonlinear": "non-linear FT", "talos": "TaLoS 90%", "talos_ckpt": "TaLoS 90% + activation checkpointing"}
 
 
+def tensor_memory(x: dict, params: int | None = None) -> float | None:
+    """Model tensors + what training adds at its peak: on CUDA the peak itself
+    (``max_memory_allocated``); on CPU the model's parameter and buffer bytes plus the peak RSS
+    growth over the live process before the measured steps — the CPU analogue of the GPU figure,
+    without the interpreter and libraries that RSS also counts."""
+    if x.get("peak_kind", "").startswith("cuda"):
+        return x["peak_mb"]
+    param_mb = x.get("param_mb", params * 4 / 2**20 if params else None)  # older results: fp32 parameters
+    if param_mb is None:
+        return None
+    return param_mb + x["peak_mb"] - x["model_mb"]
+
+
 def tables(results: list[dict]) -> str:
     rows, ratios, structure, ckpt = [], [], [], []
     for r in results:
@@ -61,7 +74,9 @@ def tables(results: list[dict]) -> str:
             tc = r["talos_ckpt"]
             ckpt.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], tc["fwd_bwd_s"]),
                          "cost": ratio(tc["fwd_bwd_s"], ts["fwd_bwd_s"]), "mem": ratio(tc["peak_mb"], nl["peak_mb"]),
-                         "net": ratio(tc["peak_mb"] - tc["base_mb"], nl["peak_mb"] - nl["base_mb"])})
+                         "net": ratio(tc["peak_mb"] - tc["base_mb"], nl["peak_mb"] - nl["base_mb"]),
+                         "over": ratio(tc["peak_mb"] - tc["model_mb"], nl["peak_mb"] - nl["model_mb"]),
+                         "tm": ratio(tensor_memory(tc, r.get("params")), tensor_memory(nl, r.get("params")))})
         for key, name in CONFIGS.items():
             if key not in r:
                 continue
@@ -69,11 +84,14 @@ def tables(results: list[dict]) -> str:
             rows.append({"model": r["case"], "method": name, "batch": r["batch"], "fb": x["fwd_bwd_s"],
                          "fbr": f"{x['fwd_bwd_min']:.3f}–{x['fwd_bwd_max']:.3f}", "opt": x["opt_s"],
                          "it": x["iter_s"], "peak": x["peak_mb"], "net": x["peak_mb"] - x["base_mb"],
+                         "over": x["peak_mb"] - x["model_mb"], "tm": tensor_memory(x, r.get("params")),
                          "entries": x["trainable_entries"]})
         ratios.append({"model": r["case"], "fb": ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"]),
                        "opt": ratio(ts["opt_s"], nl["opt_s"]), "it": ratio(nl["iter_s"], ts["iter_s"]),
                        "mem": ratio(ts["peak_mb"], nl["peak_mb"]),
                        "net": ratio(ts["peak_mb"] - ts["base_mb"], nl["peak_mb"] - nl["base_mb"]),
+                       "over": ratio(ts["peak_mb"] - ts["model_mb"], nl["peak_mb"] - nl["model_mb"]),
+                       "tm": ratio(tensor_memory(ts, r.get("params")), tensor_memory(nl, r.get("params"))),
                        "fwd": r["forward_s"], "floor": ratio(nl["fwd_bwd_s"], r["forward_s"])})
         m = r["mask"]
         structure.append({"model": r["case"], "density": m["density"], "depth": m.get("first_trainable_depth"),
@@ -82,13 +100,17 @@ def tables(results: list[dict]) -> str:
                           "cols": m["partial_cols_touched"]})
     kind = results[0]["talos"]["peak_kind"] if results else ""
     out = ["### Fine-tuning cost per iteration (seconds, MiB)", "",
-           markdown_table(rows, ["model", "method", "batch", "fb", "fbr", "opt", "it", "peak", "net", "entries"],
+           markdown_table(rows, ["model", "method", "batch", "fb", "fbr", "opt", "it", "peak", "net", "over", "tm",
+                                 "entries"],
                           ["model", "method", "batch", "fwd+bwd s (median)", "min–max", "opt step s (median)",
-                           "iter s", f"peak MiB ({kind})", "peak − pre-model RSS MiB", "trainable entries"]),
+                           "iter s", f"peak MiB ({kind})", "peak − pre-model RSS MiB",
+                           "peak − live model MiB", "model tensors + overhead MiB", "trainable entries"]),
            "", "### Ratios (side by side, same run)", "",
-           markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net", "fwd", "floor"],
+           markdown_table(ratios, ["model", "fb", "opt", "it", "mem", "net", "over", "tm", "fwd", "floor"],
                           ["model", "fwd+bwd speed-up NL/TaLoS (goal ≥ 3)", "opt step TaLoS/NL (goal ≤ 1)",
-                           "iteration speed-up", "peak memory TaLoS/NL (goal ≤ 0.5)", "net memory TaLoS/NL",
+                           "iteration speed-up", "peak memory TaLoS/NL (goal ≤ 0.5)",
+                           "peak − pre-model RSS TaLoS/NL", "training overhead (peak − live model) TaLoS/NL",
+                           "model tensors + training overhead TaLoS/NL (≈ GPU max_memory_allocated)",
                            "no-grad forward s", "NL fwd+bwd / forward (bound on any speed-up)"]),
            "", "### Structure of the calibrated TaLoS masks", "",
            markdown_table(structure, ["model", "density", "depth", "full", "partial", "frozen", "share", "rows",
@@ -99,9 +121,10 @@ def tables(results: list[dict]) -> str:
                            "columns touched (partial matrices)"])]
     if ckpt:
         out += ["", "### Opt-in activation checkpointing for TaLoS (`finetune(..., checkpoint_activations=True)`)", "",
-                markdown_table(ckpt, ["model", "fb", "cost", "mem", "net"],
+                markdown_table(ckpt, ["model", "fb", "cost", "mem", "net", "over", "tm"],
                                ["model", "fwd+bwd speed-up NL/TaLoS+ckpt", "fwd+bwd cost vs TaLoS",
-                                "peak memory TaLoS+ckpt/NL", "net memory TaLoS+ckpt/NL"])]
+                                "peak memory TaLoS+ckpt/NL", "peak − pre-model RSS TaLoS+ckpt/NL",
+                                "training overhead TaLoS+ckpt/NL", "model tensors + overhead TaLoS+ckpt/NL"])]
     return "\n".join(out)
 
 

@@ -7,10 +7,11 @@ the orchestrating process stays small. A worker prints one line ``RESULT {json}`
 Memory (see :func:`reset_peak_memory` / :func:`peak_memory_mb`):
 
 * CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``;
-* CPU: the process's peak resident set size ``VmHWM`` from ``/proc/self/status``, after resetting
-  it with ``echo 5 > /proc/self/clear_refs`` (Linux ≥ 4.0) right before the measured region; where
-  that reset is not possible the peak since process start (``ru_maxrss``) is reported instead and
-  the table says so.
+* CPU: the process's peak resident set size ``VmHWM`` from ``/proc/self/status``, after handing
+  freed heap memory back to the OS (``malloc_trim``) and resetting the peak with
+  ``echo 5 > /proc/self/clear_refs`` (Linux ≥ 4.0) right before the measured region; where that
+  reset is not possible the peak since process start (``ru_maxrss``) is reported instead and the
+  table says so.
 
 >>> markdown_table([{"a": 1, "b": 2.5}], ["a", "b"])
 '| a | b |\\n|---|---|\\n| 1 | 2.5 |'
@@ -203,13 +204,24 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def reset_peak_memory(device) -> str:
-    """Reset the peak-memory counter; return the kind of peak that :func:`peak_memory_mb` reports."""
+def trim_heap() -> None:
+    """Collect garbage and hand freed heap memory back to the OS (glibc ``malloc_trim``), so that
+    RSS counts live memory rather than what earlier, finished work left in the allocator."""
+    import ctypes
     import gc
 
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def reset_peak_memory(device) -> str:
+    """Reset the peak-memory counter; return the kind of peak that :func:`peak_memory_mb` reports."""
     import torch
 
-    gc.collect()
+    trim_heap()
     if getattr(device, "type", str(device)).startswith("cuda"):
         torch.cuda.reset_peak_memory_stats(device)
         return "cuda_max_memory_allocated"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -79,9 +80,15 @@ def keep_lowest(scores: dict[str, torch.Tensor], eligible: Mask, k: int) -> Mask
     keep = torch.zeros_like(flat_elig)
     if k > 0:
         masked = torch.where(flat_elig, flat_scores, torch.full_like(flat_scores, math.inf))
-        # stable sort: equal scores keep positional order, so the choice is deterministic
-        order = torch.sort(masked, stable=True).indices[:k]
-        keep[order] = True
+        # the k-th smallest eligible score by selection (O(m), not a full sort): everything below it
+        # is kept, and entries equal to it fill the remaining places in positional order — exactly
+        # the first k of a stable sort, so the choice is deterministic
+        threshold = torch.kthvalue(masked, k).values
+        keep = masked < threshold
+        room = k - int(keep.sum())
+        if room > 0:
+            ties = torch.nonzero((masked == threshold) & flat_elig).view(-1)[:room]
+            keep[ties] = True
     out: Mask = {}
     offset = 0
     for n in names:
@@ -537,7 +544,12 @@ def fisher_scores(model: TaskModel, split: Split, task: TaskSpec, names: list[st
 
     ``"auto"`` uses the layer-wise engine where it is exact for the model — checked once per model on
     two examples against one backward per example — and vmap otherwise (e.g. BatchNorm or grouped
-    convolutions).
+    convolutions). The layer-wise engine also draws ``ŷ`` from its own forward instead of a separate
+    one: one batch's exponential noise, ``ŷ_i = argmax_c p_ic / q_ic``, which is how
+    ``torch.multinomial`` draws one sample (checked on the installation), so the draws are the same.
+
+    Example: ``fisher_scores(model, calib, task, model.maskable_names(), generator=torch.Generator().manual_seed(0))``
+    returns one float32 score tensor per name, shaped like the parameter.
     """
     if engine not in ENGINES:
         raise TalosError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -685,7 +697,9 @@ def calibrate_talos(model: TaskModel, calib: Split, task: TaskSpec, config: Cali
                     *, progress: bool = False, log: list | None = None) -> Mask:
     """Run Algorithm 1's calibration loop and return the final boolean mask (True = trainable).
 
-    The model must carry ``task``'s head and the pre-trained weights; it is not modified.
+    The model must carry ``task``'s head and the pre-trained weights; it is not modified. ``log``
+    receives one record per round: target and reached density, the number of tensors scored (those
+    with an eligible entry left), and the seconds spent scoring and selecting.
     """
     names = model.maskable_names()
     if not names:
@@ -701,6 +715,7 @@ def calibrate_talos(model: TaskModel, calib: Split, task: TaskSpec, config: Cali
 
         rounds = tqdm(rounds, desc="calibration rounds", leave=False)
     for r in rounds:
+        t0 = time.perf_counter()
         override = None
         if r > 0 and config.soft_mask_value != 1.0:
             soft = config.soft_mask_value
@@ -714,13 +729,17 @@ def calibrate_talos(model: TaskModel, calib: Split, task: TaskSpec, config: Cali
         for n in names:
             if n not in scores:
                 scores[n] = torch.zeros(params[n].shape, dtype=torch.float32, device=params[n].device)
+        if model.device.type == "cuda":
+            torch.cuda.synchronize(model.device)
+        t1 = time.perf_counter()
         if config.select == "top":
             scores = {n: -s for n, s in scores.items()}
         k = int(math.floor(densities[r] * total))
         eligible = keep_lowest(scores, eligible, k)
         if log is not None:
             log.append({"round": r + 1, "target_density": densities[r], "kept": k,
-                        "density": mask_density(eligible)})
+                        "density": mask_density(eligible), "scored_tensors": len(active),
+                        "scores_s": t1 - t0, "select_s": time.perf_counter() - t1})
     return eligible
 
 

@@ -390,7 +390,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     if unknown_names:
         raise TalosError(f"plan names parameters the model does not have: {unknown_names[:3]}")
     device = model.device
-    theta0 = {n: params[n].detach().clone() for n in plan}
+    theta0 = _snapshot(params, plan)
     for n, p in params.items():
         p.requires_grad_(n in plan)
     opt = MaskedAdamW(params, plan, lr=config.lr, weight_decay=config.weight_decay)
@@ -443,9 +443,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     for p in params.values():
         p.requires_grad_(False)
     vector = _task_vector(params, theta0, plan)
-    with torch.no_grad():
-        for n, value in theta0.items():
-            params[n].copy_(value)
+    _restore(params, theta0)
     timings = {
         "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
         "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
@@ -463,16 +461,42 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     return TrainResult(vector, history, timings)
 
 
-def _task_vector(params: dict, theta0: dict, plan: Plan) -> TaskVector:
-    values, indices, shapes = {}, {}, {}
+def _snapshot(params: dict, plan: Plan) -> dict[str, tuple[torch.Tensor | None, torch.Tensor]]:
+    """``θ0`` of what training may change: whole tensors for dense entries of the plan, only the
+    trainable entries ``(flat indices, values)`` of partly trainable ones (the optimizer never writes
+    anywhere else, so that is all there is to restore)."""
+    out = {}
     for n, mask in plan.items():
-        delta = (params[n].detach() - theta0[n]).float().cpu()
-        shapes[n] = tuple(delta.shape)
+        p = params[n].detach()
         if mask is None:
-            values[n], indices[n] = delta, None
+            out[n] = (None, p.clone())
         else:
-            idx = torch.nonzero(mask.reshape(-1)).view(-1).cpu()
-            values[n], indices[n] = delta.reshape(-1)[idx].clone(), idx
+            idx = torch.nonzero(mask.reshape(-1).to(p.device)).view(-1)
+            out[n] = (idx, p.reshape(-1).index_select(0, idx))
+    return out
+
+
+@torch.no_grad()
+def _restore(params: dict, theta0: dict) -> None:
+    """Put back exactly the ``θ0`` values recorded by :func:`_snapshot`."""
+    for n, (idx, value) in theta0.items():
+        if idx is None:
+            params[n].copy_(value)
+        else:
+            params[n].view(-1).index_copy_(0, idx, value)
+
+
+def _task_vector(params: dict, theta0: dict, plan: Plan) -> TaskVector:
+    """``τ = θ* − θ0``: dense deltas for dense entries, values at the trainable flat indices otherwise."""
+    values, indices, shapes = {}, {}, {}
+    for n, (idx, value) in theta0.items():
+        p = params[n].detach()
+        shapes[n] = tuple(p.shape)
+        if idx is None:
+            values[n], indices[n] = (p - value).float().cpu(), None
+        else:
+            values[n] = (p.reshape(-1).index_select(0, idx) - value).float().cpu()
+            indices[n] = idx.cpu()
     return TaskVector.from_entries(values, indices, shapes)
 
 

@@ -219,3 +219,29 @@ def test_activation_checkpointing_gives_the_same_task_vector(tiny_setup, name):
     assert all("forward" not in vars(b) for b in T.repeated_blocks(model))  # patches removed
     for n in plain.vector.values:
         assert torch.allclose(plain.vector.values[n], ckpt.vector.values[n], atol=1e-7), n
+
+
+def test_keep_lowest_selection_equals_stable_sort():
+    """k-th value selection + positional tie-break keeps exactly the first k of a stable sort."""
+    g = torch.Generator().manual_seed(0)
+    shapes = {"a": (7, 5), "b": (13,), "c": (3, 4, 2)}
+    for _ in range(50):
+        levels = int(torch.randint(1, 5, (1,), generator=g))
+        scores = {n: torch.randint(0, levels, s, generator=g).float() for n, s in shapes.items()}
+        elig = {n: torch.rand(s, generator=g) < 0.7 for n, s in shapes.items()}
+        k = int(torch.randint(0, sum(int(e.sum()) for e in elig.values()) + 1, (1,), generator=g))
+        flat = torch.cat([torch.where(elig[n], scores[n], torch.inf).reshape(-1) for n in shapes])
+        expect = torch.zeros(flat.numel(), dtype=torch.bool)
+        expect[torch.sort(flat, stable=True).indices[:k]] = True
+        got = M.keep_lowest(scores, elig, k)
+        assert torch.equal(torch.cat([got[n].reshape(-1) for n in shapes]), expect)
+
+
+def test_calibration_log_records_scored_tensors_and_timings(tiny_setup):
+    model, task, data = tiny_setup["tiny-clip"]
+    cfg = CalibrationConfig(sparsity=0.9, rounds=2, samples=6, batch_size=6, chunk_size=3)
+    log: list = []
+    M.calibrate_talos(model, M.calibration_split(data.val, cfg.samples, cfg.seed), task, cfg, log=log)
+    assert [r["round"] for r in log] == [1, 2]
+    assert log[0]["scored_tensors"] == len(model.maskable_names()) >= log[1]["scored_tensors"]
+    assert all(r["scores_s"] > 0 and r["select_s"] >= 0 for r in log)
