@@ -36,10 +36,14 @@ def _autocast(model: TaskModel):
     return torch.autocast(dev, dtype=torch.bfloat16, enabled=dev == "cuda")
 
 
-def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``f(x, θ0) + δᵀ∇θ f(x, θ0)`` for a dense ``delta`` over some parameters (others fixed)."""
+def jvp_at_theta0(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(f(x, θ0), δᵀ∇θ f(x, θ0))`` from one :func:`torch.func.jvp` (``delta`` dense, others fixed)."""
     params = {n: p.detach() for n, p in model.named_parameters()}
     names = [n for n in delta if n in params]
+    if not names:
+        with torch.inference_mode():
+            out = model(**batch)
+        return out, torch.zeros_like(out)
     primals = tuple(params[n] for n in names)
     tangents = tuple(delta[n].to(device=params[n].device, dtype=params[n].dtype) for n in names)
     const = {n: v for n, v in params.items() if n not in delta}
@@ -48,7 +52,12 @@ def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Ten
         return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
 
     with forward_ad_context():
-        out, dout = jvp(f, primals, tangents)
+        return jvp(f, primals, tangents)
+
+
+def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``f(x, θ0) + δᵀ∇θ f(x, θ0)`` for a dense ``delta`` over some parameters (others fixed)."""
+    out, dout = jvp_at_theta0(model, batch, delta)
     return out + dout
 
 
@@ -192,19 +201,4 @@ def forward_ad_context(device: torch.device | None = None) -> Iterator[None]:
 
 def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:
     """``δᵀ∇θ f(x, θ0)`` (the tangent output of one :func:`torch.func.jvp`)."""
-    params = {n: p.detach() for n, p in model.named_parameters()}
-    names = [n for n in delta if n in params]
-    if not names:
-        with torch.inference_mode():
-            out = model(**batch)
-        return torch.zeros_like(out)
-    primals = tuple(params[n] for n in names)
-    tangents = tuple(delta[n].to(device=params[n].device, dtype=params[n].dtype) for n in names)
-    const = {n: v for n, v in params.items() if n not in delta}
-
-    def f(*values: torch.Tensor) -> torch.Tensor:
-        return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
-
-    with forward_ad_context():
-        _, dout = jvp(f, primals, tangents)
-    return dout
+    return jvp_at_theta0(model, batch, delta)[1]
