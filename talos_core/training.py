@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from talos_core.errors import TalosError, check_range
+from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
 from talos_core.vectors import TaskVector
@@ -286,14 +287,6 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _peak_memory_mb(device: torch.device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 LossFn = Callable[[TaskModel, dict], torch.Tensor]
 
 
@@ -407,8 +400,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
     fb_times, opt_times = [], []
     blocks = repeated_blocks(model) if checkpoint_activations else []
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
+    memory_kind = reset_peak_memory(device)
     for step in steps:
         idx = batch_indices(step, len(train), config.batch_size, config.seed)
         part = train.take(idx)
@@ -450,8 +442,8 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         "opt_s_mean": float(np.mean(opt_times)) if opt_times else 0.0,
         "opt_s_std": float(np.std(opt_times)) if opt_times else 0.0,
         "train_s": float(np.sum(fb_times) + np.sum(opt_times)),
-        "peak_memory_mb": _peak_memory_mb(device),
-        "peak_memory_kind": "cuda_max_allocated" if device.type == "cuda" else "process_peak_rss",
+        "peak_memory_mb": peak_memory_mb(device),
+        "peak_memory_kind": memory_kind,
         "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
         "trainable_tensors": len(plan),
     }

@@ -174,7 +174,10 @@ def apply_vectors(model: nn.Module, terms: Iterable[tuple[TaskVector, float]]) -
     """
     terms = [(tv, float(a)) for tv, a in terms if a != 0.0]
     params = dict(model.named_parameters())
-    saved: dict[str, tuple[torch.Tensor | None, torch.Tensor]] = {}
+    # Per tensor: the index sets the terms touch (None = dense). Every saved slice holds ORIGINAL
+    # values (all taken before any term is applied), so overlapping slices restore the same bits in
+    # any order — no union (a sort over millions of indices) is needed.
+    touched: dict[str, list[torch.Tensor] | None] = {}
     for tv, _ in terms:
         for n in tv.values:
             if n not in params:
@@ -183,15 +186,17 @@ def apply_vectors(model: nn.Module, terms: Iterable[tuple[TaskVector, float]]) -
                 raise TalosError(f"task vector entry {n!r} has shape {tuple(tv.shapes[n])}, "
                                  f"the model's parameter has {tuple(params[n].shape)}")
             idx = tv.indices[n]
-            prev = saved.get(n)
-            if prev is not None and prev[0] is None:
-                continue
-            if idx is None:
-                saved[n] = (None, params[n].detach().clone())
+            if idx is None or touched.get(n, []) is None:
+                touched[n] = None
             else:
-                idx = idx.to(params[n].device)
-                union = idx if prev is None else torch.unique(torch.cat([prev[0], idx]))
-                saved[n] = (union, params[n].detach().reshape(-1)[union].clone())
+                touched.setdefault(n, []).append(idx.to(params[n].device))
+    saved: dict[str, list[tuple[torch.Tensor | None, torch.Tensor]]] = {}
+    for n, idxs in touched.items():
+        flat = params[n].detach().reshape(-1)
+        if idxs is None or sum(i.numel() for i in idxs) >= flat.numel() // 2:
+            saved[n] = [(None, params[n].detach().clone())]  # a whole copy is cheaper than the slices
+        else:
+            saved[n] = [(i, flat[i].clone()) for i in idxs]
     try:
         with torch.no_grad():
             for tv, a in terms:
@@ -206,9 +211,10 @@ def apply_vectors(model: nn.Module, terms: Iterable[tuple[TaskVector, float]]) -
         yield model
     finally:
         with torch.no_grad():
-            for n, (idx, orig) in saved.items():
+            for n, slices in saved.items():
                 p = params[n]
-                if idx is None:
-                    p.copy_(orig)
-                else:
-                    p.view(-1).index_copy_(0, idx, orig)
+                for idx, orig in slices:
+                    if idx is None:
+                        p.copy_(orig)
+                    else:
+                        p.view(-1).index_copy_(0, idx, orig)

@@ -68,3 +68,18 @@ def test_export_keeps_results_and_manifests_only(tmp_path):
     assert [r.id for r in dst.runs()] == ["r1"] and dst.get_run("r1").mask() is None
     with pytest.raises(TalosError, match="not a results store"):
         export_store(tmp_path / "nothing", tmp_path / "dst2")
+
+
+def test_export_referenced_only_leaves_out_unused_runs(tmp_path):
+    from talos_core.store import export_store
+
+    src = Store(tmp_path / "src")
+    for rid in ("m__t__talos__aaa", "m__t__talos__bbb"):
+        st = src.staging(rid)
+        atomic_write_json(st / "manifest.json", {"model": "m", "task": "t", "method": "talos"})
+        src.commit(st, rid)
+    src.write_table("single", "x", pd.DataFrame({"a": [1]}), runs={"talos": {"t": "m__t__talos__bbb"}})
+    counts = export_store(src.root, tmp_path / "dst", referenced_only=True)
+    assert counts["manifests"] == 1
+    assert [r.id for r in Store(tmp_path / "dst").runs()] == ["m__t__talos__bbb"]
+    assert export_store(src.root, tmp_path / "all")["manifests"] == 2

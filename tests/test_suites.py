@@ -18,7 +18,11 @@ def test_registry_and_specs():
     assert text.control_task not in text.tasks
     assert {"talos", "nonlinear", "linearized", "llora", "lota"} <= set(text.methods)
     assert {"ties", "dare", "breadcrumbs", "tall_consensus"} == set(text.posthoc)
-    assert set(text.scales["full"].ablation) >= {0.5, 0.9, 0.95, 0.99}
+    for scale in ("full", "mini"):  # the shipped run is the mini scale: it must carry the whole ablation
+        assert set(text.scales[scale].ablation) >= {0.5, 0.9, 0.95, 0.99}
+    vision = get_suite("vision")
+    assert vision.model == "efficientnet-lite0" and len(vision.tasks) >= 3
+    assert vision.control_task == "fashion-mnist" and len(vision.xi_pairs) >= 2
     assert len(text.xi_pairs) >= 2
     for spec in SUITES.values():
         for a, b in spec.xi_pairs:
@@ -71,3 +75,48 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     assert ca.equals(cb)
     table = results_markdown(a, "tiny")
     assert "| talos |" in table and "| ties |" in table
+    assert "peak memory (MiB)" in table and "zero-shot" in table
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_interrupted_suite_resumes_where_it_stopped(tmp_path):
+    """A run stopped after a few steps writes ``complete: false``; ``resume=True`` skips finished steps
+    and ends with the same metrics as an uninterrupted run; other settings are not resumed."""
+    started: list[str] = []
+
+    def stop_at_negation(line: str) -> None:
+        if line.endswith(" ..."):
+            started.append(line)
+            if "talos: negation" in line:
+                raise _Stop
+
+    store = Store(tmp_path / "s")
+    with pytest.raises(_Stop):
+        run_suite("tiny", store, scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"],
+                  log=stop_at_negation)
+    meta = store.read_result("suite", "tiny")
+    assert meta["complete"] is False
+    assert set(meta["step_times_s"]) == {"talos: fine-tune + single", "talos: efficiency", "talos: masks",
+                                         "talos: addition"}
+    lines: list[str] = []
+    run_suite("tiny", store, scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"], resume=True,
+              log=lines.append)
+    skipped = [ln for ln in lines if ln.endswith("skipped")]
+    assert len(skipped) == 4 and not any("talos: addition ..." in ln for ln in lines)
+    meta = store.read_result("suite", "tiny")
+    assert meta["complete"] is True and len(meta["sessions"]) == 2
+    assert meta["wall_time_s"] == pytest.approx(sum(meta["step_times_s"].values()))
+
+    fresh = Store(tmp_path / "fresh")
+    run_suite("tiny", fresh, scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"], log=lambda s: None)
+    assert _metrics(store) == _metrics(fresh)
+
+    # a finished suite is not "resumed": every step runs again
+    lines.clear()
+    run_suite("tiny", store, scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"], resume=True,
+              log=lines.append)
+    assert not any(ln.endswith("skipped") for ln in lines)

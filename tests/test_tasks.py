@@ -15,9 +15,9 @@ from talos_core.tasks.splits import carve_validation, holdout_fraction, subsampl
 
 OFFLINE_CLASSES = {
     "tweets": 3, "drug-reviews": 3, "wordnet-nouns": 26, "wordnet-verbs": 15, "fortune-topics": 12,
-    "fortune-langs": 7, "digits": 10, "mnist": 10, "fashion-mnist": 10,
+    "fortune-langs": 7, "digits": 10, "mnist": 10, "fashion-mnist": 10, "animal-shapes": 10,
 }
-IMAGE_SHAPES = {"digits": (8, 8), "mnist": (28, 28), "fashion-mnist": (28, 28)}
+IMAGE_SHAPES = {"digits": (8, 8), "mnist": (28, 28), "fashion-mnist": (28, 28), "animal-shapes": (28, 28)}
 PAPER_VISION = {"cars": 196, "dtd": 47, "eurosat": 10, "gtsrb": 43, "resisc45": 45, "sun397": 397,
                 "svhn": 10, "imagenet": 1000}
 PAPER_NLP = {"qasc": 8, "wikiqa": 2, "quartz": 2, "paws": 2, "story_cloze": 2, "winogrande": 2, "wsc": 2,
@@ -130,6 +130,10 @@ def test_standard_image_split_sizes() -> None:
         assert (len(data.train), len(data.val), len(data.test)) == (55_000, 5_000, 10_000)
     mnist = load_task("mnist").train.inputs
     assert mnist.max() == 255 and mnist.min() == 0
+    animals = load_task("animal-shapes")  # 10k images, 1,000 per class, fixed 20% hold-out
+    assert (len(animals.train) + len(animals.val), len(animals.test)) == (8_000, 2_000)
+    counts = np.bincount(np.concatenate([animals.train.labels, animals.val.labels, animals.test.labels]))
+    assert counts.tolist() == [1000] * 10
 
 
 def test_loading_is_cached_and_deterministic() -> None:

@@ -70,3 +70,20 @@ def test_unknown_parameter_and_corrupt_file(tmp_path):
         TaskVector.load(path)
     with pytest.raises(TalosError, match="missing"):
         TaskVector.load(tmp_path / "absent.safetensors")
+
+
+@pytest.mark.parametrize("densities", [(0.05, 0.05), (0.3, 0.4, 0.2), (0.05, 1.0), (0.9, 0.9)])
+def test_overlapping_sparse_terms_restore_bitwise(densities):
+    """Several terms touching overlapping entries (saved as separate slices or a whole copy)."""
+    g = torch.Generator().manual_seed(3)
+    lin = torch.nn.Linear(40, 30)
+    before = {n: p.detach().clone() for n, p in lin.named_parameters()}
+    terms = []
+    for i, d in enumerate(densities):
+        w = torch.randn(30, 40, generator=g) * (torch.rand(30, 40, generator=g) < d)
+        terms.append((TaskVector.from_dense({"weight": w}), 0.7 * (i + 1)))
+    expected = before["weight"] + sum(a * tv.dense("weight") for tv, a in terms)
+    with apply_vectors(lin, terms):
+        assert torch.allclose(lin.weight, expected, atol=1e-6)
+    for n, p in lin.named_parameters():
+        assert torch.equal(p, before[n])

@@ -48,8 +48,12 @@ class EvalContext:
     # ----- construction ---------------------------------------------------------------------
     @classmethod
     def for_model(cls, model_name: str, tasks: Sequence[str], *, max_val: int | None = None,
-                  max_test: int | None = None, device: str = "auto", batch_size: int = 128) -> "EvalContext":
+                  max_test: int | None = None, device: str = "auto",
+                  batch_size: int | None = None) -> "EvalContext":
         """Load (cached) model ``model_name`` and the ``val``/``test`` splits of ``tasks``.
+
+        ``batch_size`` defaults to 32 on CPU (length-sorted small batches pad less; measured 1.3–2×
+        faster than 128 on MiniLM over reviews and fortunes) and 128 on accelerators.
 
         ``max_val``/``max_test`` subsample exactly as :func:`talos_core.tasks.load_task` does for a run
         with the same limits, so a run's own evaluation and the protocols see the same examples.
@@ -62,6 +66,8 @@ class EvalContext:
             raise TalosError("no tasks to evaluate; give at least one task name")
         specs = {n: get_task(n) for n in names}
         dev = resolve_device(device)
+        if batch_size is None:
+            batch_size = 32 if dev.type == "cpu" else 128
         model = prepared_model(model_name, specs[names[0]], dev)
         heads = {n: head_for(model, model_name, s) for n, s in specs.items()}  # all at θ0
         data = {n: load_task(n, max_train=1, max_val=max_val, max_test=max_test) for n in names}

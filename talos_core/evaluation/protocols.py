@@ -153,7 +153,8 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
              compare_method: str | None = None, preview_points: int = 512, seed: int = 0,
              alpha_step: float = 0.05,
              overrides: Mapping[str, Any] | None = None, train: bool = True, progress: bool = False,
-             force: bool = False, batch_size: int = 128) -> EvalOutcome:
+             force: bool = False, batch_size: int = 128,
+             compare_overrides: Mapping[str, Any] | None = None) -> EvalOutcome:
     """Run ``protocol`` (see :data:`PROTOCOLS`) and write its results into ``store`` per SCHEMA.md.
 
     ``overrides`` are :class:`~talos_core.pipeline.FinetuneRequest` fields (``steps``, ``max_train``,
@@ -162,7 +163,8 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
     configure the disentanglement grid; ``fraction``/``sharing_mode``/``samples`` the sharing
     analysis; ``alpha_step`` is the step of the addition/negation α grid (paper 0.05: 0, 0.05, …, 1,
     × 1/(1 − sparsity) for sparse methods); ``compare_method`` adds a cross-method mask IoU to
-    ``masks``. ``train=False`` refuses to fine-tune missing runs; ``force=True`` re-fine-tunes them.
+    ``masks`` (its runs identified by ``compare_overrides``, default ``overrides``). ``train=False``
+    refuses to fine-tune missing runs; ``force=True`` re-fine-tunes them.
     """
     store = Store(store) if not isinstance(store, Store) else store
     protocol = check_protocol(protocol)
@@ -191,7 +193,8 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
     if protocol == "efficiency":
         return _efficiency(store, suite, model, method, runs)
     if protocol == "masks":
-        return _masks(store, suite, model, method, tasks, runs, compare_method, overrides, train, progress)
+        return _masks(store, suite, model, method, tasks, runs, compare_method,
+                      overrides if compare_overrides is None else dict(compare_overrides), train, progress)
     extra_tasks: list[str] = []
     if protocol == "negation":
         extra_tasks = [control_task]

