@@ -26,7 +26,6 @@ import functools
 import math
 import time
 import weakref
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -37,7 +36,7 @@ from torch.func import functional_call, grad, vmap
 from torch.overrides import TorchFunctionMode
 
 from talos_core.errors import TalosError, check_range
-from talos_core.models.base import Batch, TaskModel
+from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
 
 Mask = dict[str, torch.Tensor]
@@ -120,12 +119,6 @@ def _slice(batch: Batch, start: int, stop: int) -> Batch:
 
 def _take(batch: Batch, idx: torch.Tensor) -> Batch:
     return {k: v.index_select(0, idx.to(v.device)) for k, v in batch.items()}
-
-
-def _batches(model: TaskModel, split: Split, task: TaskSpec, batch_size: int) -> Iterator[Batch]:
-    for start in range(0, len(split), batch_size):
-        part = split.take(np.arange(start, min(start + batch_size, len(split))))
-        yield {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
 
 
 def _sdpa_context(device: torch.device):
@@ -572,7 +565,7 @@ def fisher_scores(model: TaskModel, split: Split, task: TaskSpec, names: list[st
     model.eval()
     chosen = engine
     try:
-        for batch in _batches(model, split, task, batch_size):
+        for batch in iter_batches(model, split, task, batch_size):
             order = _length_order(batch).to(model.device)
             if chosen == "auto" and len(order) >= 2:
                 chosen = "layerwise" if _layerwise_ok(model, diff, const, trim_padding(_take(batch, order[:2])),
@@ -622,7 +615,7 @@ def fisher_scores_loop(model: TaskModel, split: Split, task: TaskSpec, names: li
     try:
         for n, p in params.items():
             p.requires_grad_(n in scores)
-        for batch in _batches(model, split, task, batch_size):
+        for batch in iter_batches(model, split, task, batch_size):
             with torch.no_grad():
                 probs = torch.softmax(model(**batch).float(), dim=-1).cpu()
             y_hat = torch.multinomial(probs, 1, generator=generator).view(-1)

@@ -262,9 +262,9 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
 
     from talos_core.pipeline import resolve_device
 
-    fingerprint = {"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
-                   "posthoc": ph_methods, "xi_pairs": [list(p) for p in spec.xi_pairs], "scale": scale,
-                   "scale_settings": _jsonable(asdict(sc)), "seed": seed}
+    fingerprint = _jsonable({"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
+                             "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
+                             "scale_settings": asdict(sc), "seed": seed})
     command = (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
                + (f" --methods {','.join(ft_methods)}" if methods else "")
                + (f" --posthoc {','.join(ph_methods)}" if posthoc is not None else ""))
@@ -272,7 +272,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     sessions: list[dict] = []
     if resume and name in store.results("suite"):
         old = store.read_result("suite", name)
-        if {k: old.get(k) for k in fingerprint} == _jsonable(fingerprint) and not old.get("complete", True):
+        if {k: old.get(k) for k in fingerprint} == fingerprint and not old.get("complete", True):
             done = dict(old.get("step_times_s") or {})
             sessions = list(old.get("sessions") or [])
             log(f"[{name}/{scale}] resuming: {len(done)} steps already done")

@@ -35,7 +35,7 @@ from talos_core.errors import TalosError, check_range
 from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
-from talos_core.vectors import TaskVector
+from talos_core.vectors import TaskVector, restore_entries
 
 Plan = dict[str, "torch.Tensor | None"]
 
@@ -468,14 +468,10 @@ def _snapshot(params: dict, plan: Plan) -> dict[str, tuple[torch.Tensor | None, 
     return out
 
 
-@torch.no_grad()
 def _restore(params: dict, theta0: dict) -> None:
     """Put back exactly the ``θ0`` values recorded by :func:`_snapshot`."""
     for n, (idx, value) in theta0.items():
-        if idx is None:
-            params[n].copy_(value)
-        else:
-            params[n].view(-1).index_copy_(0, idx, value)
+        restore_entries(params[n], idx, value)
 
 
 def _task_vector(params: dict, theta0: dict, plan: Plan) -> TaskVector:

@@ -160,6 +160,16 @@ def restrict(vector: TaskVector, keep: dict[str, torch.Tensor]) -> TaskVector:
                                   for n in vector.values if n in keep})
 
 
+def restore_entries(p: torch.Tensor, idx: torch.Tensor | None, original: torch.Tensor) -> None:
+    """Write saved original values back into ``p`` (in place, no grad): the whole tensor when ``idx``
+    is None, else its flat entries ``idx``."""
+    with torch.no_grad():
+        if idx is None:
+            p.copy_(original)
+        else:
+            p.view(-1).index_copy_(0, idx, original)
+
+
 @contextmanager
 def apply_vectors(model: nn.Module, terms: Iterable[tuple[TaskVector, float]]) -> Iterator[nn.Module]:
     """Temporarily set ``θ ← θ + Σ α τ`` in place; restore the exact original bits on exit.
@@ -210,11 +220,6 @@ def apply_vectors(model: nn.Module, terms: Iterable[tuple[TaskVector, float]]) -
                         p.view(-1).index_add_(0, idx.to(p.device), v, alpha=a)
         yield model
     finally:
-        with torch.no_grad():
-            for n, slices in saved.items():
-                p = params[n]
-                for idx, orig in slices:
-                    if idx is None:
-                        p.copy_(orig)
-                    else:
-                        p.view(-1).index_copy_(0, idx, orig)
+        for n, slices in saved.items():
+            for idx, orig in slices:
+                restore_entries(params[n], idx, orig)

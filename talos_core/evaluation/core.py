@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, jvp
 
-from talos_core.models.base import Batch, TaskModel
+from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors, sum_vectors
 
@@ -40,14 +40,6 @@ def eval_order(split: Split) -> np.ndarray:
     if isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs):
         return np.argsort(np.fromiter((len(x) for x in inputs), dtype=np.int64, count=len(inputs)), kind="stable")
     return np.arange(len(split))
-
-
-def iter_batches(model: TaskModel, split: Split, task: TaskSpec, batch_size: int, order: np.ndarray | None = None):
-    """Prepared batches of ``split`` on the model's device, visiting examples in ``order``."""
-    order = np.arange(len(split)) if order is None else order
-    for start in range(0, len(split), batch_size):
-        part = split.take(order[start:start + batch_size])
-        yield {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
 
 
 def _in_split_order(parts: list[torch.Tensor], order: np.ndarray) -> torch.Tensor:

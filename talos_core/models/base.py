@@ -17,17 +17,27 @@ Families implement four things:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
 import torch
 from torch import nn
 
-from talos_core.tasks.base import Inputs, TaskSpec
+from talos_core.tasks.base import Inputs, Split, TaskSpec
 
 Head = dict[str, torch.Tensor]
 Batch = dict[str, torch.Tensor]
+
+
+def iter_batches(model: "TaskModel", split: Split, task: TaskSpec, batch_size: int,
+                 order: np.ndarray | None = None) -> Iterator[Batch]:
+    """Prepared batches of ``split`` on the model's device, visiting examples in ``order`` (default: as stored)."""
+    order = np.arange(len(split)) if order is None else order
+    for start in range(0, len(split), batch_size):
+        part = split.take(order[start:start + batch_size])
+        yield {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
 
 #: module types whose own parameters are maskable (LayerNorm variants are matched by class name)
 _MASKABLE_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.MultiheadAttention, nn.LayerNorm)
