@@ -235,8 +235,8 @@ def test_two_background_jobs_on_one_store_stay_separate(tmp_path):
     jobs = [J.launch(J.create_job(tmp_path, [[sys.executable, "-c", bar % f"job {i} step {s}"] for s in range(2)],
                                   {"model": "m", "method": "talos", "tasks": ["t"]})) for i in range(2)]
     assert jobs[0].id != jobs[1].id
-    for i, job in enumerate(jobs):
-        st = _wait_state(job, {"done", "failed"})
+    states = [_wait_state(job, {"done", "failed"}) for job in jobs]  # both finished before any check
+    for i, (job, st) in enumerate(zip(jobs, states)):
         assert st["state"] == "done" and st["returncodes"] == [0, 0]
         log = J.tail_log(job.path)
         assert f"job {i} step 1" in log and f"job {1 - i}" not in log
