@@ -157,23 +157,27 @@ def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: S
     grid = posthoc_grid(method, len(tasks))
     if max_points:
         grid = _thin(grid, max_points)
+    # the search needs validation only; the test split is evaluated once, for the chosen point
     best = None
     for hp in grid:
         merged, singles = posthoc_vectors(method, base, **hp)
-        ref = arith.finetuned_accuracies(ctx, singles, "nonlinear")
-        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged)
+        ref = arith.finetuned_accuracies(ctx, singles, "nonlinear", splits=("val",))
+        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",))
         val = res.table[(res.table["split"] == "val")]
         score = val[val["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
         if best is None or score > best[0] + 1e-12:
-            best = (score, hp, res, singles, ref)
-    _, hp, add, singles, ref = best
+            best = (score, hp)
+    _, hp = best
+    merged, singles = posthoc_vectors(method, base, **hp)
+    fine = arith.finetuned_accuracies(ctx, singles, "nonlinear")
+    add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
     name = result_name(suite, model, method)
     common = dict(method=method, model=model, suite=suite, hyperparameters=hp, base_method=BASE_METHOD,
                   runs={t: r.id for t, r in runs.items()})
     store.write_table("addition", name, add.table, **add.extra(), **common)
     neg = arith.task_negation(ctx, singles, control_task, alphas)
     store.write_table("negation", name, neg.table, **neg.extra(), **common)
-    single = arith.single_task_table(ctx, singles, method, "nonlinear")
+    single = arith.single_task_table(ctx, singles, method, "nonlinear", finetuned=fine)
     _upsert_single(store, suite, model, method, single, {t: r.id for t, r in runs.items()})
     return {"hyperparameters": hp, "addition": add.summary, "negation": neg.summary}
 
@@ -208,19 +212,57 @@ def sparsity_ablation(store: Store, suite: str, model: str, method: str, tasks: 
     for s in sparsities:
         runs = resolve_runs(store, model, tasks, method, overrides={**overrides, "sparsity": s}, train=True,
                             progress=progress)
-        vectors = {t: r.task_vector() for t, r in runs.items()}
         alphas, _ = run_alpha_grid(runs, alpha_step)
-        ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
-        add = arith.task_addition(ctx, vectors, ref, alphas, sparsity=s)
-        neg = arith.task_negation(ctx, vectors, control_task, alphas)
-        single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
-        rows.append({"sparsity": s, "addition_abs": add.summary["abs_acc"], "addition_norm": add.summary["norm_acc"],
-                     "negation_target": neg.summary["target_acc"], "negation_control": neg.summary["control_acc"],
+        known = _stored_summaries(store, suite, model, method, {t: r.id for t, r in runs.items()}, alphas,
+                                  control_task)
+        if known is not None:  # these very runs were already evaluated by the suite (the method's own sparsity)
+            add_summary, neg_summary, single = known
+        else:
+            vectors = {t: r.task_vector() for t, r in runs.items()}
+            ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
+            add_summary = arith.task_addition(ctx, vectors, ref, alphas, sparsity=s).summary
+            neg_summary = arith.task_negation(ctx, vectors, control_task, alphas).summary
+            single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
+        rows.append({"sparsity": s, "addition_abs": add_summary["abs_acc"], "addition_norm": add_summary["norm_acc"],
+                     "negation_target": neg_summary["target_acc"], "negation_control": neg_summary["control_acc"],
                      "single_task_acc": single})
     table = pd.DataFrame(rows)
     store.write_table("sparsity_ablation", result_name(suite, model, method), table, method=method, model=model,
                       suite=suite)
     return table
+
+
+def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids: Mapping[str, str],
+                      alphas: Sequence[float], control_task: str) -> tuple[dict, dict, float] | None:
+    """``(addition summary, negation summary, mean single-task test acc)`` already in ``store`` for
+    exactly these runs, α grid and control task (non-linear evaluation), else ``None``.
+
+    Evaluation is deterministic, so re-evaluating the same runs would give the same numbers; the
+    sparsity ablation uses this for the method's own sparsity, which the suite has just evaluated.
+    """
+    from talos_core.evaluation.names import result_name
+
+    name = result_name(suite, model, method)
+    try:
+        add = store.read_result("addition", name) if name in store.results("addition") else None
+        neg = store.read_result("negation", name) if name in store.results("negation") else None
+        single_name = result_name(suite, model)
+        single = store.read_result("single", single_name) if single_name in store.results("single") else None
+    except TalosError:
+        return None
+    grid = [float(a) for a in alphas]
+    ids = dict(run_ids)
+    if (add is None or neg is None or single is None or add.get("runs") != ids or neg.get("runs") != ids
+            or add.get("eval_mode") != "nonlinear" or neg.get("eval_mode") != "nonlinear"
+            or [float(a) for a in add.get("alpha_grid") or []] != grid
+            or [float(a) for a in neg.get("alpha_grid") or []] != grid
+            or neg.get("control_task") != control_task or (single.get("runs") or {}).get(method) != ids):
+        return None
+    test = {r["task"]: float(r["finetuned_acc"]) for r in single.get("records", [])
+            if r.get("method") == method and r.get("split") == "test"}
+    if sorted(test) != sorted(ids):
+        return None
+    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids)  # same order as a re-evaluation
 
 
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",

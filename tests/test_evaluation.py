@@ -476,3 +476,39 @@ def test_cli_localization_on_existing_runs(store, capsys):
     out = capsys.readouterr().out
     assert "wrote" in out and "cli__tiny-text__talos" in out
     assert store.read_result("localization", "cli__tiny-text__talos")["tasks"] == TASKS
+
+
+def test_zero_shot_is_shared_across_contexts_and_alpha_zero_uses_it(store, runs, monkeypatch):
+    """α = 0 is θ0: the curve's α = 0 row equals a real evaluation with no edit, and a second context with
+    the same model, data and batch size reuses the first one's zero-shot accuracies (no forward pass)."""
+    from talos_core.evaluation import context as context_mod
+
+    context_mod.clear_zero_shot_memo()
+    first = EvalContext.for_model(MODEL, [*TASKS, CONTROL], max_val=32, max_test=64)
+    tv = runs[TASKS[0]].task_vector()
+    items = [(t, s) for s in ("val", "test") for t in TASKS]
+    curve = arith.alpha_curve(first, items, tv, [0.0, 1.0])
+    assert curve[0].tolist() == first.accuracies(items)  # the α = 0 row is exactly θ0's accuracy
+    assert curve[1].tolist() == first.accuracies(items, [(tv, 1.0)])
+
+    second = EvalContext.for_model(MODEL, [*TASKS, CONTROL], max_val=32, max_test=64)
+    calls = []
+    monkeypatch.setattr(EvalContext, "accuracies", lambda self, *a, **k: calls.append(a) or [0.0])
+    assert [second.zero_shot(t, s) for t, s in items] == curve[0].tolist() and not calls
+    other = EvalContext.for_model(MODEL, [*TASKS, CONTROL], max_val=16, max_test=64)  # other data: own values
+    other.zero_shot(TASKS[0], "val")
+    assert calls
+
+
+def test_addition_on_validation_only_matches_the_full_curve(ctx, runs):
+    vectors = {t: r.task_vector() for t, r in runs.items()}
+    alphas = [0.0, 2.5, 5.0]
+    full = arith.task_addition(ctx, vectors, arith.finetuned_accuracies(ctx, vectors, "nonlinear"), alphas)
+    val = arith.task_addition(ctx, vectors, arith.finetuned_accuracies(ctx, vectors, "nonlinear", splits=("val",)),
+                              alphas, splits=("val",))
+    assert set(val.table["split"]) == {"val"} and val.selected_alpha == full.selected_alpha
+    pd.testing.assert_frame_equal(val.table.reset_index(drop=True),
+                                  full.table[full.table["split"] == "val"].reset_index(drop=True))
+    assert math.isnan(val.summary["abs_acc"])
+    with pytest.raises(TalosError, match="'val'"):
+        arith.task_addition(ctx, vectors, {}, alphas, splits=("test",))

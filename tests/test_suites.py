@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
 from talos_core.store import Store
-from talos_core.suites import SUITES, _thin, get_suite, results_markdown, run_suite
+from talos_core.suites import SUITES, _thin, get_suite, results_markdown, run_suite, sparsity_ablation
 
 
 def test_registry_and_specs():
@@ -76,6 +78,42 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     table = results_markdown(a, "tiny")
     assert "| talos |" in table and "| ties |" in table
     assert "peak memory (MiB)" in table and "zero-shot" in table
+
+    # the ablation at the method's own sparsity reuses the suite's results for the very same runs;
+    # they equal a re-evaluation
+    spec, sc = get_suite("tiny"), get_suite("tiny").scales["mini"]
+    overrides = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
+                 "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": 0, "device": "auto",
+                 "lr": sc.lr_for("talos")}
+    args = (a, "tiny", spec.model, "talos", list(spec.tasks), spec.control_task, overrides, [0.9])
+    reused = sparsity_ablation(*args)
+    import talos_core.suites as suites_mod
+
+    original = suites_mod._stored_summaries
+    suites_mod._stored_summaries = lambda *a, **k: None
+    try:
+        recomputed = sparsity_ablation(*args)
+    finally:
+        suites_mod._stored_summaries = original
+    add = a.read_result("addition", "tiny__tiny-text__talos")
+    assert original(a, "tiny", spec.model, "talos", add["runs"], add["alpha_grid"], spec.control_task) is not None
+    pd.testing.assert_frame_equal(reused, recomputed)
+
+
+@pytest.mark.slow
+def test_tiny_suite_reproduces_the_shipped_results(tmp_path):
+    """Re-running the shipped ``tiny`` suite with the same seed reproduces cached_results' metrics exactly
+    (the shipped store was written by an earlier version of the evaluation code)."""
+    shipped = Store(Path(__file__).resolve().parents[1] / "cached_results")
+    fresh = Store(tmp_path / "fresh")
+    meta = shipped.read_result("suite", "tiny")
+    run_suite("tiny", fresh, scale=meta["scale"], seed=meta["seed"], methods=meta["methods"],
+              posthoc=meta["posthoc"], log=lambda s: None)
+    ours = _metrics(fresh)
+    theirs = {k: v for k, v in _metrics(shipped).items() if k.split("/", 1)[1].startswith("tiny__")}
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        assert ours[key] == theirs[key], f"{key} differs from the shipped result"
 
 
 class _Stop(Exception):

@@ -72,8 +72,10 @@ def alpha_curve(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: Task
                 progress: bool = False) -> np.ndarray:
     """Accuracies ``[len(alphas), len(items)]`` of ``θ0 + sign · α · vector`` on each ``(task, split)``.
 
-    Non-linear: one in-place edit per α, every item evaluated under that edit. Linearized: one
-    ``base, jvp`` per item, then ``argmax(base + sign · α · jvp)`` for every α (no more forwards).
+    Non-linear: one in-place edit per α, every item evaluated under that edit; α = 0 is the
+    pre-trained model, whose accuracies come from :meth:`EvalContext.zero_shot` (computed once per
+    process and data). Linearized: one ``base, jvp`` per item, then ``argmax(base + sign · α · jvp)``
+    for every α (no more forwards).
     """
     out = np.zeros((len(alphas), len(items)))
     if mode == "linearized":
@@ -91,7 +93,10 @@ def alpha_curve(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: Task
 
         rows = tqdm(list(rows), desc="alpha grid", leave=False)
     for i, a in rows:
-        out[i] = ctx.accuracies(items, [(vector, sign * a)], mode)
+        if a == 0.0 and all(isinstance(s, str) for _, s in items):
+            out[i] = [ctx.zero_shot(t, s) for t, s in items]  # θ0 itself: the (memoized) zero-shot pass
+        else:
+            out[i] = ctx.accuracies(items, [(vector, sign * a)], mode)
     return out
 
 
@@ -111,13 +116,18 @@ def finetuned_accuracies(ctx: EvalContext, vectors: Mapping[str, TaskVector], mo
 
 def single_task_table(ctx: EvalContext, vectors: Mapping[str, TaskVector], method: str,
                       modes: Mapping[str, Mode] | Mode = "nonlinear", splits: Sequence[str] = SPLITS,
-                      zero_shot: Mapping[tuple[str, str], float] | None = None) -> pd.DataFrame:
+                      zero_shot: Mapping[tuple[str, str], float] | None = None,
+                      finetuned: Mapping[tuple[str, str], float] | None = None) -> pd.DataFrame:
     """Tidy table ``method, task, zero_shot_acc, finetuned_acc, split`` (``single`` in SCHEMA.md).
 
     ``zero_shot_acc`` = Acc[f(D_t, θ0)], ``finetuned_acc`` = Acc[f(D_t, θ0 + τ_t)]; ``zero_shot``
-    may supply already known zero-shot accuracies (they depend on the model only).
+    may supply already known zero-shot accuracies (they depend on the model only), ``finetuned``
+    the already measured :func:`finetuned_accuracies` of these vectors.
     """
-    fine = finetuned_accuracies(ctx, vectors, modes, splits)
+    if finetuned is not None and all((t, s) in finetuned for t in vectors for s in splits):
+        fine = finetuned
+    else:
+        fine = finetuned_accuracies(ctx, vectors, modes, splits)
     rows = []
     for task in vectors:
         for s in splits:
@@ -164,12 +174,14 @@ def select_addition_alpha(table: pd.DataFrame) -> float:
 def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
                   reference: Mapping[tuple[str, str], float], alphas: Sequence[float], *,
                   mode: Mode = "nonlinear", sparsity: float | None = None, merged: TaskVector | None = None,
-                  progress: bool = False) -> AdditionResult:
+                  splits: Sequence[str] = SPLITS, progress: bool = False) -> AdditionResult:
     """Task addition ``θ0 + α Σ_t τ_t`` over ``alphas`` on val and test (paper Sec. 4.1, App. Eq. norm. acc).
 
     ``reference[(t, split)]`` is the single-task fine-tuned accuracy ``Acc[f(D_t, θ0 + τ_t)]`` used
     to normalize. ``merged`` replaces ``Σ_t τ_t`` by another multi-task vector (e.g. a post-hoc
-    TIES/DARE merge of the same tasks' vectors); the α curve is then ``θ0 + α · merged``. Example::
+    TIES/DARE merge of the same tasks' vectors); the α curve is then ``θ0 + α · merged``.
+    ``splits=("val",)`` evaluates validation only (a hyperparameter search that needs just the α
+    choice); the summary is then NaN, since it is a test-split summary. Example::
 
         ref = finetuned_accuracies(ctx, vectors, "nonlinear")
         res = task_addition(ctx, vectors, ref, alpha_grid(0.9, sparse=True))
@@ -180,9 +192,11 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
         raise TalosError("task addition needs at least one task vector")
     if not alphas:
         raise TalosError("the alpha grid is empty")
+    if "val" not in splits or any(s not in SPLITS for s in splits):
+        raise TalosError(f"task addition evaluates 'val' (to choose alpha) and optionally 'test', got {list(splits)}")
     if merged is None:
         merged = sum_vectors([vectors[t] for t in tasks])
-    items = [(t, s) for s in SPLITS for t in tasks]
+    items = [(t, s) for s in SPLITS if s in splits for t in tasks]
     accs = alpha_curve(ctx, items, merged, alphas, mode=mode, progress=progress)
     rows = []
     for i, a in enumerate(alphas):

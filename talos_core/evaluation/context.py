@@ -26,6 +26,17 @@ from talos_core.vectors import TaskVector
 
 SPLITS = ("val", "test")
 
+_ZERO_SHOT_MEMO: dict[tuple, float] = {}
+"""Zero-shot accuracies of contexts built by :meth:`EvalContext.for_model`, shared across the contexts of
+one process (a suite builds one per protocol step). The key holds everything the value depends on:
+model name, device, task, split, data limits and batch size; θ0 itself is the cached, never-mutated
+pre-trained model (edits and fine-tuning restore it bitwise)."""
+
+
+def clear_zero_shot_memo() -> None:
+    """Forget the process-wide zero-shot accuracies (e.g. after replacing a cached model)."""
+    _ZERO_SHOT_MEMO.clear()
+
 
 @dataclass
 class EvalContext:
@@ -39,6 +50,7 @@ class EvalContext:
     batch_size: int = 128
     limits: dict = field(default_factory=dict)  # {"max_val": ..., "max_test": ...} used to load data
     _zero_shot: dict = field(default_factory=dict, repr=False)
+    memo_key: tuple | None = field(default=None, repr=False)  # set by for_model: shares zero-shot values
 
     def __post_init__(self) -> None:
         for name in self.specs:
@@ -72,7 +84,8 @@ class EvalContext:
         heads = {n: head_for(model, model_name, s) for n, s in specs.items()}  # all at θ0
         data = {n: load_task(n, max_train=1, max_val=max_val, max_test=max_test) for n in names}
         return cls(model, specs, data, heads, model_name=model_name, batch_size=batch_size,
-                   limits={"max_val": max_val, "max_test": max_test})
+                   limits={"max_val": max_val, "max_test": max_test},
+                   memo_key=(model_name, str(dev), max_val, max_test, batch_size))
 
     # ----- access ---------------------------------------------------------------------------
     @property
@@ -129,7 +142,13 @@ class EvalContext:
         """Accuracy of ``θ0`` (cached per task and split)."""
         key = (task, split)
         if key not in self._zero_shot:
-            self._zero_shot[key] = self.accuracy(task, split)
+            shared = None if self.memo_key is None else (*self.memo_key, task, split)
+            if shared is not None and shared in _ZERO_SHOT_MEMO:
+                self._zero_shot[key] = _ZERO_SHOT_MEMO[shared]
+            else:
+                self._zero_shot[key] = self.accuracy(task, split)
+                if shared is not None:
+                    _ZERO_SHOT_MEMO[shared] = self._zero_shot[key]
         return self._zero_shot[key]
 
     def base_and_jvps(self, task: str, split: "str | Split",
