@@ -637,7 +637,12 @@ def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | 
 # efficiency / comparison
 # --------------------------------------------------------------------------------------------
 def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
-    """Mean over tasks per method of the SCHEMA ``efficiency`` columns (one row per method)."""
+    """One row per method of the SCHEMA ``efficiency`` columns, aggregated as the comparison table does
+    (:func:`talos_core.evaluation.reports.efficiency_summary`, paper App. "Measuring computational
+    costs"): step timings pooled over all iterations of all tasks (mean ± std), peak memory the
+    largest over tasks; calibration and training time and trainable entries are means over tasks."""
+    from talos_core.evaluation.reports import efficiency_summary as pooled_summary
+
     cols = ["fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "calibration_s", "train_s",
             "peak_memory_mb", "trainable_entries"]
     present = [c for c in cols if c in eff.columns]
@@ -645,12 +650,25 @@ def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
     for c in present:
         num[c] = pd.to_numeric(num[c], errors="coerce")
     out = num.groupby("method", sort=False)[present].mean().reset_index()
+    if "peak_memory_mb" in present:
+        out["peak_memory_mb"] = num.groupby("method", sort=False)["peak_memory_mb"].max().to_numpy()
+    needed = {"method", "task", "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "peak_memory_mb",
+              "calibration_s"}
+    if needed <= set(eff.columns):
+        typed = eff.copy()
+        for c in needed - {"method", "task"} | ({"steps"} & set(eff.columns)):
+            typed[c] = pd.to_numeric(typed[c], errors="coerce")
+        pooled = pooled_summary(typed)
+        for i, method in enumerate(out["method"]):
+            for c in ("fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std"):
+                if str(method) in pooled:
+                    out.loc[i, c] = pooled[str(method)][c]
     if "peak_memory_kind" in eff.columns:
         out["peak_memory_kind"] = eff.groupby("method", sort=False)["peak_memory_kind"].first().to_numpy()
     return out
 
 
-def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (mean over tasks)") -> go.Figure:
+def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over all tasks)") -> go.Figure:
     """Three panels: time per step split into forward+backward and optimizer (stacked, ± std),
     peak memory, calibration time. One colour per method; the optimizer part is hatched."""
     summ = efficiency_summary(eff)

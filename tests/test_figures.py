@@ -179,6 +179,22 @@ def test_efficiency_bars(fixture_store):
     np.testing.assert_allclose(list(fig.data[2].y), summ["peak_memory_mb"].tolist())
 
 
+def test_efficiency_summary_aggregates_like_the_comparison_table():
+    """Peak memory is the largest over tasks and step times are pooled over all iterations of all tasks,
+    as in the comparison table beside the chart (reports.efficiency_summary), not plain means."""
+    from talos_core.evaluation.reports import efficiency_summary as pooled
+
+    eff = pd.DataFrame({"method": ["talos", "talos"], "task": ["a", "b"], "steps": [10, 30],
+                        "fwd_bwd_s_mean": [1.0, 2.0], "fwd_bwd_s_std": [0.0, 0.0], "opt_s_mean": [0.1, 0.1],
+                        "opt_s_std": [0.0, 0.0], "calibration_s": [4.0, 6.0], "peak_memory_mb": [100.0, 300.0]})
+    summ = F.efficiency_summary(eff)
+    ref = pooled(eff)["talos"]
+    assert summ.loc[0, "peak_memory_mb"] == 300.0 == ref["peak_memory_mb"]
+    assert summ.loc[0, "fwd_bwd_s_mean"] == pytest.approx(1.75) == ref["fwd_bwd_s_mean"]
+    assert summ.loc[0, "fwd_bwd_s_std"] == pytest.approx(ref["fwd_bwd_s_std"]) and ref["fwd_bwd_s_std"] > 0
+    assert summ.loc[0, "calibration_s"] == 5.0
+
+
 def test_comparison_styler_highlights_best(fixture_store):
     comp = D.load_table(fixture_store, "comparison", _name())
     best = F.best_per_column(comp)

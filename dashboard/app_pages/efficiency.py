@@ -23,8 +23,9 @@ if ctx.has("efficiency"):
         else:
             ui.chart(F.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
             kind = str(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
-            st.caption("Time per training step, mean ± std over all steps (hatched = optimizer step). Peak memory "
-                       + (f"is {kind}. " if kind else ". ")
+            st.caption("Time per training step, mean ± std over all steps of all tasks (hatched = optimizer "
+                       "step). Peak memory is the largest over tasks"
+                       + (f" ({kind}). " if kind else ". ")
                        + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
             with st.expander("Data"):
                 ui.table(F.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
