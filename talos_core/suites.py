@@ -79,6 +79,11 @@ def register_suite(spec: SuiteSpec) -> SuiteSpec:
 # nonlinear .583 → .510. Sparse and low-rank methods move few weights, so they need the larger step;
 # dense methods keep MiniLM's default 1e-4 (linearized shares nonlinear's). README "Suites" has the table.
 _TEXT_LR = (("talos", 1e-3), ("llora", 1e-3), ("lota", 1e-3))
+# EfficientNet-Lite0, 80 steps (our runs, val acc on MNIST / digits): non-linear FT reaches 0.94 / 0.95 at
+# lr 1e-4, about what it reaches at 1e-3 (0.95 on MNIST), with a smaller step that edits compose better
+# (at 1e-3, negating the MNIST vector at alpha 0.25 dropped the control task from 0.72 to 0.39 val acc);
+# TaLoS gains nothing at 1e-4 (0.61 / 0.75 = zero-shot) and keeps the CNN default 1e-3 (0.66 on MNIST).
+_VISION_LR = (("nonlinear", 1e-4), ("linearized", 1e-4))
 
 register_suite(SuiteSpec(
     "text", "minilm-l6",
@@ -102,10 +107,11 @@ register_suite(SuiteSpec(
     (("mnist", "digits"), ("mnist", "animal-shapes")),
     {
         "full": Scale(steps=150, max_train=3000, max_val=200, max_test=500, calib_samples=128, batch_size=32,
-                      alpha_step=0.1, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64),
-        "mini": Scale(steps=40, max_train=1280, max_val=64, max_test=200, calib_samples=32, batch_size=32,
-                      alpha_step=0.25, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
-                      posthoc_points=2, ablation=(0.5, 0.9, 0.99)),
+                      alpha_step=0.05, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
+                      lr_by_method=_VISION_LR),
+        "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
+                      alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
+                      posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr_by_method=_VISION_LR),
     },
     "EfficientNet-Lite0 (real ImageNet weights) on MNIST, sklearn digits and Animal-Shape silhouettes; "
     "Fashion-MNIST as the control task (L-LoRA does not apply: the CNN has no attention)"))

