@@ -140,6 +140,7 @@ def load_request_data(req: FinetuneRequest) -> TaskData:
 def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, progress: bool = True,
                  on_step: Callable[[int, dict], None] | None = None) -> Run:
     """Fine-tune (or reuse) the run ``req`` and return it from ``store``."""
+    from talos_core.evaluation.context import memoized_zero_shot
     from talos_core.evaluation.core import accuracy
 
     req.validate()
@@ -157,9 +158,12 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     out = method.run(ctx)
     bs = req.eval_batch_size
     t_eval = time.perf_counter()
+    zs_key = (req.model, str(device), req.max_val, req.max_test, bs, req.task)  # θ0 is restored by now
     metrics = {
-        "zero_shot_test_acc": accuracy(model, task, data.test, batch_size=bs),
-        "zero_shot_val_acc": accuracy(model, task, data.val, batch_size=bs),
+        "zero_shot_test_acc": memoized_zero_shot((*zs_key, "test"),
+                                                 lambda: accuracy(model, task, data.test, batch_size=bs)),
+        "zero_shot_val_acc": memoized_zero_shot((*zs_key, "val"),
+                                                lambda: accuracy(model, task, data.val, batch_size=bs)),
         "finetuned_test_acc": accuracy(model, task, data.test, [(out.vector, 1.0)], mode=method.eval_mode,
                                        batch_size=bs),
         "finetuned_val_acc": accuracy(model, task, data.val, [(out.vector, 1.0)], mode=method.eval_mode,

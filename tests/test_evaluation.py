@@ -512,3 +512,29 @@ def test_addition_on_validation_only_matches_the_full_curve(ctx, runs):
     assert math.isnan(val.summary["abs_acc"])
     with pytest.raises(TalosError, match="'val'"):
         arith.task_addition(ctx, vectors, {}, alphas, splits=("test",))
+
+
+def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
+    """A run's manifest zero-shot accuracies are computed once per task, data and batch size in a
+    process: a second method on the same task reuses them (equal to a direct evaluation)."""
+    from talos_core.evaluation import context as context_mod
+    from talos_core.evaluation import core
+    from talos_core.pipeline import FinetuneRequest, run_finetune
+
+    context_mod.clear_zero_shot_memo()
+    small = dict(steps=2, max_train=32, max_val=16, max_test=16, calib_samples=8, batch_size=8, rounds=1)
+    first = run_finetune(FinetuneRequest(model=MODEL, task=TASKS[0], method="talos", **small), Store(tmp_path),
+                         progress=False)
+    real, plain_calls = core.accuracy, []
+
+    def counting(model, task, split, terms=(), **kw):
+        if not terms:
+            plain_calls.append(task.name)
+        return real(model, task, split, terms, **kw)
+
+    monkeypatch.setattr(core, "accuracy", counting)
+    second = run_finetune(FinetuneRequest(model=MODEL, task=TASKS[0], method="nonlinear", **small), Store(tmp_path),
+                          progress=False)
+    assert plain_calls == []
+    for key in ("zero_shot_test_acc", "zero_shot_val_acc"):
+        assert second.manifest["metrics"][key] == first.manifest["metrics"][key]

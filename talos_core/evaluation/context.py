@@ -12,7 +12,7 @@ building a head while an edit is applied would bake the edit into the (frozen) h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +36,14 @@ pre-trained model (edits and fine-tuning restore it bitwise)."""
 def clear_zero_shot_memo() -> None:
     """Forget the process-wide zero-shot accuracies (e.g. after replacing a cached model)."""
     _ZERO_SHOT_MEMO.clear()
+
+
+def memoized_zero_shot(key: tuple, compute: Callable[[], float]) -> float:
+    """The zero-shot accuracy under ``key`` = ``(model name, device, max_val, max_test, batch size, task,
+    split)``, computed by ``compute()`` the first time in this process."""
+    if key not in _ZERO_SHOT_MEMO:
+        _ZERO_SHOT_MEMO[key] = compute()
+    return _ZERO_SHOT_MEMO[key]
 
 
 @dataclass
@@ -142,13 +150,11 @@ class EvalContext:
         """Accuracy of ``θ0`` (cached per task and split)."""
         key = (task, split)
         if key not in self._zero_shot:
-            shared = None if self.memo_key is None else (*self.memo_key, task, split)
-            if shared is not None and shared in _ZERO_SHOT_MEMO:
-                self._zero_shot[key] = _ZERO_SHOT_MEMO[shared]
-            else:
+            if self.memo_key is None:
                 self._zero_shot[key] = self.accuracy(task, split)
-                if shared is not None:
-                    _ZERO_SHOT_MEMO[shared] = self._zero_shot[key]
+            else:
+                self._zero_shot[key] = memoized_zero_shot((*self.memo_key, task, split),
+                                                          lambda: self.accuracy(task, split))
         return self._zero_shot[key]
 
     def base_and_jvps(self, task: str, split: "str | Split",
