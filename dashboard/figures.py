@@ -654,15 +654,11 @@ def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
         out["peak_memory_mb"] = num.groupby("method", sort=False)["peak_memory_mb"].max().to_numpy()
     needed = {"method", "task", "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "peak_memory_mb",
               "calibration_s"}
-    if needed <= set(eff.columns):
-        typed = eff.copy()
-        for c in needed - {"method", "task"} | ({"steps"} & set(eff.columns)):
-            typed[c] = pd.to_numeric(typed[c], errors="coerce")
-        pooled = pooled_summary(typed)
-        for i, method in enumerate(out["method"]):
-            for c in ("fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std"):
-                if str(method) in pooled:
-                    out.loc[i, c] = pooled[str(method)][c]
+    if needed <= set(eff.columns):  # step timings: pooled over all iterations (methods without timings keep NaN)
+        numeric = (needed - {"method", "task"}) | ({"steps"} & set(eff.columns))
+        pooled = pooled_summary(eff.assign(**{c: pd.to_numeric(eff[c], errors="coerce") for c in numeric}))
+        for c in ("fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std"):
+            out[c] = [pooled[str(m)][c] if str(m) in pooled else v for m, v in zip(out["method"], out[c])]
     if "peak_memory_kind" in eff.columns:
         out["peak_memory_kind"] = eff.groupby("method", sort=False)["peak_memory_kind"].first().to_numpy()
     return out

@@ -158,12 +158,13 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     out = method.run(ctx)
     bs = req.eval_batch_size
     t_eval = time.perf_counter()
-    zs_key = (req.model, str(device), req.max_val, req.max_test, bs, req.task)  # θ0 is restored by now
+    same_data = dict(model=req.model, device=device, max_val=req.max_val, max_test=req.max_test, batch_size=bs,
+                     task=req.task)  # θ0 is restored by now
     metrics = {
-        "zero_shot_test_acc": memoized_zero_shot((*zs_key, "test"),
-                                                 lambda: accuracy(model, task, data.test, batch_size=bs)),
-        "zero_shot_val_acc": memoized_zero_shot((*zs_key, "val"),
-                                                lambda: accuracy(model, task, data.val, batch_size=bs)),
+        "zero_shot_test_acc": memoized_zero_shot(lambda: accuracy(model, task, data.test, batch_size=bs),
+                                                 split="test", **same_data),
+        "zero_shot_val_acc": memoized_zero_shot(lambda: accuracy(model, task, data.val, batch_size=bs),
+                                                split="val", **same_data),
         "finetuned_test_acc": accuracy(model, task, data.test, [(out.vector, 1.0)], mode=method.eval_mode,
                                        batch_size=bs),
         "finetuned_val_acc": accuracy(model, task, data.val, [(out.vector, 1.0)], mode=method.eval_mode,

@@ -156,6 +156,7 @@ def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: S
     from talos_core.methods.posthoc import BASE_METHOD, posthoc_grid, posthoc_vectors
 
     runs = resolve_runs(store, model, tasks, BASE_METHOD, overrides=overrides, train=True, progress=progress)
+    run_ids = {t: r.id for t, r in runs.items()}
     base = {t: runs[t].task_vector() for t in tasks}
     ctx = EvalContext.for_model(model, [*tasks, control_task], max_val=overrides.get("max_val"),
                                 max_test=overrides.get("max_test"))
@@ -169,22 +170,20 @@ def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: S
         merged, singles = posthoc_vectors(method, base, **hp)
         ref = arith.finetuned_accuracies(ctx, singles, "nonlinear", splits=("val",))
         res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",))
-        val = res.table[(res.table["split"] == "val")]
-        score = val[val["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
+        score = res.table[res.table["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
         if best is None or score > best[0] + 1e-12:
-            best = (score, hp)
-    _, hp = best
-    merged, singles = posthoc_vectors(method, base, **hp)
+            best = (score, hp, merged, singles)
+    _, hp, merged, singles = best
     fine = arith.finetuned_accuracies(ctx, singles, "nonlinear")
     add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
     name = result_name(suite, model, method)
     common = dict(method=method, model=model, suite=suite, hyperparameters=hp, base_method=BASE_METHOD,
-                  runs={t: r.id for t, r in runs.items()})
+                  runs=run_ids)
     store.write_table("addition", name, add.table, **add.extra(), **common)
     neg = arith.task_negation(ctx, singles, control_task, alphas)
     store.write_table("negation", name, neg.table, **neg.extra(), **common)
     single = arith.single_task_table(ctx, singles, method, "nonlinear", finetuned=fine)
-    _upsert_single(store, suite, model, method, single, {t: r.id for t, r in runs.items()})
+    _upsert_single(store, suite, model, method, single, run_ids)
     return {"hyperparameters": hp, "addition": add.summary, "negation": neg.summary}
 
 

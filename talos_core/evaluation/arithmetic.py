@@ -92,8 +92,9 @@ def alpha_curve(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: Task
         from tqdm.auto import tqdm
 
         rows = tqdm(list(rows), desc="alpha grid", leave=False)
+    named_splits = all(isinstance(s, str) for _, s in items)  # zero-shot is cached for "val"/"test" only
     for i, a in rows:
-        if a == 0.0 and all(isinstance(s, str) for _, s in items):
+        if a == 0.0 and named_splits:
             out[i] = [ctx.zero_shot(t, s) for t, s in items]  # θ0 itself: the (memoized) zero-shot pass
         else:
             out[i] = ctx.accuracies(items, [(vector, sign * a)], mode)

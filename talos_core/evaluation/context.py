@@ -38,9 +38,11 @@ def clear_zero_shot_memo() -> None:
     _ZERO_SHOT_MEMO.clear()
 
 
-def memoized_zero_shot(key: tuple, compute: Callable[[], float]) -> float:
-    """The zero-shot accuracy under ``key`` = ``(model name, device, max_val, max_test, batch size, task,
-    split)``, computed by ``compute()`` the first time in this process."""
+def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: "str | torch.device",
+                       max_val: int | None, max_test: int | None, batch_size: int, task: str, split: str) -> float:
+    """The zero-shot accuracy of ``model`` on ``task``'s ``split`` (data loaded with ``max_val``/``max_test``,
+    evaluated in batches of ``batch_size``), computed by ``compute()`` the first time in this process."""
+    key = (model, str(device), max_val, max_test, batch_size, task, split)
     if key not in _ZERO_SHOT_MEMO:
         _ZERO_SHOT_MEMO[key] = compute()
     return _ZERO_SHOT_MEMO[key]
@@ -58,7 +60,7 @@ class EvalContext:
     batch_size: int = 128
     limits: dict = field(default_factory=dict)  # {"max_val": ..., "max_test": ...} used to load data
     _zero_shot: dict = field(default_factory=dict, repr=False)
-    memo_key: tuple | None = field(default=None, repr=False)  # set by for_model: shares zero-shot values
+    share_zero_shot: bool = field(default=False, repr=False)  # for_model: θ0 is the cached registered model
 
     def __post_init__(self) -> None:
         for name in self.specs:
@@ -92,8 +94,7 @@ class EvalContext:
         heads = {n: head_for(model, model_name, s) for n, s in specs.items()}  # all at θ0
         data = {n: load_task(n, max_train=1, max_val=max_val, max_test=max_test) for n in names}
         return cls(model, specs, data, heads, model_name=model_name, batch_size=batch_size,
-                   limits={"max_val": max_val, "max_test": max_test},
-                   memo_key=(model_name, str(dev), max_val, max_test, batch_size))
+                   limits={"max_val": max_val, "max_test": max_test}, share_zero_shot=True)
 
     # ----- access ---------------------------------------------------------------------------
     @property
@@ -150,11 +151,13 @@ class EvalContext:
         """Accuracy of ``θ0`` (cached per task and split)."""
         key = (task, split)
         if key not in self._zero_shot:
-            if self.memo_key is None:
-                self._zero_shot[key] = self.accuracy(task, split)
+            if self.share_zero_shot:
+                self._zero_shot[key] = memoized_zero_shot(
+                    lambda: self.accuracy(task, split), model=self.model_name, device=self.model.device,
+                    max_val=self.limits.get("max_val"), max_test=self.limits.get("max_test"),
+                    batch_size=self.batch_size, task=task, split=split)
             else:
-                self._zero_shot[key] = memoized_zero_shot((*self.memo_key, task, split),
-                                                          lambda: self.accuracy(task, split))
+                self._zero_shot[key] = self.accuracy(task, split)
         return self._zero_shot[key]
 
     def base_and_jvps(self, task: str, split: "str | Split",
