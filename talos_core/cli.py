@@ -64,6 +64,13 @@ def _option(text: str) -> tuple[str, object]:
     return key, value
 
 
+def add_eval_precision_argument(p: argparse.ArgumentParser, default: str | None = None) -> None:
+    """``--eval-precision auto|fp32|bf16`` (see :mod:`talos_core.evaluation.precision`); ``main`` applies it."""
+    p.add_argument("--eval-precision", choices=["auto", "fp32", "bf16"], default=default,
+                   help="precision of evaluation forward passes: auto = bf16 on GPUs and AMX CPUs, else fp32 "
+                        "(default: $TALOS_EVAL_PRECISION or auto; training is not affected)")
+
+
 def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -> None:
     """Arguments shared by every command that fine-tunes (finetune, evaluate, suite)."""
     p.add_argument("--model", required=True, help="model name (see `talos models`)")
@@ -87,6 +94,7 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
     p.add_argument("--max-val", type=_positive_int)
     p.add_argument("--max-test", type=_positive_int)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
+    add_eval_precision_argument(p)
     p.add_argument("--checkpoint-every", type=int, default=0, help="save a resumable checkpoint every N steps")
     p.add_argument("--option", type=_option, action="append", default=[],
                    help="method option KEY=VALUE (e.g. rank=16 for llora); repeatable")
@@ -227,8 +235,11 @@ def _load_extensions() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from talos_core.evaluation.precision import eval_precision
+
     try:
-        return _COMMANDS[args.command](args)
+        with eval_precision(getattr(args, "eval_precision", None)):
+            return _COMMANDS[args.command](args)
     except TalosError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

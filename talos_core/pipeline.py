@@ -142,6 +142,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     """Fine-tune (or reuse) the run ``req`` and return it from ``store``."""
     from talos_core.evaluation.context import memoized_zero_shot
     from talos_core.evaluation.core import accuracy
+    from talos_core.evaluation.precision import resolve_precision
 
     req.validate()
     rid = req.run_id()
@@ -169,6 +170,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
                                        batch_size=bs),
         "finetuned_val_acc": accuracy(model, task, data.val, [(out.vector, 1.0)], mode=method.eval_mode,
                                       batch_size=bs),
+        "eval_precision": resolve_precision(device),
         "vector_nnz": out.vector.nnz(),
         "vector_norm": out.vector.norm(),
         "theta_numel": model.num_parameters(),

@@ -48,6 +48,9 @@ class Scale:
     # per-method learning rates (method, lr), chosen on the validation split; methods not listed use ``lr``
     # (or the model's default). Post-hoc methods use ``nonlinear``'s runs, the ablation ``talos``'s.
     lr_by_method: tuple[tuple[str, float], ...] = ()
+    # precision of evaluation forward passes (talos_core.evaluation.precision): "auto" = bf16 on GPUs and AMX
+    # CPUs, fp32 elsewhere; "fp32" where shipped results must reproduce on any CPU (training is always fp32 on CPU)
+    eval_precision: str = "auto"
 
     def lr_for(self, method: str) -> float | None:
         return dict(self.lr_by_method).get(method, self.lr)
@@ -108,10 +111,10 @@ register_suite(SuiteSpec(
     {
         "full": Scale(steps=150, max_train=3000, max_val=200, max_test=500, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
-                      lr_by_method=_VISION_LR),
+                      lr_by_method=_VISION_LR, eval_precision="fp32"),
         "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
                       alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
-                      posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr_by_method=_VISION_LR),
+                      posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr_by_method=_VISION_LR, eval_precision="fp32"),
     },
     "EfficientNet-Lite0 (real ImageNet weights) on MNIST, sklearn digits and Animal-Shape silhouettes; "
     "Fashion-MNIST as the control task (L-LoRA does not apply: the CNN has no attention)"))
@@ -122,7 +125,7 @@ register_suite(SuiteSpec(
     ("talos", "nonlinear"), ("ties",), (("drug-reviews", "fortune-topics"),),
     {"mini": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                    xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1,
-                   ablation=(0.5,), lr=1e-3)},
+                   ablation=(0.5,), lr=1e-3, eval_precision="fp32")},
     "tiny random-init text encoder (tests only)"))
 
 
@@ -272,19 +275,37 @@ def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids
 
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
               methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
-              log: Callable[[str], None] = print, progress: bool = False, resume: bool = False) -> dict:
+              log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
+              eval_precision: str | None = None) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
+
+    Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
+    :mod:`talos_core.evaluation.precision`); the precision it resolved to is part of the suite record.
 
     The suite's record (``results/suite/<name>.json``) is rewritten after every step with
     ``complete: false`` and the steps done so far; ``resume=True`` (``talos suite ... --resume``)
     skips the steps an interrupted run with the *same* settings already finished (runs are reused
     from the store in any case). ``wall_time_s`` is the sum of all step times over all sessions.
     """
-    from talos_core.evaluation.protocols import evaluate
+    from talos_core.evaluation.precision import check_precision
+    from talos_core.evaluation.precision import eval_precision as precision_block
 
     spec = get_suite(name)
     if scale not in spec.scales:
         raise unknown(f"scale of suite {name!r}", scale, spec.scales)
+    precision = check_precision(eval_precision or spec.scales[scale].eval_precision)
+    with precision_block(precision):
+        return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
+                          progress=progress, resume=resume)
+
+
+def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
+               methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
+               progress: bool, resume: bool) -> dict:
+    from talos_core.evaluation.precision import current_precision, resolve_precision
+    from talos_core.evaluation.protocols import evaluate
+
+    name = spec.name
     sc = spec.scales[scale]
     store = Store(store) if not isinstance(store, Store) else store
     store.ensure()
@@ -309,12 +330,17 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
 
     from talos_core.pipeline import resolve_device
 
+    requested = current_precision()
+    precision = resolve_precision(resolve_device(device))
     fingerprint = _jsonable({"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
                              "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
-                             "scale_settings": asdict(sc), "seed": seed})
+                             "scale_settings": asdict(sc), "seed": seed, "eval_precision": precision})
     command = (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
                + (f" --methods {','.join(ft_methods)}" if methods else "")
-               + (f" --posthoc {','.join(ph_methods)}" if posthoc is not None else ""))
+               + (f" --posthoc {','.join(ph_methods)}" if posthoc is not None else "")
+               + (f" --eval-precision {requested}" if requested != sc.eval_precision else ""))
+    log(f"[{name}/{scale}] evaluation precision: {precision}"
+        + (f" ({requested})" if requested != precision else ""))
     done: dict[str, float] = {}
     sessions: list[dict] = []
     if resume and name in store.results("suite"):
@@ -327,7 +353,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
             log(f"[{name}/{scale}] not resuming: the stored partial run has other settings")
     timings: dict[str, float] = dict(done)
     session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": str(resolve_device(device)),
-               "torch_threads": torch.get_num_threads(), "steps_run": []}
+               "torch_threads": torch.get_num_threads(), "eval_precision": precision, "steps_run": []}
     sessions.append(session)
 
     def write_meta(complete: bool) -> dict:
@@ -450,6 +476,8 @@ def _register_cli() -> None:
         p.add_argument("--resume", action="store_true",
                        help="skip the steps an interrupted run of this suite (same settings) already finished")
         p.add_argument("--quiet", action="store_true")
+        p.add_argument("--eval-precision", choices=["auto", "fp32", "bf16"], default=None,
+                       help="precision of evaluation forward passes (default: the scale's; see README 'Suites')")
         p = sub.add_parser("report", help="print the README results table of a suite from a store")
         p.add_argument("name")
         p.add_argument("--store", default="cached_results")
@@ -461,7 +489,8 @@ def _register_cli() -> None:
         if args.name not in SUITES:
             raise unknown("suite", args.name, SUITES)
         run_suite(args.name, args.store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
-                  posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume)
+                  posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
+                  eval_precision=args.eval_precision)
         print(results_markdown(args.store, args.name))
         return 0
 

@@ -29,7 +29,7 @@ SPLITS = ("val", "test")
 _ZERO_SHOT_MEMO: dict[tuple, float] = {}
 """Zero-shot accuracies of contexts built by :meth:`EvalContext.for_model`, shared across the contexts of
 one process (a suite builds one per protocol step). The key holds everything the value depends on:
-model name, device, task, split, data limits and batch size; θ0 itself is the cached, never-mutated
+model name, device, resolved evaluation precision, task, split, data limits and batch size; θ0 itself is the cached, never-mutated
 pre-trained model (edits and fine-tuning restore it bitwise)."""
 
 
@@ -41,8 +41,11 @@ def clear_zero_shot_memo() -> None:
 def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: "str | torch.device",
                        max_val: int | None, max_test: int | None, batch_size: int, task: str, split: str) -> float:
     """The zero-shot accuracy of ``model`` on ``task``'s ``split`` (data loaded with ``max_val``/``max_test``,
-    evaluated in batches of ``batch_size``), computed by ``compute()`` the first time in this process."""
-    key = (model, str(device), max_val, max_test, batch_size, task, split)
+    evaluated in batches of ``batch_size`` at the current evaluation precision), computed by ``compute()``
+    the first time in this process."""
+    from talos_core.evaluation.precision import resolve_precision
+
+    key = (model, str(device), resolve_precision(device), max_val, max_test, batch_size, task, split)
     if key not in _ZERO_SHOT_MEMO:
         _ZERO_SHOT_MEMO[key] = compute()
     return _ZERO_SHOT_MEMO[key]
@@ -148,8 +151,10 @@ class EvalContext:
         return [accuracy_of(lg, self.labels(t, s)) for lg, (t, s) in zip(outs, items)]
 
     def zero_shot(self, task: str, split: str) -> float:
-        """Accuracy of ``θ0`` (cached per task and split)."""
-        key = (task, split)
+        """Accuracy of ``θ0`` (cached per task, split and evaluation precision)."""
+        from talos_core.evaluation.precision import resolve_precision
+
+        key = (task, split, resolve_precision(self.model.device))
         if key not in self._zero_shot:
             if self.share_zero_shot:
                 self._zero_shot[key] = memoized_zero_shot(

@@ -4,7 +4,8 @@
 whole split and restores them bitwise afterwards — no model copies. ``mode="linearized"`` evaluates
 the first-order Taylor model ``f(x, θ0) + (Σ α τ)ᵀ ∇θ f(x, θ0)`` with one Jacobian-vector product
 (``torch.func.jvp``), as required for linearized fine-tuning and L-LoRA task vectors.
-Batches run under ``torch.inference_mode`` (non-linear) and bf16 autocast on GPU.
+Batches run under ``torch.inference_mode`` (non-linear) and the evaluation precision's autocast
+(:mod:`talos_core.evaluation.precision`: bf16 on GPUs and AMX CPUs by default, else fp32).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, jvp
 
+from talos_core.evaluation.precision import autocast as precision_autocast
 from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors, sum_vectors
@@ -51,8 +53,7 @@ def _in_split_order(parts: list[torch.Tensor], order: np.ndarray) -> torch.Tenso
 
 
 def _autocast(model: TaskModel):
-    dev = model.device.type
-    return torch.autocast(dev, dtype=torch.bfloat16, enabled=dev == "cuda")
+    return precision_autocast(model.device)
 
 
 def jvp_at_theta0(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,7 +99,7 @@ def predict_logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms 
         elif mode == "linearized":
             delta = {n: v.to(model.device) for n, v in sum_vectors([tv for tv, _ in terms],
                                                                      [a for _, a in terms]).to_dense().items()}
-            with torch.no_grad():
+            with torch.no_grad(), _autocast(model):
                 for batch in iter_batches(model, split, task, batch_size, order):
                     outs.append(linearized_logits(model, batch, delta).float().cpu())
         else:
@@ -186,9 +187,9 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
     model.eval()
     try:
         for batch in iter_batches(model, split, task, batch_size, order):
-            with torch.inference_mode():
+            with torch.inference_mode(), _autocast(model):
                 base_parts.append(model(**batch).float().cpu())
-            with torch.no_grad(), forward_ad_context(model.device):
+            with torch.no_grad(), forward_ad_context(model.device), _autocast(model):
                 for i, delta in enumerate(deltas):
                     jvp_parts[i].append(_jvp_only(model, batch, delta).float().cpu())
     finally:

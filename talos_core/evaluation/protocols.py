@@ -214,7 +214,7 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
 # --------------------------------------------------------------------------------------------
 def _single(*, store, suite, model, method, ctx, runs, vectors, modes, **_) -> EvalOutcome:
     name = result_name(suite, model)
-    data = {"max_val": ctx.limits.get("max_val"), "max_test": ctx.limits.get("max_test")}
+    data = _eval_data(ctx)
     known = _known_zero_shot(store, name, data)
     table = arith.single_task_table(ctx, vectors, method, modes, zero_shot=known)
     runs_extra: dict = {}
@@ -228,6 +228,14 @@ def _single(*, store, suite, model, method, ctx, runs, vectors, modes, **_) -> E
     lines = [f"{r.task}: zero-shot {_fmt(r.zero_shot_acc)} -> fine-tuned {_fmt(r.finetuned_acc)} ({r.split})"
              for r in table.itertuples()]
     return EvalOutcome("single", table, [("single", name)], lines)
+
+
+def _eval_data(ctx: EvalContext) -> dict:
+    """What per-model tables' numbers depend on besides the runs: data limits and evaluation precision."""
+    from talos_core.evaluation.precision import resolve_precision
+
+    return {"max_val": ctx.limits.get("max_val"), "max_test": ctx.limits.get("max_test"),
+            "eval_precision": resolve_precision(ctx.model.device)}
 
 
 def _known_zero_shot(store: Store, name: str, data: dict) -> dict[tuple[str, str], float]:
@@ -323,7 +331,7 @@ def _linearization(*, store, suite, model, method, ctx, vectors, modes, **_) -> 
     table = linearization_table(ctx, vectors, method, modes)
     name = result_name(suite, model)
     _upsert(store, "linearization", name, table, method, model=model, suite=suite,
-            data={"max_val": ctx.limits.get("max_val"), "max_test": ctx.limits.get("max_test")})
+            data=_eval_data(ctx))
     lines = [f"{r.task}: fine-tuned {_fmt(r.finetuned_acc)} | post-hoc linearized {_fmt(r.linearized_acc)}"
              for r in table.itertuples()]
     return EvalOutcome("linearization", table, [("linearization", name)], lines)
