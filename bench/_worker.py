@@ -264,9 +264,17 @@ def job_calib(a: dict) -> dict:
     return out
 
 
+def _in_precision(precision: str, fn):
+    from talos_core.evaluation.precision import eval_precision
+
+    with eval_precision(precision):
+        return fn()
+
+
 def job_grid(a: dict) -> dict:
     """One evaluation pass of θ0 + Σ α τ (in-place apply + predict + restore) vs a plain pass."""
-    from talos_core.evaluation.core import predict
+    from talos_core.evaluation.core import base_and_jvps, predict
+    from talos_core.evaluation.precision import eval_precision, native_bf16
     from talos_core.masks import random_mask
     from talos_core.vectors import TaskVector, apply_vectors
 
@@ -301,13 +309,31 @@ def job_grid(a: dict) -> dict:
         runs[f"{kind}_alpha"] = lambda i, t1=t1: predict(model, task, split, [(t1, 0.2 * (i + 1))], batch_size=bs)
         runs[f"{kind}_xi"] = lambda i, t1=t1, t2=t2: predict(
             model, task, split, [(t1, grid[i % len(grid)][0]), (t2, grid[i % len(grid)][1])], batch_size=bs)
-    runs["plain"](0)  # warm-up
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    keys = list(runs)
-    for i in range(reps):  # rotate the order so that load changes hit every kind alike
-        for k in keys[i % len(keys):] + keys[: i % len(keys)]:
-            times[k] += timed(lambda: runs[k](i), device)
-    out = {"examples": len(split), "plain_s": statistics.median(times["plain"]), "reps": reps}
+    # evaluation precision: the grid timings above are fp32; the same plain pass and one JVP pass of the
+    # linearized model (base + tangent, as the preview cache and linearized methods use) in fp32 and bf16
+    dense_tv = vectors["dense"][0]
+    runs["plain_bf16"] = lambda i: _in_precision("bf16", lambda: predict(model, task, split, batch_size=bs))
+    runs["jvp_fp32"] = lambda i: _in_precision("fp32", lambda: base_and_jvps(model, task, split, [dense_tv],
+                                                                              batch_size=bs))
+    runs["jvp_bf16"] = lambda i: _in_precision("bf16", lambda: base_and_jvps(model, task, split, [dense_tv],
+                                                                              batch_size=bs))
+    with eval_precision("fp32"):
+        for k in ("plain", "plain_bf16", "jvp_fp32", "jvp_bf16"):
+            runs[k](0)  # warm-up
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        keys = list(runs)
+        for i in range(reps):  # rotate the order so that load changes hit every kind alike
+            for k in keys[i % len(keys):] + keys[: i % len(keys)]:
+                times[k] += timed(lambda: runs[k](i), device)
+        fp32_pred = predict(model, task, split, batch_size=bs)
+        bf16_pred = _in_precision("bf16", lambda: predict(model, task, split, batch_size=bs))
+    out = {"examples": len(split), "plain_s": statistics.median(times["plain"]), "reps": reps,
+           "precision": {"plain_fp32_s": statistics.median(times["plain"]),
+                         "plain_bf16_s": statistics.median(times["plain_bf16"]),
+                         "jvp_fp32_s": statistics.median(times["jvp_fp32"]),
+                         "jvp_bf16_s": statistics.median(times["jvp_bf16"]),
+                         "agreement": float((fp32_pred == bf16_pred).mean()),
+                         "native_bf16": native_bf16(device)}}
     for kind, (t1, t2) in vectors.items():
         def apply_only() -> None:
             with apply_vectors(model, [(t1, 0.3), (t2, -0.7)]):

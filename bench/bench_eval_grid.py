@@ -9,6 +9,9 @@ is ``predict`` with no terms. Reported for sparse TaLoS-like vectors (10% densit
 (non-linear FT) vectors; goal: grid point / plain pass ≤ 1.1. The apply+restore cost does not grow
 with the number of examples, so the last column projects the ξ-grid ratio to the paper's 2,048 test
 points per task: ``1 + apply_restore / (plain · 2048 / examples)``.
+
+A second table times the plain pass and one linearized (base + JVP) pass in fp32 and in bf16
+autocast (:mod:`talos_core.evaluation.precision`) and reports the share of identical predictions.
 """
 
 from __future__ import annotations
@@ -41,6 +44,24 @@ def tables(results: list[dict]) -> str:
                                       "ξ point / plain at 2,048 examples (projected)"])])
 
 
+def precision_table(results: list[dict]) -> str:
+    """bf16 vs fp32 evaluation (``talos_core.evaluation.precision``), same passes, same run."""
+    rows = []
+    for r in results:
+        x = r.get("precision")
+        if not x:
+            continue
+        rows.append({"model": r["case"], "n": r["examples"], "native": "yes" if x["native_bf16"] else "no",
+                     "pf": x["plain_fp32_s"], "pb": x["plain_bf16_s"], "rp": ratio(x["plain_fp32_s"], x["plain_bf16_s"]),
+                     "jf": x["jvp_fp32_s"], "jb": x["jvp_bf16_s"], "rj": ratio(x["jvp_fp32_s"], x["jvp_bf16_s"]),
+                     "agree": x["agreement"]})
+    return "\n".join(["### Evaluation precision: fp32 vs bf16 autocast (seconds per pass)", "",
+                      markdown_table(rows, ["model", "n", "native", "pf", "pb", "rp", "jf", "jb", "rj", "agree"],
+                                     ["model", "test examples", "native bf16 (AMX/GPU)", "plain fp32 s", "plain bf16 s",
+                                      "fp32 / bf16", "base+JVP fp32 s", "base+JVP bf16 s", "fp32 / bf16 (JVP)",
+                                      "same predictions"])])
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     args = common_parser(__doc__.splitlines()[0]).parse_args(argv)
     device = resolve_device(args.device, args.threads, args.timeout)
@@ -49,6 +70,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         lambda case: run_case(case, device, args.quick), args.json, "eval_grid", device)
     print()
     print(tables([r for r in results if "error" not in r]))
+    print()
+    print(precision_table([r for r in results if "error" not in r]))
     print(error_rows(results))
     return results
 

@@ -142,7 +142,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     """Fine-tune (or reuse) the run ``req`` and return it from ``store``."""
     from talos_core.evaluation.context import memoized_zero_shot
     from talos_core.evaluation.core import accuracy
-    from talos_core.evaluation.precision import resolve_precision
+    from talos_core.evaluation.precision import model_precision
 
     req.validate()
     rid = req.run_id()
@@ -159,8 +159,9 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     out = method.run(ctx)
     bs = req.eval_batch_size
     t_eval = time.perf_counter()
-    same_data = dict(model=req.model, device=device, max_val=req.max_val, max_test=req.max_test, batch_size=bs,
-                     task=req.task)  # θ0 is restored by now
+    precision = model_precision(model)
+    same_data = dict(model=req.model, device=device, precision=precision, max_val=req.max_val,
+                     max_test=req.max_test, batch_size=bs, task=req.task)  # θ0 is restored by now
     metrics = {
         "zero_shot_test_acc": memoized_zero_shot(lambda: accuracy(model, task, data.test, batch_size=bs),
                                                  split="test", **same_data),
@@ -170,7 +171,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
                                        batch_size=bs),
         "finetuned_val_acc": accuracy(model, task, data.val, [(out.vector, 1.0)], mode=method.eval_mode,
                                       batch_size=bs),
-        "eval_precision": resolve_precision(device),
+        "eval_precision": precision,
         "vector_nnz": out.vector.nnz(),
         "vector_norm": out.vector.norm(),
         "theta_numel": model.num_parameters(),

@@ -195,14 +195,16 @@ def _upsert_single(store: Store, suite: str, model: str, method: str, table: pd.
     from talos_core.evaluation.names import result_name
 
     name = result_name(suite, model)
-    old, runs = None, {}
+    old, runs, extra = None, {}, {}
     if name in store.results("single"):
         old = store.read_table("single", name)
-        runs = dict(store.read_result("single", name).get("runs") or {})
+        payload = store.read_result("single", name)
+        extra = {k: v for k, v in payload.items() if k not in ("columns", "records", "runs")}  # data, model, ...
+        runs = dict(payload.get("runs") or {})
         old = old[old["method"] != method]
     runs[method] = dict(run_ids)
     merged = table if old is None or old.empty else pd.concat([old, table], ignore_index=True)
-    store.write_table("single", name, merged, runs=runs)
+    store.write_table("single", name, merged, **extra, runs=runs)
 
 
 def sparsity_ablation(store: Store, suite: str, model: str, method: str, tasks: Sequence[str],
@@ -331,7 +333,9 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     from talos_core.pipeline import resolve_device
 
     requested = current_precision()
-    precision = resolve_precision(resolve_device(device))
+    from talos_core.models import get_model_spec
+
+    precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
     fingerprint = _jsonable({"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
                              "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
                              "scale_settings": asdict(sc), "seed": seed, "eval_precision": precision})

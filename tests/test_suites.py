@@ -75,6 +75,11 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     ca = a.read_table("comparison", "tiny__tiny-text").drop(columns=timing, errors="ignore")
     cb = b.read_table("comparison", "tiny__tiny-text").drop(columns=timing, errors="ignore")
     assert ca.equals(cb)
+    meta = a.read_result("suite", "tiny")  # the resolved evaluation precision is part of the record
+    assert meta["eval_precision"] == "fp32" and meta["sessions"][-1]["eval_precision"] == "fp32"
+    single = a.read_result("single", "tiny__tiny-text")  # post-hoc rows were upserted without losing `data`
+    assert single["data"] == {"max_val": 16, "max_test": 24, "eval_precision": "fp32"}
+    assert set(single["runs"]) == {"talos", "nonlinear", "ties"}
     table = results_markdown(a, "tiny")
     assert "| talos |" in table and "| ties |" in table
     assert "peak memory (MiB)" in table and "zero-shot" in table

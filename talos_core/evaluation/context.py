@@ -38,14 +38,12 @@ def clear_zero_shot_memo() -> None:
     _ZERO_SHOT_MEMO.clear()
 
 
-def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: "str | torch.device",
+def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: "str | torch.device", precision: str,
                        max_val: int | None, max_test: int | None, batch_size: int, task: str, split: str) -> float:
     """The zero-shot accuracy of ``model`` on ``task``'s ``split`` (data loaded with ``max_val``/``max_test``,
-    evaluated in batches of ``batch_size`` at the current evaluation precision), computed by ``compute()``
-    the first time in this process."""
-    from talos_core.evaluation.precision import resolve_precision
-
-    key = (model, str(device), resolve_precision(device), max_val, max_test, batch_size, task, split)
+    evaluated in batches of ``batch_size`` at the resolved evaluation ``precision``), computed by
+    ``compute()`` the first time in this process."""
+    key = (model, str(device), precision, max_val, max_test, batch_size, task, split)
     if key not in _ZERO_SHOT_MEMO:
         _ZERO_SHOT_MEMO[key] = compute()
     return _ZERO_SHOT_MEMO[key]
@@ -152,13 +150,15 @@ class EvalContext:
 
     def zero_shot(self, task: str, split: str) -> float:
         """Accuracy of ``θ0`` (cached per task, split and evaluation precision)."""
-        from talos_core.evaluation.precision import resolve_precision
+        from talos_core.evaluation.precision import model_precision
 
-        key = (task, split, resolve_precision(self.model.device))
+        precision = model_precision(self.model)
+        key = (task, split, precision)
         if key not in self._zero_shot:
             if self.share_zero_shot:
                 self._zero_shot[key] = memoized_zero_shot(
                     lambda: self.accuracy(task, split), model=self.model_name, device=self.model.device,
+                    precision=precision,
                     max_val=self.limits.get("max_val"), max_test=self.limits.get("max_test"),
                     batch_size=self.batch_size, task=task, split=split)
             else:

@@ -5,7 +5,7 @@ whole split and restores them bitwise afterwards — no model copies. ``mode="li
 the first-order Taylor model ``f(x, θ0) + (Σ α τ)ᵀ ∇θ f(x, θ0)`` with one Jacobian-vector product
 (``torch.func.jvp``), as required for linearized fine-tuning and L-LoRA task vectors.
 Batches run under ``torch.inference_mode`` (non-linear) and the evaluation precision's autocast
-(:mod:`talos_core.evaluation.precision`: bf16 on GPUs and AMX CPUs by default, else fp32).
+(:mod:`talos_core.evaluation.precision`: by default bf16 on GPUs, and on AMX CPUs for text encoders).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _in_split_order(parts: list[torch.Tensor], order: np.ndarray) -> torch.Tenso
 
 
 def _autocast(model: TaskModel):
-    return precision_autocast(model.device)
+    return precision_autocast(model)
 
 
 def jvp_at_theta0(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

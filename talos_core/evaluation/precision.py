@@ -7,20 +7,22 @@ of the preview cache) runs under :func:`autocast`. Which precision it uses is, i
 2. the environment variable ``TALOS_EVAL_PRECISION`` (the tests pin ``fp32`` this way);
 3. ``"auto"``.
 
-``"auto"`` resolves to bf16 on CUDA and on CPUs with AMX bf16 tiles (Intel Sapphire Rapids and
-later), where bf16 matrix products are several times faster than fp32 (measured on this project's
-2-core Xeon: 5.5x on a MiniLM-sized linear layer, 2.6x on a whole MiniLM evaluation, ``bench/``),
-and to fp32 everywhere else: without AMX, bf16 products are emulated and *slower* than fp32 (1.6x
-with AVX512-BF16, 12x with AVX2, measured). Training is not affected (it has its own
-``TrainConfig.precision``). Weights stay fp32 — task vectors are applied to the fp32 weights and
-autocast rounds the edited weights per product — and logits are returned as fp32.
+``"auto"`` resolves to bf16 on CUDA, and on CPUs with AMX bf16 tiles (Intel Sapphire Rapids and
+later) for the model families in :data:`CPU_BF16_FAMILIES`, whose evaluation measured faster there;
+to fp32 everywhere else. Measured on this project's 2-core Xeon (``bench/bench_eval_grid``): a
+MiniLM-sized linear layer 5.5x faster in bf16, a MiniLM evaluation pass 2.9x and its JVP pass
+2.2x — but a CLIP ViT-B/32 pass 0.69x (*slower*: under autocast ``nn.MultiheadAttention`` leaves
+its fused path and bf16 products on its non-contiguous inputs copy), and without AMX bf16 products
+are emulated and slower than fp32 (1.6x with AVX512-BF16, 12x with AVX2). Training is not affected
+(it has its own ``TrainConfig.precision``). Weights stay fp32 — task vectors are applied to the
+fp32 weights and autocast rounds the edited weights per product — and logits are returned as fp32.
 
 bf16 changes a few borderline predictions (on MiniLM: 1 of 576 test predictions, JVP tangents
 within 1 % of their range), so results are reproducible for a given resolved precision; every
-suite record and run manifest says which one was used.
+suite record, run manifest and per-model table says which one was used.
 
 >>> with eval_precision("fp32"):
-...     resolve_precision("cpu")
+...     resolve_precision("cpu", family="text-encoder")
 'fp32'
 >>> resolve_precision("cpu", "bf16")
 'bf16'
@@ -39,6 +41,8 @@ from talos_core.errors import TalosError
 
 PRECISIONS = ("auto", "fp32", "bf16")
 ENV_VAR = "TALOS_EVAL_PRECISION"
+#: model families (``TaskModel.family``) that ``auto`` evaluates in bf16 on AMX CPUs (measured faster)
+CPU_BF16_FAMILIES = frozenset({"text-encoder"})
 
 _CURRENT: ContextVar[str | None] = ContextVar("talos_eval_precision", default=None)
 
@@ -77,12 +81,22 @@ def native_bf16(device: "str | torch.device") -> bool:
         return False
 
 
-def resolve_precision(device: "str | torch.device", precision: str | None = None) -> str:
-    """``"fp32"`` or ``"bf16"``: what evaluation on ``device`` uses (``precision`` or the current one)."""
+def resolve_precision(device: "str | torch.device", precision: str | None = None, *,
+                      family: str | None = None) -> str:
+    """``"fp32"`` or ``"bf16"``: what evaluating a ``family`` model on ``device`` uses (``precision`` or the
+    current one; ``auto`` on a CPU needs AMX and a family in :data:`CPU_BF16_FAMILIES`)."""
     p = check_precision(precision if precision is not None else current_precision())
-    if p == "auto":
-        return "bf16" if native_bf16(device) else "fp32"
-    return p
+    if p != "auto":
+        return p
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return "bf16"
+    return "bf16" if family in CPU_BF16_FAMILIES and native_bf16(dev) else "fp32"
+
+
+def model_precision(model) -> str:
+    """:func:`resolve_precision` for a loaded :class:`~talos_core.models.base.TaskModel`."""
+    return resolve_precision(model.device, family=getattr(model, "family", None))
 
 
 @contextmanager
@@ -98,11 +112,10 @@ def eval_precision(precision: str | None) -> Iterator[str]:
         _CURRENT.reset(token)
 
 
-def autocast(device: "str | torch.device") -> torch.autocast:
-    """The autocast context of the current precision on ``device`` (disabled for fp32)."""
-    dev = torch.device(device)
-    return torch.autocast(dev.type, dtype=torch.bfloat16, enabled=resolve_precision(dev) == "bf16")
+def autocast(model) -> torch.autocast:
+    """The autocast context of the current precision for ``model`` (a ``TaskModel``; disabled for fp32)."""
+    return torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=model_precision(model) == "bf16")
 
 
-__all__ = ["PRECISIONS", "ENV_VAR", "check_precision", "current_precision", "native_bf16", "resolve_precision",
-           "eval_precision", "autocast"]
+__all__ = ["PRECISIONS", "ENV_VAR", "CPU_BF16_FAMILIES", "check_precision", "current_precision", "native_bf16",
+           "resolve_precision", "model_precision", "eval_precision", "autocast"]

@@ -130,7 +130,7 @@ def _upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str
             old_extra = {k: v for k, v in payload.items() if k not in ("columns", "records")}
         except TalosError:
             old = None
-        if old is not None and (data is None or old_extra.get("data") in (None, data)) and key in old.columns:
+        if old is not None and (data is None or _same_data(old_extra.get("data"), data)) and key in old.columns:
             table = pd.concat([old[old[key] != method], table], ignore_index=True)
         else:
             old_extra = {}
@@ -232,10 +232,22 @@ def _single(*, store, suite, model, method, ctx, runs, vectors, modes, **_) -> E
 
 def _eval_data(ctx: EvalContext) -> dict:
     """What per-model tables' numbers depend on besides the runs: data limits and evaluation precision."""
-    from talos_core.evaluation.precision import resolve_precision
+    from talos_core.evaluation.precision import model_precision
 
     return {"max_val": ctx.limits.get("max_val"), "max_test": ctx.limits.get("max_test"),
-            "eval_precision": resolve_precision(ctx.model.device)}
+            "eval_precision": model_precision(ctx.model)}
+
+
+def _same_data(old: dict | None, new: dict) -> bool:
+    """Whether a stored table's ``data`` matches ``new`` (``None``: unknown, accepted); stores written before
+    ``eval_precision`` was recorded evaluated in fp32.
+
+    >>> _same_data({"max_val": 8, "max_test": 8}, {"max_val": 8, "max_test": 8, "eval_precision": "fp32"})
+    True
+    """
+    if old is None:
+        return True
+    return {"eval_precision": "fp32", **old} == {"eval_precision": "fp32", **new}
 
 
 def _known_zero_shot(store: Store, name: str, data: dict) -> dict[tuple[str, str], float]:
@@ -246,7 +258,7 @@ def _known_zero_shot(store: Store, name: str, data: dict) -> dict[tuple[str, str
         payload = store.read_result("single", name)
     except TalosError:
         return {}
-    if payload.get("data") != data:
+    if not _same_data(payload.get("data"), data) or payload.get("data") is None:
         return {}
     out = {}
     for rec in payload.get("records", []):
