@@ -74,7 +74,8 @@ def _sidebar_context() -> None:
             if info.get("control_task"):
                 parts.append(f"control {info['control_task']}")
             if info.get("device"):
-                parts.append(f"computed on {info['device']}")
+                precision = info.get("eval_precision")
+                parts.append(f"computed on {info['device']}" + (f", {precision} evaluation" if precision else ""))
             st.caption("; ".join(parts))
 
 

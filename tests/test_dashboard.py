@@ -179,3 +179,10 @@ def test_run_page_shows_the_commands(monkeypatch, tmp_path):
     code = "\n".join(c.value for c in at.code)
     assert "talos finetune --task" in code and "talos evaluate addition" in code
     assert any("No jobs yet" in c.value for c in at.caption)
+
+
+def test_sidebar_names_device_and_evaluation_precision(monkeypatch):
+    """On the shipped store, the suite caption says where and in which precision results were computed."""
+    at = open_app(monkeypatch, REPO / "cached_results", "learn", {"suite": "text"})
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "computed on cpu, bf16 evaluation" in captions, captions
