@@ -64,11 +64,12 @@ def _option(text: str) -> tuple[str, object]:
     return key, value
 
 
-def add_eval_precision_argument(p: argparse.ArgumentParser, default: str | None = None) -> None:
+def add_eval_precision_argument(p: argparse.ArgumentParser,
+                                default_help: str = "$TALOS_EVAL_PRECISION or auto") -> None:
     """``--eval-precision auto|fp32|bf16`` (see :mod:`talos_core.evaluation.precision`); ``main`` applies it."""
-    p.add_argument("--eval-precision", choices=["auto", "fp32", "bf16"], default=default,
-                   help="precision of evaluation forward passes: auto = bf16 on GPUs and AMX CPUs, else fp32 "
-                        "(default: $TALOS_EVAL_PRECISION or auto; training is not affected)")
+    p.add_argument("--eval-precision", choices=["auto", "fp32", "bf16"], default=None,
+                   help="precision of evaluation forward passes: auto = bf16 on GPUs and, for text encoders, on "
+                        f"AMX CPUs, else fp32 (default: {default_help}; training is not affected)")
 
 
 def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -> None:

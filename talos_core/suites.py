@@ -48,8 +48,9 @@ class Scale:
     # per-method learning rates (method, lr), chosen on the validation split; methods not listed use ``lr``
     # (or the model's default). Post-hoc methods use ``nonlinear``'s runs, the ablation ``talos``'s.
     lr_by_method: tuple[tuple[str, float], ...] = ()
-    # precision of evaluation forward passes (talos_core.evaluation.precision): "auto" = bf16 on GPUs and AMX
-    # CPUs, fp32 elsewhere; "fp32" where shipped results must reproduce on any CPU (training is always fp32 on CPU)
+    # precision of evaluation forward passes (talos_core.evaluation.precision): "auto" = bf16 on GPUs and, for
+    # text encoders, on AMX CPUs, fp32 elsewhere; "fp32" where shipped results must reproduce on any CPU
+    # (training is always fp32 on CPU)
     eval_precision: str = "auto"
 
     def lr_for(self, method: str) -> float | None:
@@ -330,11 +331,10 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
 
     import torch
 
+    from talos_core.models import get_model_spec
     from talos_core.pipeline import resolve_device
 
     requested = current_precision()
-    from talos_core.models import get_model_spec
-
     precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
     fingerprint = _jsonable({"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
                              "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
@@ -465,7 +465,7 @@ def results_markdown(store: Store | str, suite: str) -> str:
 # CLI
 # --------------------------------------------------------------------------------------------
 def _register_cli() -> None:
-    from talos_core.cli import command, subparsers
+    from talos_core.cli import add_eval_precision_argument, command, subparsers
 
     @subparsers
     def _parsers(sub: argparse._SubParsersAction) -> None:
@@ -480,8 +480,7 @@ def _register_cli() -> None:
         p.add_argument("--resume", action="store_true",
                        help="skip the steps an interrupted run of this suite (same settings) already finished")
         p.add_argument("--quiet", action="store_true")
-        p.add_argument("--eval-precision", choices=["auto", "fp32", "bf16"], default=None,
-                       help="precision of evaluation forward passes (default: the scale's; see README 'Suites')")
+        add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
         p = sub.add_parser("report", help="print the README results table of a suite from a store")
         p.add_argument("name")
         p.add_argument("--store", default="cached_results")

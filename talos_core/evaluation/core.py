@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, jvp
 
-from talos_core.evaluation.precision import autocast as precision_autocast
+from talos_core.evaluation.precision import autocast as eval_autocast
 from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors, sum_vectors
@@ -50,10 +50,6 @@ def _in_split_order(parts: list[torch.Tensor], order: np.ndarray) -> torch.Tenso
     restored = torch.empty_like(out)
     restored[torch.as_tensor(order, dtype=torch.long)] = out
     return restored
-
-
-def _autocast(model: TaskModel):
-    return precision_autocast(model)
 
 
 def jvp_at_theta0(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,13 +89,13 @@ def predict_logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms 
     model.eval()
     try:
         if mode == "nonlinear" or not terms:
-            with apply_vectors(model, terms), torch.inference_mode(), _autocast(model):
+            with apply_vectors(model, terms), torch.inference_mode(), eval_autocast(model):
                 for batch in iter_batches(model, split, task, batch_size, order):
                     outs.append(model(**batch).float().cpu())
         elif mode == "linearized":
             delta = {n: v.to(model.device) for n, v in sum_vectors([tv for tv, _ in terms],
                                                                      [a for _, a in terms]).to_dense().items()}
-            with torch.no_grad(), _autocast(model):
+            with torch.no_grad(), eval_autocast(model):
                 for batch in iter_batches(model, split, task, batch_size, order):
                     outs.append(linearized_logits(model, batch, delta).float().cpu())
         else:
@@ -187,9 +183,9 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
     model.eval()
     try:
         for batch in iter_batches(model, split, task, batch_size, order):
-            with torch.inference_mode(), _autocast(model):
+            with torch.inference_mode(), eval_autocast(model):
                 base_parts.append(model(**batch).float().cpu())
-            with torch.no_grad(), forward_ad_context(model.device), _autocast(model):
+            with torch.no_grad(), forward_ad_context(model.device), eval_autocast(model):
                 for i, delta in enumerate(deltas):
                     jvp_parts[i].append(_jvp_only(model, batch, delta).float().cpu())
     finally:

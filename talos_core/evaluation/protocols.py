@@ -258,7 +258,8 @@ def _known_zero_shot(store: Store, name: str, data: dict) -> dict[tuple[str, str
         payload = store.read_result("single", name)
     except TalosError:
         return {}
-    if not _same_data(payload.get("data"), data) or payload.get("data") is None:
+    stored = payload.get("data")
+    if stored is None or not _same_data(stored, data):
         return {}
     out = {}
     for rec in payload.get("records", []):
