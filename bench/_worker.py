@@ -265,7 +265,7 @@ def job_calib(a: dict) -> dict:
 
 
 def _in_precision(precision: str, fn):
-    from talos_core.evaluation.precision import eval_precision
+    from talos_core.inference.precision import eval_precision
 
     with eval_precision(precision):
         return fn()
@@ -273,8 +273,8 @@ def _in_precision(precision: str, fn):
 
 def job_grid(a: dict) -> dict:
     """One evaluation pass of θ0 + Σ α τ (in-place apply + predict + restore) vs a plain pass."""
-    from talos_core.evaluation.core import base_and_jvps, predict
-    from talos_core.evaluation.precision import eval_precision, native_bf16
+    from talos_core.inference.forward import base_and_jvps, predict
+    from talos_core.inference.precision import eval_precision, native_bf16
     from talos_core.masks import random_mask
     from talos_core.vectors import TaskVector, apply_vectors
 

@@ -3,7 +3,7 @@
 ``python -m bench.bench_eval_grid [--device cuda] [--quick] [--models ...]``
 
 A grid point evaluates ``θ0 + α τ1`` (α curve) or ``θ0 + α1 τ1 + α2 τ2`` (ξ grid) on a test split:
-``talos_core.evaluation.core.predict(model, task, split, terms)``, which edits the weights in place
+``talos_core.inference.forward.predict(model, task, split, terms)``, which edits the weights in place
 with ``talos_core.vectors.apply_vectors`` and restores them bitwise (no model copies). The plain pass
 is ``predict`` with no terms. Reported for sparse TaLoS-like vectors (10% density) and dense
 (non-linear FT) vectors; goal: grid point / plain pass ≤ 1.1. The apply+restore cost does not grow
@@ -11,7 +11,7 @@ with the number of examples, so the last column projects the ξ-grid ratio to th
 points per task: ``1 + apply_restore / (plain · 2048 / examples)``.
 
 A second table times the plain pass and one linearized (base + JVP) pass in fp32 and in bf16
-autocast (:mod:`talos_core.evaluation.precision`) and reports the share of identical predictions.
+autocast (:mod:`talos_core.inference.precision`) and reports the share of identical predictions.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def tables(results: list[dict]) -> str:
 
 
 def precision_table(results: list[dict]) -> str:
-    """bf16 vs fp32 evaluation (``talos_core.evaluation.precision``), same passes, same run."""
+    """bf16 vs fp32 evaluation (``talos_core.inference.precision``), same passes, same run."""
     rows = []
     for r in results:
         x = r.get("precision")

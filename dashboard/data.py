@@ -206,7 +206,7 @@ def result_file(root: str | Path, kind: str, name: str) -> Path:
 
 def read_payload(root: str | Path, kind: str, name: str) -> dict:
     """The JSON payload of ``results/<kind>/<name>.json``; :class:`MissingResult` / :class:`CorruptResult`."""
-    from talos_core.store import read_json
+    from talos_core.atomic import read_json
 
     path = result_file(root, kind, name)
     if not path.exists():

@@ -96,10 +96,9 @@ class JobSpec:
             raise TalosError(f"the negation control task {self.control_task!r} must not be one of the tasks")
 
 
-#: how the runner calls the ``talos`` CLI: this interpreter, importing ``talos_core.cli.main`` (NOT
-#: ``python -m talos_core.cli``, which would run a second copy of the module whose command registry lacks
-#: the sub-commands that ``talos_core.evaluation.cli`` registers, e.g. ``evaluate``)
-CLI_PREFIX = ["-c", "import sys; from talos_core.cli import main; sys.exit(main())"]
+#: how the runner calls the ``talos`` CLI: this interpreter, ``-m talos_core.cli`` (works without the
+#: ``talos`` script on PATH)
+CLI_PREFIX = ["-m", "talos_core.cli"]
 
 
 def _cli() -> list[str]:
@@ -157,7 +156,7 @@ def jobs_root(store: str | Path) -> Path:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    from talos_core.store import atomic_write_json
+    from talos_core.atomic import atomic_write_json
 
     atomic_write_json(path, payload)
 
@@ -254,7 +253,7 @@ def launch(job: JobInfo, *, python: str | None = None) -> JobInfo:
                                 cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, start_new_session=True)
     _CHILDREN.append(proc)
-    from talos_core.store import atomic_write_bytes
+    from talos_core.atomic import atomic_write_bytes
 
     atomic_write_bytes(job.path / "runner.pid", str(proc.pid).encode())  # only the launcher writes this file
     return JobInfo(job.id, job.path, job.spec, read_status(job.path))

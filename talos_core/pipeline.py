@@ -10,18 +10,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-
-import torch
 
 from talos_core.errors import TalosError, check_range
 from talos_core.masks import CalibrationConfig, mask_density
 from talos_core.methods import MethodContext, get_method
-from talos_core.models import get_model_spec, load_model
-from talos_core.models.base import TaskModel
-from talos_core.store import Run, Store, atomic_write_json, save_mask, versions
+from talos_core.inference.runtime import prepared_model, resolve_device
+from talos_core.models import get_model_spec
+from talos_core.atomic import atomic_write_json
+from talos_core.store import Run, Store, save_mask, versions
 from talos_core.tasks import get_task, load_task
-from talos_core.tasks.base import TaskData, TaskSpec
+from talos_core.tasks.base import TaskData
 from talos_core.training import TrainConfig
 
 
@@ -102,37 +100,6 @@ class FinetuneRequest:
         return run_id(self.model, self.task, self.method, self.config_dict())
 
 
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise TalosError(f"device {device!r} was asked for but no CUDA GPU is available; use --device cpu")
-    return torch.device(device)
-
-
-@lru_cache(maxsize=4)
-def _cached_model(name: str) -> TaskModel:
-    return load_model(name)
-
-
-def prepared_model(name: str, task: TaskSpec, device: torch.device) -> TaskModel:
-    """The (cached) model ``name`` on ``device`` carrying ``task``'s zero-shot head, at θ0."""
-    model = _cached_model(name).to(device)
-    if model.head_task != task.name:
-        model.set_head(head_for(model, name, task), task.name)
-    return model
-
-
-_HEADS: dict[tuple[str, str], dict] = {}
-
-
-def head_for(model: TaskModel, name: str, task: TaskSpec) -> dict:
-    key = (name, task.name)
-    if key not in _HEADS:
-        _HEADS[key] = model.build_head(task)
-    return _HEADS[key]
-
-
 def load_request_data(req: FinetuneRequest) -> TaskData:
     return load_task(req.task, max_train=req.max_train, max_val=req.max_val, max_test=req.max_test)
 
@@ -140,9 +107,9 @@ def load_request_data(req: FinetuneRequest) -> TaskData:
 def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, progress: bool = True,
                  on_step: Callable[[int, dict], None] | None = None) -> Run:
     """Fine-tune (or reuse) the run ``req`` and return it from ``store``."""
-    from talos_core.evaluation.context import memoized_zero_shot
-    from talos_core.evaluation.core import accuracy
-    from talos_core.evaluation.precision import model_precision
+    from talos_core.inference.forward import accuracy  # looked up per call (tests count its calls)
+    from talos_core.inference.precision import model_precision
+    from talos_core.inference.runtime import memoized_zero_shot
 
     req.validate()
     rid = req.run_id()

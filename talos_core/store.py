@@ -32,93 +32,15 @@ from typing import Any
 import pandas as pd
 import torch
 
+from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors, read_json, atomic_write_bytes
 from talos_core.errors import TalosError
 
 STORE_FORMAT = "talos-store/1"
 
 
 # --------------------------------------------------------------------------------------------
-# atomic primitives
+# mask artifacts
 # --------------------------------------------------------------------------------------------
-def _tmp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_path(path)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "item"):
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-
-
-def atomic_write_json(path: Path, payload: Any) -> None:
-    """Write ``payload`` as JSON atomically (NaN/inf become null)."""
-    text = json.dumps(_clean(payload), indent=1, sort_keys=False, default=_json_default)
-    atomic_write_bytes(Path(path), text.encode())
-
-
-def _clean(obj: Any) -> Any:
-    import math
-
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
-
-
-def read_json(path: Path) -> Any:
-    path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TalosError(f"missing file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TalosError(f"corrupt JSON file {path}: {exc}") from None
-
-
-def atomic_save_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
-    from safetensors.torch import save
-
-    data = save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata=metadata)
-    atomic_write_bytes(Path(path), data)
-
-
-def load_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """Load tensors and metadata; a missing or corrupt file becomes one clear :class:`TalosError`."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.exists():
-        raise TalosError(f"missing file {path}")
-    try:
-        with safe_open(str(path), framework="pt") as fh:
-            meta = fh.metadata() or {}
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
-    except Exception as exc:  # safetensors raises its own error types for bad headers
-        raise TalosError(f"corrupt safetensors file {path}: {exc}") from None
-    return tensors, meta
-
-
 def save_mask(mask: dict[str, torch.Tensor], path: Path) -> None:
     atomic_save_safetensors({n: m.to(torch.bool) for n, m in mask.items()}, path, {"format": "talos-mask/1"})
 

@@ -15,7 +15,6 @@ paper insists on one choice per method for both benchmarks).
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -48,7 +47,7 @@ class Scale:
     # per-method learning rates (method, lr), chosen on the validation split; methods not listed use ``lr``
     # (or the model's default). Post-hoc methods use ``nonlinear``'s runs, the ablation ``talos``'s.
     lr_by_method: tuple[tuple[str, float], ...] = ()
-    # precision of evaluation forward passes (talos_core.evaluation.precision): "auto" = bf16 on GPUs and, for
+    # precision of evaluation forward passes (talos_core.inference.precision): "auto" = bf16 on GPUs and, for
     # text encoders, on AMX CPUs, fp32 elsewhere; "fp32" where shipped results must reproduce on any CPU
     # (training is always fp32 on CPU)
     eval_precision: str = "auto"
@@ -155,7 +154,7 @@ def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: S
     """
     from talos_core.evaluation import arithmetic as arith
     from talos_core.evaluation.context import EvalContext
-    from talos_core.evaluation.names import result_name
+    from talos_core.schema import result_name
     from talos_core.evaluation.runs import resolve_runs
     from talos_core.methods.posthoc import BASE_METHOD, posthoc_grid, posthoc_vectors
 
@@ -193,7 +192,7 @@ def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: S
 
 def _upsert_single(store: Store, suite: str, model: str, method: str, table: pd.DataFrame,
                    run_ids: Mapping[str, str]) -> None:
-    from talos_core.evaluation.names import result_name
+    from talos_core.schema import result_name
 
     name = result_name(suite, model)
     old, runs, extra = None, {}, {}
@@ -214,7 +213,7 @@ def sparsity_ablation(store: Store, suite: str, model: str, method: str, tasks: 
     """Addition/negation/single-task summaries of ``method`` at several sparsities (paper App. k ablation)."""
     from talos_core.evaluation import arithmetic as arith
     from talos_core.evaluation.context import EvalContext
-    from talos_core.evaluation.names import result_name
+    from talos_core.schema import result_name
     from talos_core.evaluation.runs import resolve_runs, run_alpha_grid
 
     ctx = EvalContext.for_model(model, [*tasks, control_task], max_val=overrides.get("max_val"),
@@ -251,7 +250,7 @@ def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids
     Evaluation is deterministic, so re-evaluating the same runs would give the same numbers; the
     sparsity ablation uses this for the method's own sparsity, which the suite has just evaluated.
     """
-    from talos_core.evaluation.names import result_name
+    from talos_core.schema import result_name
 
     name = result_name(suite, model, method)
     try:
@@ -283,15 +282,15 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
-    :mod:`talos_core.evaluation.precision`); the precision it resolved to is part of the suite record.
+    :mod:`talos_core.inference.precision`); the precision it resolved to is part of the suite record.
 
     The suite's record (``results/suite/<name>.json``) is rewritten after every step with
     ``complete: false`` and the steps done so far; ``resume=True`` (``talos suite ... --resume``)
     skips the steps an interrupted run with the *same* settings already finished (runs are reused
     from the store in any case). ``wall_time_s`` is the sum of all step times over all sessions.
     """
-    from talos_core.evaluation.precision import check_precision
-    from talos_core.evaluation.precision import eval_precision as precision_block
+    from talos_core.inference.precision import check_precision
+    from talos_core.inference.precision import eval_precision as precision_block
 
     spec = get_suite(name)
     if scale not in spec.scales:
@@ -305,7 +304,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
 def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
                methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
                progress: bool, resume: bool) -> dict:
-    from talos_core.evaluation.precision import current_precision, resolve_precision
+    from talos_core.inference.precision import current_precision, resolve_precision
     from talos_core.evaluation.protocols import evaluate
 
     name = spec.name
@@ -332,7 +331,7 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     import torch
 
     from talos_core.models import get_model_spec
-    from talos_core.pipeline import resolve_device
+    from talos_core.inference.runtime import resolve_device
 
     requested = current_precision()
     precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
@@ -438,7 +437,7 @@ def _jsonable(value: Any) -> Any:
 
 def results_markdown(store: Store | str, suite: str) -> str:
     """The README results table of ``suite`` (from the store's ``comparison`` result)."""
-    from talos_core.evaluation.names import result_name
+    from talos_core.schema import result_name
 
     store = Store(store) if not isinstance(store, Store) else store
     meta = store.read_result("suite", suite)
@@ -459,51 +458,3 @@ def results_markdown(store: Store | str, suite: str) -> str:
                      f"{pct(r.get('single_task_acc'))} | {pct(r.get('zero_shot_acc'))} | "
                      f"{num(r.get('time_per_step_s'), '.3f')} | {num(r.get('peak_memory_mb'), '.0f')} |")
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------------
-def _register_cli() -> None:
-    from talos_core.cli import add_eval_precision_argument, command, subparsers
-
-    @subparsers
-    def _parsers(sub: argparse._SubParsersAction) -> None:
-        p = sub.add_parser("suite", help="run a whole suite (all methods and analyses) into a store")
-        p.add_argument("name", help=f"suite name: {', '.join(SUITES)}")
-        p.add_argument("--store", default="cached_results")
-        p.add_argument("--scale", default="full", help="full (documented) or mini (down-scaled)")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--device", default="auto")
-        p.add_argument("--methods", default=None, help="comma-separated subset of the suite's methods")
-        p.add_argument("--posthoc", default=None, help="comma-separated subset of the suite's post-hoc methods")
-        p.add_argument("--resume", action="store_true",
-                       help="skip the steps an interrupted run of this suite (same settings) already finished")
-        p.add_argument("--quiet", action="store_true")
-        add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
-        p = sub.add_parser("report", help="print the README results table of a suite from a store")
-        p.add_argument("name")
-        p.add_argument("--store", default="cached_results")
-
-    @command("suite")
-    def _suite(args: argparse.Namespace) -> int:
-        methods = [m for m in args.methods.split(",") if m] if args.methods else None
-        posthoc = [m for m in args.posthoc.split(",") if m] if args.posthoc is not None else None
-        if args.name not in SUITES:
-            raise unknown("suite", args.name, SUITES)
-        run_suite(args.name, args.store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
-                  posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
-                  eval_precision=args.eval_precision)
-        print(results_markdown(args.store, args.name))
-        return 0
-
-    @command("report")
-    def _report(args: argparse.Namespace) -> int:
-        try:
-            print(results_markdown(args.store, args.name))
-        except KeyError as exc:
-            raise TalosError(f"suite {args.name!r} in {args.store} lacks {exc}") from None
-        return 0
-
-
-_register_cli()

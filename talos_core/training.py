@@ -494,7 +494,7 @@ def _config_key(config: TrainConfig) -> str:
 
 def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict, opt: MaskedAdamW,
                      history: list[dict]) -> None:
-    from talos_core.store import atomic_save_safetensors, atomic_write_json
+    from talos_core.atomic import atomic_save_safetensors, atomic_write_json
 
     tensors = {f"{n}::param": params[n].detach().contiguous() for n in opt.names()}
     tensors.update(opt.state_tensors())
@@ -505,7 +505,7 @@ def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict,
 
 
 def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAdamW) -> tuple[int, list]:
-    from talos_core.store import load_safetensors
+    from talos_core.atomic import load_safetensors
 
     meta_path, tensor_path = folder / "checkpoint.json", folder / "checkpoint.safetensors"
     if not (meta_path.exists() and tensor_path.exists()):

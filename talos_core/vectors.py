@@ -109,7 +109,7 @@ class TaskVector:
 
     # ----- io -------------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
-        from talos_core.store import atomic_save_safetensors
+        from talos_core.atomic import atomic_save_safetensors
 
         tensors: dict[str, torch.Tensor] = {}
         for n, v in self.values.items():
@@ -121,7 +121,7 @@ class TaskVector:
 
     @classmethod
     def load(cls, path: str | Path) -> "TaskVector":
-        from talos_core.store import load_safetensors
+        from talos_core.atomic import load_safetensors
 
         tensors, meta = load_safetensors(Path(path))
         if meta.get("format") != FORMAT:

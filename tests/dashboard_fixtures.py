@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from talos_core.store import Store, atomic_write_bytes  # noqa: E402
+from talos_core.atomic import atomic_write_bytes  # noqa: E402
+from talos_core.store import Store  # noqa: E402
 
 SUITE = "default"
 MODEL = "tiny-clip"

@@ -135,7 +135,7 @@ def test_taylor_model_is_exactly_linear_in_the_displacement(clip) -> None:
 
 
 def test_linearized_training_changes_the_vector_and_matches_evaluation(clip) -> None:
-    from talos_core.evaluation.core import predict_logits
+    from talos_core.inference.forward import predict_logits
 
     model, task, data = clip
     theta0 = _snapshot(model)

@@ -23,7 +23,7 @@ from talos_core.tasks import get_task, load_task
 @pytest.fixture(scope="module")
 def tiny():
     """The pipeline's cached tiny-cnn with its digits head, so the CLI test reuses both."""
-    from talos_core.pipeline import prepared_model
+    from talos_core.inference.runtime import prepared_model
 
     task = get_task("digits")
     model = prepared_model("tiny-cnn", task, torch.device("cpu"))
@@ -95,7 +95,7 @@ def test_head_is_deterministic_and_uses_theta0(tiny):
 
 
 def test_head_beats_chance_on_digits(tiny):
-    from talos_core.evaluation.core import accuracy
+    from talos_core.inference.forward import accuracy
 
     model, task, data = tiny
     assert accuracy(model, task, data.test) > 0.3  # 10 classes; random-init features + linear probe
@@ -134,7 +134,7 @@ def test_vmap_fisher_equals_per_sample_loop(tiny):
 
 
 def test_linearized_jvp_through_batchnorm(tiny):
-    from talos_core.evaluation.core import linearized_logits
+    from talos_core.inference.forward import linearized_logits
 
     model, task, data = tiny
     batch = model.prepare(data.test.inputs[:4], task)
@@ -195,7 +195,7 @@ def test_bad_weights_file_is_a_talos_error(tmp_path):
 def test_lite0_real_weights_imagenet_sanity_and_probe():
     from sklearn.datasets import load_sample_image
 
-    from talos_core.evaluation.core import accuracy
+    from talos_core.inference.forward import accuracy
     from talos_core.models.cnn import LITE_MEAN, LITE_STD, load_efficientnet_lite0
     from talos_core.models.images import images_to_tensor
 

@@ -24,7 +24,7 @@ from talos_core.evaluation.linearization import linearization_table
 from talos_core.evaluation.localization import function_localization
 from talos_core.evaluation.maskstats import (block_indices, classify_layer, cross_method_iou, layer_info, mask_iou,
                                              mask_iou_matrix, mask_table)
-from talos_core.evaluation.names import result_name
+from talos_core.schema import result_name
 from talos_core.evaluation.preview import (PreviewCache, build_preview, load_preview, preview_accuracy,
                                            preview_logits, save_preview)
 from talos_core.evaluation.protocols import evaluate
@@ -481,7 +481,7 @@ def test_cli_localization_on_existing_runs(store, capsys):
 def test_zero_shot_is_shared_across_contexts_and_alpha_zero_uses_it(store, runs, monkeypatch):
     """α = 0 is θ0: the curve's α = 0 row equals a real evaluation with no edit, and a second context with
     the same model, data and batch size reuses the first one's zero-shot accuracies (no forward pass)."""
-    from talos_core.evaluation import context as context_mod
+    from talos_core.inference import runtime as context_mod
 
     context_mod.clear_zero_shot_memo()
     first = EvalContext.for_model(MODEL, [*TASKS, CONTROL], max_val=32, max_test=64)
@@ -517,8 +517,8 @@ def test_addition_on_validation_only_matches_the_full_curve(ctx, runs):
 def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
     """A run's manifest zero-shot accuracies are computed once per task, data and batch size in a
     process: a second method on the same task reuses them (equal to a direct evaluation)."""
-    from talos_core.evaluation import context as context_mod
-    from talos_core.evaluation import core
+    from talos_core.inference import runtime as context_mod
+    from talos_core.inference import forward as core
     from talos_core.pipeline import FinetuneRequest, run_finetune
 
     context_mod.clear_zero_shot_memo()

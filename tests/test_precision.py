@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from talos_core.errors import TalosError
-from talos_core.evaluation import precision as P
+from talos_core.inference import precision as P
 
 
 def test_resolution_rules(monkeypatch):
@@ -39,7 +39,7 @@ def test_resolution_rules(monkeypatch):
 
 
 def test_bf16_evaluation_is_close_to_fp32(tiny_setup):
-    from talos_core.evaluation.core import base_and_jvps, predict_logits
+    from talos_core.inference.forward import base_and_jvps, predict_logits
     from talos_core.vectors import TaskVector
 
     model, task, data = tiny_setup["tiny-text"]
@@ -64,7 +64,7 @@ def test_bf16_evaluation_is_close_to_fp32(tiny_setup):
 
 
 def test_zero_shot_memo_is_per_precision(monkeypatch):
-    from talos_core.evaluation import context as C
+    from talos_core.inference import runtime as C
 
     C.clear_zero_shot_memo()
     calls = []

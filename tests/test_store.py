@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from talos_core.errors import TalosError
-from talos_core.store import Store, atomic_write_json, read_json, run_id
+from talos_core.atomic import atomic_write_json, read_json
+from talos_core.store import Store, run_id
 
 
 def test_run_id_is_deterministic():

@@ -2,7 +2,7 @@
 
 Modules (imported lazily, so ``import talos_core.evaluation.preview`` stays light):
 
-* :mod:`~talos_core.evaluation.core` — predictions of ``θ0 + Σ α τ`` (non-linear / linearized);
+* :mod:`~talos_core.inference.forward` — predictions of ``θ0 + Σ α τ`` (non-linear / linearized);
 * :mod:`~talos_core.evaluation.context` — :class:`EvalContext`: one model, heads, data, one-edit helpers;
 * :mod:`~talos_core.evaluation.arithmetic` — single-task, task addition, task negation;
 * :mod:`~talos_core.evaluation.disentanglement` — ξ(α1, α2) grids;

@@ -29,7 +29,7 @@ import pandas as pd
 
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation.context import SPLITS, EvalContext, accuracy_of
-from talos_core.evaluation.core import Mode
+from talos_core.inference.forward import Mode
 from talos_core.vectors import TaskVector, sum_vectors
 
 ALPHA_STEP = 0.05

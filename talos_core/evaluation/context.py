@@ -12,42 +12,20 @@ building a head while an edit is applied would bake the edit into the (frozen) h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from talos_core.errors import TalosError
-from talos_core.evaluation.core import (Mode, Terms, base_and_jvps, predict_logits, predict_logits_many)
+from talos_core.inference.forward import Mode, Terms, base_and_jvps, predict_logits, predict_logits_many
+from talos_core.inference.runtime import head_for, memoized_zero_shot, prepared_model, resolve_device
 from talos_core.models.base import Head, TaskModel
 from talos_core.tasks.base import Split, TaskData, TaskSpec
 from talos_core.vectors import TaskVector
 
 SPLITS = ("val", "test")
-
-_ZERO_SHOT_MEMO: dict[tuple, float] = {}
-"""Zero-shot accuracies of contexts built by :meth:`EvalContext.for_model`, shared across the contexts of
-one process (a suite builds one per protocol step). The key holds everything the value depends on:
-model name, device, resolved evaluation precision, task, split, data limits and batch size; θ0 itself is the cached, never-mutated
-pre-trained model (edits and fine-tuning restore it bitwise)."""
-
-
-def clear_zero_shot_memo() -> None:
-    """Forget the process-wide zero-shot accuracies (e.g. after replacing a cached model)."""
-    _ZERO_SHOT_MEMO.clear()
-
-
-def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: "str | torch.device", precision: str,
-                       max_val: int | None, max_test: int | None, batch_size: int, task: str, split: str) -> float:
-    """The zero-shot accuracy of ``model`` on ``task``'s ``split`` (data loaded with ``max_val``/``max_test``,
-    evaluated in batches of ``batch_size`` at the resolved evaluation ``precision``), computed by
-    ``compute()`` the first time in this process."""
-    key = (model, str(device), precision, max_val, max_test, batch_size, task, split)
-    if key not in _ZERO_SHOT_MEMO:
-        _ZERO_SHOT_MEMO[key] = compute()
-    return _ZERO_SHOT_MEMO[key]
-
 
 @dataclass
 class EvalContext:
@@ -81,7 +59,6 @@ class EvalContext:
         ``max_val``/``max_test`` subsample exactly as :func:`talos_core.tasks.load_task` does for a run
         with the same limits, so a run's own evaluation and the protocols see the same examples.
         """
-        from talos_core.pipeline import head_for, prepared_model, resolve_device
         from talos_core.tasks import get_task, load_task
 
         names = list(dict.fromkeys(tasks))
@@ -150,7 +127,7 @@ class EvalContext:
 
     def zero_shot(self, task: str, split: str) -> float:
         """Accuracy of ``θ0`` (cached per task, split and evaluation precision)."""
-        from talos_core.evaluation.precision import model_precision
+        from talos_core.inference.precision import model_precision
 
         precision = model_precision(self.model)
         key = (task, split, precision)

@@ -24,7 +24,7 @@ import numpy as np
 
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation.context import EvalContext, subset
-from talos_core.evaluation.core import Mode
+from talos_core.inference.forward import Mode
 from talos_core.tasks.base import Split
 from talos_core.vectors import TaskVector
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from talos_core.evaluation.context import EvalContext
-from talos_core.evaluation.core import Mode
+from talos_core.inference.forward import Mode
 from talos_core.vectors import TaskVector
 
 COLUMNS = ["method", "task", "finetuned_acc", "linearized_acc"]

@@ -19,7 +19,7 @@ import numpy as np
 
 from talos_core.errors import TalosError
 from talos_core.evaluation.context import EvalContext
-from talos_core.evaluation.core import Mode
+from talos_core.inference.forward import Mode
 from talos_core.vectors import TaskVector
 
 

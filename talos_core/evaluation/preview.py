@@ -130,7 +130,7 @@ def save_preview(store, name: str, cache: PreviewCache, **extra) -> Path:
     """Write arrays (atomically, first) then the JSON meta into ``store`` (a :class:`~talos_core.store.Store`)."""
     from safetensors.numpy import save
 
-    from talos_core.store import atomic_write_bytes
+    from talos_core.atomic import atomic_write_bytes
 
     meta_path, arr_path = preview_paths(store.root, name)
     arrays = {array_key_base(e): np.ascontiguousarray(cache.base[e], dtype=np.float32) for e in cache.eval_tasks}

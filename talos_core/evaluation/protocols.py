@@ -25,7 +25,7 @@ import pandas as pd
 from talos_core.errors import TalosError, check_range, unknown
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.context import SPLITS, EvalContext
-from talos_core.evaluation.names import check_suite, result_name, slug
+from talos_core.schema import check_suite, result_name, slug
 from talos_core.evaluation.runs import resolve_runs, run_alpha_grid, run_eval_mode
 from talos_core.store import Run, Store
 
@@ -232,7 +232,7 @@ def _single(*, store, suite, model, method, ctx, runs, vectors, modes, **_) -> E
 
 def _eval_data(ctx: EvalContext) -> dict:
     """What per-model tables' numbers depend on besides the runs: data limits and evaluation precision."""
-    from talos_core.evaluation.precision import model_precision
+    from talos_core.inference.precision import model_precision
 
     return {"max_val": ctx.limits.get("max_val"), "max_test": ctx.limits.get("max_test"),
             "eval_precision": model_precision(ctx.model)}

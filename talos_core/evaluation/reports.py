@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from talos_core.errors import TalosError
-from talos_core.evaluation.names import result_name, slug
+from talos_core.schema import result_name, slug
 from talos_core.store import Run, Store
 
 EFFICIENCY_COLUMNS = ["method", "task", "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std",

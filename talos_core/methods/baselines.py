@@ -36,7 +36,7 @@ import torch
 from torch.func import functional_call, jvp
 
 from talos_core.errors import TalosError, unknown
-from talos_core.evaluation.core import forward_ad_context
+from talos_core.inference.forward import forward_ad_context
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
 from talos_core.methods import (FinetuneMethod, MethodContext, MethodOutput, _dense_extra, register_method,
                                 train_with_plan)

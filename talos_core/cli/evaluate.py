@@ -16,12 +16,11 @@ import argparse
 import time
 from dataclasses import fields
 
-from talos_core.cli import _float, _positive_int, add_run_arguments, command, request_from_args, subparsers
+from talos_core.cli.common import add_run_arguments, number, positive_int, request_from_args
 from talos_core.errors import TalosError
 
 
-@subparsers
-def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     from talos_core.evaluation.protocols import PROTOCOLS
 
     p = sub.add_parser("evaluate", help="run an evaluation protocol (task addition, negation, ...) into a store",
@@ -31,20 +30,21 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(p, single_task=False)
     p.add_argument("--suite", default="default", help="suite name grouping these results (default: default)")
     p.add_argument("--control-task", help="negation control task (default: the registered control task)")
-    p.add_argument("--grid", type=_positive_int, default=20, help="disentanglement grid size per axis (paper 20)")
-    p.add_argument("--range", type=_float, default=3.0, dest="alpha_range",
+    p.add_argument("--grid", type=positive_int, default=20, help="disentanglement grid size per axis (paper 20)")
+    p.add_argument("--range", type=number, default=3.0, dest="alpha_range",
                    help="disentanglement alpha range [-R, R] (paper 3)")
-    p.add_argument("--points", type=_positive_int, default=2048, help="disentanglement test points per task")
-    p.add_argument("--fraction", type=_float, default=0.1, help="sharing: bottom-k fraction (paper 0.1)")
+    p.add_argument("--points", type=positive_int, default=2048, help="disentanglement test points per task")
+    p.add_argument("--fraction", type=number, default=0.1, help="sharing: bottom-k fraction (paper 0.1)")
     p.add_argument("--sharing-mode", default="prune", help="sharing: prune, perturb or both")
-    p.add_argument("--samples", type=_positive_int, default=128, help="sharing: Fisher examples per task")
+    p.add_argument("--samples", type=positive_int, default=128, help="sharing: Fisher examples per task")
     p.add_argument("--compare-method", help="masks: also compute per-task mask IoU against this method")
-    p.add_argument("--preview-points", type=_positive_int, default=512, help="preview: test points per task")
-    p.add_argument("--alpha-step", type=_float, default=0.05,
+    p.add_argument("--preview-points", type=positive_int, default=512, help="preview: test points per task")
+    p.add_argument("--alpha-step", type=number, default=0.05,
                    help="addition/negation alpha grid step (paper 0.05; x 1/(1-sparsity) for sparse methods)")
     p.add_argument("--eval-seed", type=int, default=0, help="seed of evaluation subsets and noise")
-    p.add_argument("--eval-batch-size", type=_positive_int, default=128)
+    p.add_argument("--eval-batch-size", type=positive_int, default=128)
     p.add_argument("--no-train", action="store_true", help="fail instead of fine-tuning missing runs")
+    p.set_defaults(handler=_evaluate)
 
 
 def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
@@ -58,7 +58,6 @@ def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
             if f.name not in skip and getattr(given, f.name) != getattr(default, f.name)}
 
 
-@command("evaluate")
 def _evaluate(args: argparse.Namespace) -> int:
     from talos_core.evaluation.protocols import check_protocol, evaluate
     from talos_core.store import Store

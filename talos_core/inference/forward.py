@@ -5,7 +5,7 @@ whole split and restores them bitwise afterwards — no model copies. ``mode="li
 the first-order Taylor model ``f(x, θ0) + (Σ α τ)ᵀ ∇θ f(x, θ0)`` with one Jacobian-vector product
 (``torch.func.jvp``), as required for linearized fine-tuning and L-LoRA task vectors.
 Batches run under ``torch.inference_mode`` (non-linear) and the evaluation precision's autocast
-(:mod:`talos_core.evaluation.precision`: by default bf16 on GPUs, and on AMX CPUs for text encoders).
+(:mod:`talos_core.inference.precision`: by default bf16 on GPUs, and on AMX CPUs for text encoders).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, jvp
 
-from talos_core.evaluation.precision import autocast as eval_autocast
+from talos_core.inference.precision import autocast as eval_autocast
 from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors, sum_vectors

@@ -1,0 +1,41 @@
+"""The ``talos`` command line: one module per command group, assembled here from an explicit list.
+
+Every user error (unknown model/task/method, impossible values, corrupt store files) is printed as
+one ``error: ...`` line with exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from talos_core.cli import catalog, dashboard, evaluate, runs, suite
+from talos_core.errors import TalosError
+
+#: command groups, in the order ``talos --help`` lists them; each has ``register(subparsers)``
+COMMAND_GROUPS = (catalog, runs, evaluate, suite, dashboard)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="talos", description="TaLoS Studio: task arithmetic with TaLoS")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in COMMAND_GROUPS:
+        group.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from talos_core.inference.precision import eval_precision
+
+    try:
+        with eval_precision(getattr(args, "eval_precision", None)):
+            return args.handler(args)
+    except TalosError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

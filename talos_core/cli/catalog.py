@@ -1,0 +1,26 @@
+"""``talos models`` and ``talos tasks``: the registries, one line each."""
+
+from __future__ import annotations
+
+import argparse
+
+from talos_core.cli.common import print_table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sub.add_parser("models", help="list registered models").set_defaults(handler=_models)
+    sub.add_parser("tasks", help="list registered tasks").set_defaults(handler=_tasks)
+
+
+def _models(args: argparse.Namespace) -> int:
+    from talos_core.models import model_table
+
+    print_table(model_table())
+    return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from talos_core.tasks import task_table
+
+    print_table(task_table())
+    return 0

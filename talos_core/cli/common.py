@@ -1,0 +1,95 @@
+"""Argument helpers shared by the command modules of :mod:`talos_core.cli`."""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_STORE = "runs"
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    for cast in (int, float):
+        try:
+            return key, cast(value)
+        except ValueError:
+            pass
+    return key, value
+
+
+def add_eval_precision_argument(p: argparse.ArgumentParser,
+                                default_help: str = "$TALOS_EVAL_PRECISION or auto") -> None:
+    """``--eval-precision auto|fp32|bf16`` (see :mod:`talos_core.inference.precision`); ``main`` applies it."""
+    p.add_argument("--eval-precision", choices=["auto", "fp32", "bf16"], default=None,
+                   help="precision of evaluation forward passes: auto = bf16 on GPUs and, for text encoders, on "
+                        f"AMX CPUs, else fp32 (default: {default_help}; training is not affected)")
+
+
+def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -> None:
+    """Arguments shared by every command that fine-tunes (finetune, evaluate, suite)."""
+    p.add_argument("--model", required=True, help="model name (see `talos models`)")
+    if single_task:
+        p.add_argument("--task", required=True, help="task name (see `talos tasks`)")
+    p.add_argument("--method", default="talos", help="fine-tuning method (default: talos)")
+    p.add_argument("--sparsity", type=number, default=0.9, help="fraction of maskable entries frozen, in [0, 1)")
+    p.add_argument("--store", default=DEFAULT_STORE, help=f"results store folder (default: ./{DEFAULT_STORE})")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=positive_int, help="training steps (default: the model's)")
+    p.add_argument("--batch-size", type=positive_int)
+    p.add_argument("--lr", type=number)
+    p.add_argument("--weight-decay", type=number)
+    p.add_argument("--warmup-steps", type=int)
+    p.add_argument("--rounds", type=positive_int, default=4, help="TaLoS calibration rounds")
+    p.add_argument("--calib-samples", type=positive_int, help="calibration examples per round")
+    p.add_argument("--soft-mask", type=number, default=0.01, help="soft-mask factor (paper 0.01, official code 0.1)")
+    p.add_argument("--score-target", choices=["logprob", "logit"], default="logprob")
+    p.add_argument("--param-set", choices=["paper", "official"], default="paper")
+    p.add_argument("--max-train", type=positive_int)
+    p.add_argument("--max-val", type=positive_int)
+    p.add_argument("--max-test", type=positive_int)
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
+    add_eval_precision_argument(p)
+    p.add_argument("--checkpoint-every", type=int, default=0, help="save a resumable checkpoint every N steps")
+    p.add_argument("--option", type=option, action="append", default=[],
+                   help="method option KEY=VALUE (e.g. rank=16 for llora); repeatable")
+    p.add_argument("--force", action="store_true", help="re-run even if the store has this run")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def request_from_args(args: argparse.Namespace, task: str | None = None, method: str | None = None):
+    from talos_core.pipeline import FinetuneRequest
+
+    return FinetuneRequest(
+        model=args.model, task=task or args.task, method=method or args.method, sparsity=args.sparsity,
+        seed=args.seed, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+        weight_decay=args.weight_decay, warmup_steps=args.warmup_steps, rounds=args.rounds,
+        calib_samples=args.calib_samples, soft_mask_value=args.soft_mask, score_target=args.score_target,
+        param_set=args.param_set, max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
+        device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option))
+
+
+def print_table(df) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200,
+                           "display.max_colwidth", 70):
+        print(df.to_string(index=False))

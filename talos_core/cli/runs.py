@@ -1,0 +1,59 @@
+"""``talos finetune``, ``talos runs`` and ``talos export``: runs in a store."""
+
+from __future__ import annotations
+
+import argparse
+
+from talos_core.cli.common import DEFAULT_STORE, add_run_arguments, print_table, request_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("finetune", help="calibrate (if needed) + fine-tune + evaluate one run into a store")
+    add_run_arguments(p)
+    p.set_defaults(handler=_finetune)
+    p = sub.add_parser("runs", help="list the runs in a store")
+    p.add_argument("--store", default=DEFAULT_STORE)
+    p.set_defaults(handler=_runs)
+    p = sub.add_parser("export", help="copy a store's results and run manifests (no weights) into another store")
+    p.add_argument("--store", required=True, help="source store")
+    p.add_argument("--to", required=True, help="destination store (e.g. cached_results)")
+    p.add_argument("--artifacts", action="store_true", help="also copy task vectors and masks (large)")
+    p.add_argument("--referenced-only", action="store_true",
+                   help="copy only the runs that some result refers to")
+    p.set_defaults(handler=_export)
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    from talos_core.pipeline import run_finetune
+    from talos_core.store import Store
+
+    req = request_from_args(args)
+    req.validate()
+    run = run_finetune(req, Store(args.store), force=args.force, progress=not args.quiet)
+    m = run.manifest["metrics"]
+    print(f"run {run.id} -> {run.path}")
+    line = f"zero-shot test acc {m['zero_shot_test_acc']:.4f} | fine-tuned test acc {m['finetuned_test_acc']:.4f}"
+    if "mask_density" in m:
+        line += f" | mask density {m['mask_density']:.4f}"
+    print(line)
+    return 0
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from talos_core.store import Store
+
+    table = Store(args.store).run_table()
+    if table.empty:
+        print(f"no runs in {args.store}")
+    else:
+        print_table(table)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from talos_core.store import export_store
+
+    counts = export_store(args.store, args.to, artifacts=args.artifacts, referenced_only=args.referenced_only)
+    print(f"exported {counts['results']} result files, {counts['manifests']} run manifests, "
+          f"{counts['artifacts']} artifacts from {args.store} to {args.to}")
+    return 0

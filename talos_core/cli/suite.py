@@ -1,0 +1,48 @@
+"""``talos suite`` and ``talos report``: whole suites into a store, and their README tables."""
+
+from __future__ import annotations
+
+import argparse
+
+from talos_core.cli.common import add_eval_precision_argument
+from talos_core.errors import TalosError, unknown
+from talos_core.suites import SUITES, results_markdown, run_suite
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("suite", help="run a whole suite (all methods and analyses) into a store")
+    p.add_argument("name", help=f"suite name: {', '.join(SUITES)}")
+    p.add_argument("--store", default="cached_results")
+    p.add_argument("--scale", default="full", help="full (documented) or mini (down-scaled)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--methods", default=None, help="comma-separated subset of the suite's methods")
+    p.add_argument("--posthoc", default=None, help="comma-separated subset of the suite's post-hoc methods")
+    p.add_argument("--resume", action="store_true",
+                   help="skip the steps an interrupted run of this suite (same settings) already finished")
+    p.add_argument("--quiet", action="store_true")
+    add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
+    p.set_defaults(handler=_suite)
+    p = sub.add_parser("report", help="print the README results table of a suite from a store")
+    p.add_argument("name")
+    p.add_argument("--store", default="cached_results")
+    p.set_defaults(handler=_report)
+
+def _suite(args: argparse.Namespace) -> int:
+    methods = [m for m in args.methods.split(",") if m] if args.methods else None
+    posthoc = [m for m in args.posthoc.split(",") if m] if args.posthoc is not None else None
+    if args.name not in SUITES:
+        raise unknown("suite", args.name, SUITES)
+    run_suite(args.name, args.store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
+              posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
+              eval_precision=args.eval_precision)
+    print(results_markdown(args.store, args.name))
+    return 0
+
+def _report(args: argparse.Namespace) -> int:
+    try:
+        print(results_markdown(args.store, args.name))
+    except KeyError as exc:
+        raise TalosError(f"suite {args.name!r} in {args.store} lacks {exc}") from None
+    return 0
+
