@@ -12,8 +12,11 @@ in step. Importing it never imports torch.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from talos_core.errors import TalosError, unknown
@@ -44,6 +47,35 @@ def check_suite(suite: str) -> str:
 def result_name(suite: str, model: str, *parts: str) -> str:
     """``<suite>__<slug(model)>__<slug(part)>...``."""
     return "__".join([check_suite(suite), slug(model), *(slug(p) for p in parts)])
+
+
+# --------------------------------------------------------------------------------------------
+# where stores are
+# --------------------------------------------------------------------------------------------
+STORE_ENV = "TALOS_STORE"
+USER_STORE = "runs"
+"""The user's own store, relative to the working directory."""
+
+
+def default_store(env: Mapping[str, str] | None = None) -> Path:
+    """The store a command uses without ``--store``: ``$TALOS_STORE`` if set, else ``./runs``.
+
+    One rule for every command that reads or writes runs and results; only the viewers (``talos
+    dashboard``, ``talos report``) open :func:`shipped_store` instead when neither is given.
+
+    >>> default_store({"TALOS_STORE": "/tmp/s"}), default_store({})
+    (PosixPath('/tmp/s'), PosixPath('runs'))
+    """
+    env = os.environ if env is None else env
+    value = env.get(STORE_ENV, "").strip()
+    return Path(value).expanduser() if value else Path(USER_STORE)
+
+
+def shipped_store() -> Path | None:
+    """The shipped results ``cached_results/`` of a source checkout (``None`` where there is none,
+    e.g. when talos_core is installed from a wheel)."""
+    path = Path(__file__).resolve().parent.parent / "cached_results"
+    return path if path.is_dir() else None
 
 
 # --------------------------------------------------------------------------------------------
