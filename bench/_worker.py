@@ -198,8 +198,8 @@ def _compare(vmap_scores: dict, loop_scores: dict) -> dict:
 
 
 def job_calib(a: dict) -> dict:
-    from talos_core.masks import (CalibrationConfig, calibrate_talos, calibration_split, fisher_scores,
-                                  fisher_scores_loop, keep_lowest)
+    from talos_core.fisher import fisher_scores, fisher_scores_loop
+    from talos_core.masks import CalibrationConfig, calibrate_talos, calibration_split, keep_lowest
     from talos_core.models import get_model_spec
     from talos_core.store import save_mask
     from talos_core.training import finetune, plan_from_mask

@@ -4,7 +4,7 @@
 
 Per model, in one worker process:
 
-1. ``talos_core.masks.fisher_scores`` (batched per-sample gradients) vs ``fisher_scores_loop`` (one
+1. ``talos_core.fisher.fisher_scores`` (batched per-sample gradients) vs ``fisher_scores_loop`` (one
    backward per sample) on the same examples and the same sampled labels ŷ: times, speed-up (goal
    ≥ 5), relative agreement of the scores and agreement of the 10%-density masks they give;
 2. a full 4-round TaLoS calibration on a few samples, and the per-step cost of the TaLoS fine-tuning

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 
 from talos_core.errors import TalosError, check_range
 from talos_core.masks import CalibrationConfig, mask_density
-from talos_core.methods import MethodContext, get_method
+from talos_core.methods import get_method
+from talos_core.methods.base import MethodContext
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.models import get_model_spec
 from talos_core.atomic import atomic_write_json
@@ -54,10 +55,8 @@ class FinetuneRequest:
     def validate(self) -> None:
         get_model_spec(self.model)
         get_task(self.task)
-        method = get_method(self.method)
-        check_range("sparsity", self.sparsity, 0.0, 1.0)
-        if method.uses_sparsity and self.sparsity == 0.0:
-            pass  # density 1: allowed (trains every maskable entry)
+        get_method(self.method)
+        check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
         for name in ("max_train", "max_val", "max_test"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1):
@@ -74,6 +73,7 @@ class FinetuneRequest:
                            checkpoint_every=self.checkpoint_every)
 
     def calib_config(self) -> CalibrationConfig:
+        """The calibration settings, for methods that calibrate (``method.calibrates``)."""
         d = get_model_spec(self.model).defaults
         return CalibrationConfig(sparsity=self.sparsity, rounds=self.rounds,
                                  soft_mask_value=self.soft_mask_value,
@@ -88,9 +88,9 @@ class FinetuneRequest:
                "data": {"max_train": self.max_train, "max_val": self.max_val, "max_test": self.max_test},
                "options": dict(self.options)}
         out["train"].pop("checkpoint_every")
-        if method.uses_sparsity:
+        if method.sparse:
             out["sparsity"] = self.sparsity
-        if self.method.startswith("talos") or self.method == "lota":
+        if method.calibrates:
             out["calibration"] = self.calib_config().to_dict()
         return out
 
@@ -121,7 +121,8 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     device = resolve_device(req.device)
     model = prepared_model(req.model, task, device)
     method = get_method(req.method)
-    ctx = MethodContext(model, task, data, req.train_config(), req.calib_config(), dict(req.options),
+    ctx = MethodContext(model, task, data, req.train_config(), sparsity=req.sparsity, seed=req.seed,
+                        calib_config=req.calib_config() if method.calibrates else None, options=dict(req.options),
                         progress=progress, checkpoint_dir=store.checkpoint_dir(rid), on_step=on_step)
     out = method.run(ctx)
     bs = req.eval_batch_size
@@ -154,7 +155,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     every = max(1, len(out.history) // 200)
     manifest = {
         "format": "talos-run/1", "run_id": rid, "model": req.model, "task": req.task, "method": req.method,
-        "family": model.family, "sparsity": req.sparsity if method.uses_sparsity else None, "seed": req.seed,
+        "family": model.family, "sparsity": req.sparsity if method.sparse else None, "seed": req.seed,
         "eval_mode": method.eval_mode, "sparse_method": method.sparse,
         "config": req.config_dict(), "request": {k: v for k, v in asdict(req).items() if k != "options"},
         "data_sizes": {"train": len(data.train), "val": len(data.val), "test": len(data.test)},

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors
 from talos_core.errors import TalosError, check_range
 from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
@@ -494,8 +495,6 @@ def _config_key(config: TrainConfig) -> str:
 
 def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict, opt: MaskedAdamW,
                      history: list[dict]) -> None:
-    from talos_core.atomic import atomic_save_safetensors, atomic_write_json
-
     tensors = {f"{n}::param": params[n].detach().contiguous() for n in opt.names()}
     tensors.update(opt.state_tensors())
     folder.mkdir(parents=True, exist_ok=True)
@@ -505,8 +504,6 @@ def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict,
 
 
 def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAdamW) -> tuple[int, list]:
-    from talos_core.atomic import load_safetensors
-
     meta_path, tensor_path = folder / "checkpoint.json", folder / "checkpoint.safetensors"
     if not (meta_path.exists() and tensor_path.exists()):
         return 0, []

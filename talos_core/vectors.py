@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from talos_core.atomic import atomic_save_safetensors, load_safetensors
 from talos_core.errors import TalosError
 
 FORMAT = "talos-task-vector/1"
@@ -109,8 +110,6 @@ class TaskVector:
 
     # ----- io -------------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
-        from talos_core.atomic import atomic_save_safetensors
-
         tensors: dict[str, torch.Tensor] = {}
         for n, v in self.values.items():
             tensors[f"{n}::values"] = v.contiguous()
@@ -121,8 +120,6 @@ class TaskVector:
 
     @classmethod
     def load(cls, path: str | Path) -> "TaskVector":
-        from talos_core.atomic import load_safetensors
-
         tensors, meta = load_safetensors(Path(path))
         if meta.get("format") != FORMAT:
             raise TalosError(f"{path} is not a TaLoS task vector (format {meta.get('format')!r}, expected {FORMAT!r})")

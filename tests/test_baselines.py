@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import doctest
 import math
-from contextlib import nullcontext
 
 import numpy as np
 import pytest
 import torch
 
+from talos_core import schema
 from talos_core.cli import main
 from talos_core.errors import TalosError
-from talos_core.masks import CalibrationConfig, calibration_split, fisher_scores
-from talos_core.methods import FINETUNE_METHODS, MethodContext, get_method
-from talos_core.methods import baselines, lora, merging, posthoc
-from talos_core.methods.baselines import (METHOD_FAMILIES, METHOD_LABELS, FAMILIES, jvp_safe_attention,
-                                          linearized_training_logits, lota_mask, taylor_logits)
+from talos_core.fisher import fisher_scores
+from talos_core.inference.forward import linearized_logits
+from talos_core.masks import CalibrationConfig, calibration_split
+from talos_core.methods import FINETUNE_METHODS, baselines, get_method, lora, merging, posthoc
+from talos_core.methods.base import MethodContext
+from talos_core.methods.baselines import linearized_training_logits, lota_mask
 from talos_core.methods.lora import LoraAdapter, lora_targets
 from talos_core.models import load_model
 from talos_core.store import Store
@@ -50,7 +51,8 @@ def text():
 def _ctx(setup, *, options=None, train=TRAIN, **calib) -> MethodContext:
     model, task, data = setup
     cfg = CalibrationConfig(**{"sparsity": 0.9, "rounds": 2, "samples": 16, "batch_size": 8, **calib})
-    return MethodContext(model, task, data, train, cfg, dict(options or {}), progress=False)
+    return MethodContext(model, task, data, train, sparsity=cfg.sparsity, seed=cfg.seed, calib_config=cfg,
+                         options=dict(options or {}), progress=False)
 
 
 def _snapshot(model) -> dict[str, torch.Tensor]:
@@ -77,19 +79,22 @@ def test_docstring_examples() -> None:
 
 def test_methods_registered_with_their_evaluation_mode() -> None:
     lin, llora, lota_m = (get_method(m) for m in ("linearized", "llora", "lota"))
-    assert (lin.eval_mode, lin.sparse, lin.uses_sparsity) == ("linearized", False, False)
-    assert (llora.eval_mode, llora.sparse, llora.uses_sparsity) == ("linearized", False, False)
-    assert (lota_m.eval_mode, lota_m.sparse, lota_m.uses_sparsity) == ("nonlinear", True, True)
+    assert (lin.eval_mode, lin.sparse, lin.calibrates) == ("linearized", False, False)
+    assert (llora.eval_mode, llora.sparse, llora.calibrates) == ("linearized", False, False)
+    assert (lota_m.eval_mode, lota_m.sparse, lota_m.calibrates) == ("nonlinear", True, True)
 
 
 def test_every_method_has_a_family_and_a_label() -> None:
+    METHOD_FAMILIES = {name: info.family for name, info in schema.METHODS.items()}
+    METHOD_LABELS = {name: info.label for name, info in schema.METHODS.items()}
+    FAMILIES = schema.FAMILIES
     every = set(FINETUNE_METHODS) | set(merging.POSTHOC_METHODS)
     assert every <= set(METHOD_FAMILIES)
     assert set(METHOD_FAMILIES) == set(METHOD_LABELS)
     assert set(METHOD_FAMILIES.values()) == set(FAMILIES)
     assert all(METHOD_FAMILIES[m] == "post-hoc" for m in merging.POSTHOC_METHODS)
     with pytest.raises(TalosError, match="unknown method 'nope'"):
-        baselines.method_family("nope")
+        schema.method_family("nope")
 
 
 # ------------------------------------------------------------------------------------------ linearized
@@ -145,13 +150,36 @@ def test_linearized_training_changes_the_vector_and_matches_evaluation(clip) -> 
     assert out.vector.norm() > 0 and out.mask is None
     batch = _batch(model, task, data.test)
     with torch.no_grad():
-        lin = taylor_logits(model, batch, theta0, {n: v for n, v in out.vector.to_dense().items()})
+        lin = linearized_logits(model, batch, {n: v for n, v in out.vector.to_dense().items()}, theta0=theta0)
         f0 = model(**batch)
     assert (lin - f0).abs().max() > 1e-4
     # the evaluation primitive computes the same model
     evaluated = predict_logits(model, task, data.test.take(np.arange(8)), [(out.vector, 1.0)],
                                mode="linearized")
     torch.testing.assert_close(evaluated, lin.float(), atol=1e-4, rtol=1e-4)
+
+
+def test_one_jvp_helper_for_training_and_evaluation(clip) -> None:
+    """Training's explicit expansion point and evaluation's default (the model's weights) agree bitwise."""
+    from talos_core.inference.attention import differentiable_attention
+
+    model, task, data = clip
+    batch = _batch(model, task, data.test)
+    theta0 = _snapshot(model)
+    g = torch.Generator().manual_seed(1)
+    delta = {n: 1e-2 * torch.randn(p.shape, generator=g) for n, p in theta0.items()}
+    with torch.no_grad():
+        default = linearized_logits(model, batch, delta)
+        assert torch.equal(default, linearized_logits(model, batch, delta, theta0=theta0))
+        # evaluation ignores tensors the model lacks; training needs an expansion point for each
+        extra = {**delta, "not.a.param": torch.ones(1)}
+        assert torch.equal(linearized_logits(model, batch, extra), default)
+        with pytest.raises(TalosError, match="expansion point"):
+            linearized_logits(model, batch, extra, theta0=theta0)
+    before = torch.backends.mha.get_fastpath_enabled()
+    with differentiable_attention():
+        assert not torch.backends.mha.get_fastpath_enabled()
+    assert torch.backends.mha.get_fastpath_enabled() == before
 
 
 def test_linearized_rejects_options(clip) -> None:
@@ -292,7 +320,8 @@ def test_lota_explains_an_empty_validation_split(clip) -> None:
 
     model, task, data = clip
     empty = TaskData(data.train, data.val.take(np.arange(0)), data.test)
-    ctx = MethodContext(model, task, empty, TRAIN, CalibrationConfig(), {}, progress=False)
+    ctx = MethodContext(model, task, empty, TRAIN, sparsity=0.9, seed=0, calib_config=CalibrationConfig(),
+                        progress=False)
     with pytest.raises(TalosError, match="calib_data=train"):
         get_method("lota").run(ctx)
 
@@ -415,7 +444,7 @@ def test_every_method_runs_through_the_cli(store_dir, method, capsys) -> None:
     assert manifest["sparse_method"] == get_method(method).sparse
     assert 0.0 <= manifest["metrics"]["finetuned_test_acc"] <= 1.0
     assert manifest["timings"]["fwd_bwd_s_mean"] > 0
-    if get_method(method).uses_sparsity:
+    if get_method(method).sparse:
         assert abs(manifest["metrics"]["mask_density"] - 0.1) < 1e-3
 
 

@@ -9,7 +9,8 @@ import torch
 
 from talos_core import masks as M
 from talos_core.errors import TalosError
-from talos_core.masks import CalibrationConfig, calibrate_talos, fisher_scores, fisher_scores_loop
+from talos_core.fisher import fisher_scores, fisher_scores_loop
+from talos_core.masks import CalibrationConfig, calibrate_talos
 
 
 def test_round_schedule_matches_paper():

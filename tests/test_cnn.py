@@ -7,7 +7,7 @@ import torch
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
-from talos_core.masks import fisher_scores, fisher_scores_loop
+from talos_core.fisher import fisher_scores, fisher_scores_loop
 from talos_core.models import MODELS
 from talos_core.models.cnn import (
     CnnTaskModel,

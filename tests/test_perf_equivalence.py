@@ -8,10 +8,12 @@ import pytest
 import torch
 from torch import nn
 
+from talos_core import fisher as FI
 from talos_core import masks as M
 from talos_core import training as T
 from talos_core.errors import TalosError
-from talos_core.masks import CalibrationConfig, fisher_scores, fisher_scores_loop
+from talos_core.fisher import fisher_scores, fisher_scores_loop
+from talos_core.masks import CalibrationConfig
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
 
@@ -74,24 +76,24 @@ def test_engines_agree_under_soft_mask_override(tiny_setup):
 def test_trim_padding_changes_no_logit(tiny_setup):
     model, task, _ = tiny_setup["tiny-text"]
     batch = model.prepare(["great", "not good at all", "a very long review " * 20], task)
-    short = M._take(batch, torch.tensor([0, 1]))
-    trimmed = M.trim_padding(short)
+    short = FI._take(batch, torch.tensor([0, 1]))
+    trimmed = FI.trim_padding(short)
     assert trimmed["input_ids"].shape[1] < short["input_ids"].shape[1]
     with torch.no_grad():
         assert torch.allclose(model(**trimmed), model(**short), atol=1e-5)
     image = {"pixel_values": torch.zeros(2, 3, 4, 4)}
-    assert M.trim_padding(image) is image
+    assert FI.trim_padding(image) is image
 
 
 def test_chunk_sampler_draws_what_multinomial_draws():
     probs = torch.softmax(torch.randn(11, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
     ref = torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(7)).view(-1)
-    sampler = M._BatchSampler(11, torch.Generator().manual_seed(7), torch.device("cpu"))
+    sampler = FI._BatchSampler(11, torch.Generator().manual_seed(7), torch.device("cpu"))
     order = torch.randperm(11, generator=torch.Generator().manual_seed(1))
     got = torch.empty(11, dtype=torch.long)
     for chunk in order.split(4):
         got[chunk] = sampler.labels(chunk)(probs[chunk].log())
-    assert M._multinomial_is_exponential_race()
+    assert FI._multinomial_is_exponential_race()
     assert torch.equal(got, ref)
 
 
@@ -133,7 +135,7 @@ def test_auto_engine_falls_back_to_vmap_where_layerwise_is_not_exact(mix):
         with pytest.raises(TalosError, match="layer-wise"):
             run(engine="layerwise")
     auto = run()  # mixing examples is caught by the two-example check against per-example backward
-    assert M._LAYERWISE_VERIFIED[model][(("x",), "logprob")] is None
+    assert FI._LAYERWISE_VERIFIED[model][(("x",), "logprob")] is None
     _close(auto, run(engine="vmap"))
     _close(auto, fisher_scores_loop(model, split, task, names, generator=torch.Generator().manual_seed(0)))
 

@@ -7,8 +7,7 @@ import torch
 
 from talos_core.errors import TalosError
 from talos_core.masks import random_mask
-from talos_core.training import (MaskedAdamW, TrainConfig, batch_indices, cosine_lr, finetune,
-                                 plan_from_mask)
+from talos_core.training import MaskedAdamW, TrainConfig, batch_indices, cosine_lr, finetune, plan_from_mask
 
 
 def _plan(model, density=0.3, seed=0):

@@ -1,4 +1,4 @@
-"""``talos models`` and ``talos tasks``: the registries, one line each."""
+"""``talos models``, ``talos tasks`` and ``talos methods``: the registries, one line each."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from talos_core.cli.common import print_table
 def register(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("models", help="list registered models").set_defaults(handler=_models)
     sub.add_parser("tasks", help="list registered tasks").set_defaults(handler=_tasks)
+    sub.add_parser("methods", help="list fine-tuning and post-hoc methods").set_defaults(handler=_methods)
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -23,4 +24,11 @@ def _tasks(args: argparse.Namespace) -> int:
     from talos_core.tasks import task_table
 
     print_table(task_table())
+    return 0
+
+
+def _methods(args: argparse.Namespace) -> int:
+    from talos_core.methods import method_table
+
+    print_table(method_table())
     return 0

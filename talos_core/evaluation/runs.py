@@ -46,7 +46,7 @@ def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
             continue
         if recorded.get(key) != value:
             return False
-    if get_method(req.method).uses_sparsity and run.manifest.get("sparsity") != req.sparsity:
+    if get_method(req.method).sparse and run.manifest.get("sparsity") != req.sparsity:
         return False
     if dict(req.options) and (run.manifest.get("config") or {}).get("options") != dict(req.options):
         return False

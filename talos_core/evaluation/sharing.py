@@ -2,7 +2,7 @@
 "sharing analysis": Fig. "shared_bottomk_noise" and the mask-IoU figure).
 
 For each task t, the bottom-k entries (fraction 0.1 of the maskable entries by default) by diagonal
-Fisher on t's validation data (Eq. diag_fim, one round, :func:`talos_core.masks.fisher_scores` +
+Fisher on t's validation data (Eq. diag_fim, one round, :func:`talos_core.fisher.fisher_scores` +
 :func:`talos_core.masks.keep_lowest`) are
 
 * ``prune``: set to 0, or
@@ -31,7 +31,8 @@ import torch
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.maskstats import mask_iou_matrix
-from talos_core.masks import calibration_split, fisher_scores, keep_lowest
+from talos_core.fisher import fisher_scores
+from talos_core.masks import calibration_split, keep_lowest
 from talos_core.models.base import TaskModel
 from talos_core.vectors import TaskVector
 

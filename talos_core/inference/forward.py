@@ -10,14 +10,15 @@ Batches run under ``torch.inference_mode`` (non-linear) and the evaluation preci
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 import torch
 from torch.func import functional_call, jvp
 
+from talos_core.errors import TalosError
+from talos_core.inference.attention import differentiable_attention
 from talos_core.inference.precision import autocast as eval_autocast
 from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
@@ -52,28 +53,61 @@ def _in_split_order(parts: list[torch.Tensor], order: np.ndarray) -> torch.Tenso
     return restored
 
 
-def jvp_at_theta0(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(f(x, θ0), δᵀ∇θ f(x, θ0))`` from one :func:`torch.func.jvp` (``delta`` dense, others fixed)."""
+def jvp_at_theta0(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor], *,
+                  theta0: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(f(x, θ0), J_θ f(x, θ0) · δ)`` from one :func:`torch.func.jvp`: the two terms of the first-order
+    Taylor model at ``θ0`` (paper Eq. lin_net_addition), for a dense displacement ``delta``.
+
+    The JVP is taken *at* ``θ0`` (primals) *in the direction* ``δ`` (tangents), so the tangent output is
+    exactly linear in ``δ`` and differentiable with respect to it: gradients reach whatever ``δ`` was
+    computed from (the live ``θ`` for linearized fine-tuning, the LoRA factors for L-LoRA). Every
+    parameter not named in ``delta`` is held at the model's current value.
+
+    ``theta0`` is the expansion point of (at least) every parameter named in ``delta``; by default the
+    model's current values, and then names of ``delta`` that are not parameters of the model are
+    ignored (evaluation of a vector on a model that lacks some of its tensors). Attention runs under
+    :func:`~talos_core.inference.attention.differentiable_attention`.
+    """
     params = {n: p.detach() for n, p in model.named_parameters()}
-    names = [n for n in delta if n in params]
+    if theta0 is None:
+        point, names = params, [n for n in delta if n in params]
+    else:
+        missing = [n for n in delta if n not in theta0]
+        if missing:
+            raise TalosError(f"no expansion point θ0 for parameter(s) {missing[:3]}")
+        point, names = theta0, list(delta)
     if not names:
         with torch.inference_mode():
             out = model(**batch)
         return out, torch.zeros_like(out)
-    primals = tuple(params[n] for n in names)
-    tangents = tuple(delta[n].to(device=params[n].device, dtype=params[n].dtype) for n in names)
+    primals = tuple(point[n].detach() for n in names)
+    tangents = tuple(delta[n].to(device=point[n].device, dtype=point[n].dtype) for n in names)
     const = {n: v for n, v in params.items() if n not in delta}
 
     def f(*values: torch.Tensor) -> torch.Tensor:
         return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
 
-    with forward_ad_context():
+    with differentiable_attention():
         return jvp(f, primals, tangents)
 
 
-def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``f(x, θ0) + δᵀ∇θ f(x, θ0)`` for a dense ``delta`` over some parameters (others fixed)."""
-    out, dout = jvp_at_theta0(model, batch, delta)
+def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor], *,
+                      theta0: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+    """``f(x, θ0) + J_θ f(x, θ0) · δ``: the first-order Taylor model at ``θ0``, evaluated at ``θ0 + δ``
+    (see :func:`jvp_at_theta0` for ``theta0`` and the names of ``delta``).
+
+    >>> lin = torch.nn.Linear(2, 1)
+    >>> class M(TaskModel):
+    ...     def __init__(self): super().__init__(); self.lin = lin
+    ...     def forward(self, x): return torch.tanh(self.lin(x))
+    >>> m = M(); th0 = {n: p.detach().clone() for n, p in m.named_parameters()}
+    >>> x = {"x": torch.ones(1, 2)}; d = {"lin.bias": torch.ones(1)}
+    >>> y1 = linearized_logits(m, x, d, theta0=th0)
+    >>> y2 = linearized_logits(m, x, {"lin.bias": 2 * torch.ones(1)}, theta0=th0)
+    >>> f0 = m(**x); bool(torch.allclose(y2 - f0, 2 * (y1 - f0)))
+    True
+    """
+    out, dout = jvp_at_theta0(model, batch, delta, theta0=theta0)
     return out + dout
 
 
@@ -137,7 +171,7 @@ def predict_logits_many(model: TaskModel, evals: Sequence[Evaluation], terms: Te
     mode the vectors are applied in place once (:func:`~talos_core.vectors.apply_vectors`), each
     task's head is swapped in with :meth:`TaskModel.set_head` (a buffer swap) and the weights are
     restored bitwise at the end. ``"linearized"`` mode has no weight edit: each task runs one JVP of
-    ``Σ α τ`` (:func:`base_and_jvps`, math attention kernel on CPU, which supports forward-mode AD).
+    ``Σ α τ`` (:func:`base_and_jvps`, attention kernels with a forward-mode derivative).
     The model keeps the head of the last evaluated task.
 
     >>> # logits = predict_logits_many(model, [(spec_a, data_a.test, head_a), (spec_b, data_b.test, head_b)],
@@ -185,7 +219,7 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
         for batch in iter_batches(model, split, task, batch_size, order):
             with torch.inference_mode(), eval_autocast(model):
                 base_parts.append(model(**batch).float().cpu())
-            with torch.no_grad(), forward_ad_context(model.device), eval_autocast(model):
+            with torch.no_grad(), differentiable_attention(), eval_autocast(model):
                 for i, delta in enumerate(deltas):
                     jvp_parts[i].append(_jvp_only(model, batch, delta).float().cpu())
     finally:
@@ -194,27 +228,6 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
         empty = torch.zeros(0, task.num_classes)
         return empty, [empty.clone() for _ in vectors]
     return _in_split_order(base_parts, order), [_in_split_order(p, order) for p in jvp_parts]
-
-
-@contextmanager
-def forward_ad_context(device: torch.device | None = None) -> Iterator[None]:
-    """Attention kernels with a forward-mode derivative, for ``torch.func.jvp`` through a model.
-
-    The fused kernels (``nn.MultiheadAttention``'s native fast path, used by open_clip in eval mode,
-    and the flash / memory-efficient ``scaled_dot_product_attention`` backends) have no forward-mode
-    AD rule. This selects the math SDPA backend and turns the MHA fast path off, restoring the
-    previous setting on exit. ``device`` is accepted for call-site symmetry; the rule is the same on
-    every device.
-    """
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    previous = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with sdpa_kernel(SDPBackend.MATH):
-            yield
-    finally:
-        torch.backends.mha.set_fastpath_enabled(previous)
 
 
 def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -1,9 +1,11 @@
-"""The fine-tuning baselines the paper compares against, registered under the same ``--method`` switch.
+"""The fine-tuning baselines the paper compares against, selected with the same ``--method`` switch.
 
+* ``nonlinear`` — standard full fine-tuning of every parameter of ``θ`` (Ilharco et al., 2023).
 * ``linearized`` — Linearized FT (Ortiz-Jiménez et al., 2023): train the first-order Taylor model
   ``f_lin(x, θ) = f(x, θ0) + (θ − θ0)ᵀ ∇θ f(x, θ0)`` (one Jacobian-vector product per batch,
-  :func:`taylor_logits`). Every parameter of ``θ`` is trained, exactly the set non-linear FT trains
-  (embeddings included), so the two full fine-tuning methods differ only in the model they train.
+  :func:`talos_core.inference.forward.linearized_logits`). Every parameter of ``θ`` is trained,
+  exactly the set non-linear FT trains (embeddings included), so the two full fine-tuning methods
+  differ only in the model they train.
   The task vector ``θ* − θ0`` is evaluated on the linearized model (``eval_mode="linearized"``).
 * ``llora`` — L-LoRA (Tang et al., 2023): LoRA on attention Q and V, trained linearized; see
   :mod:`talos_core.methods.lora`. Options ``rank`` (16) and ``lora_alpha`` (= rank).
@@ -16,15 +18,12 @@
   ``calib_data`` (``"val"``, default: the TaLoS calibration examples drawn from the validation split,
   as the paper's appendix prescribes for LoTA; or ``"train"``).
 
-The simple controls ``random``, ``magnitude`` and ``talos-top`` are registered in
-:mod:`talos_core.methods`. :data:`METHOD_FAMILIES` groups every method (fine-tuning and post-hoc) as
-the paper's tables do.
+TaLoS and the simple controls ``random``, ``magnitude`` and ``talos-top`` are in
+:mod:`talos_core.methods.talos`. Every method's flags, label and family are in the catalogue
+:data:`talos_core.schema.METHODS`.
 
->>> from talos_core.methods import FINETUNE_METHODS
->>> [FINETUNE_METHODS[m].eval_mode for m in ("linearized", "llora", "lota")]
-['linearized', 'linearized', 'nonlinear']
->>> method_family("lota"), method_family("ties")
-('parameter-efficient', 'post-hoc')
+>>> [m.eval_mode for m in BASELINE_METHODS]
+['nonlinear', 'linearized', 'linearized', 'nonlinear']
 """
 
 from __future__ import annotations
@@ -33,13 +32,11 @@ import math
 import time
 
 import torch
-from torch.func import functional_call, jvp
 
-from talos_core.errors import TalosError, unknown
-from talos_core.inference.forward import forward_ad_context
+from talos_core.errors import TalosError
+from talos_core.inference.forward import linearized_logits
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
-from talos_core.methods import (FinetuneMethod, MethodContext, MethodOutput, _dense_extra, register_method,
-                                train_with_plan)
+from talos_core.methods.base import FinetuneMethod, MethodContext, MethodOutput, official_dense_names, train_with_plan
 from talos_core.methods.lora import run_llora
 from talos_core.models.base import Batch, TaskModel
 from talos_core.training import LossFn, TrainConfig, finetune
@@ -48,55 +45,16 @@ from talos_core.training import LossFn, TrainConfig, finetune
 # --------------------------------------------------------------------------------------------
 # linearization
 # --------------------------------------------------------------------------------------------
-#: attention kernels with a forward-mode derivative (one definition, shared with evaluation)
-jvp_safe_attention = forward_ad_context
-
-
-def taylor_logits(model: TaskModel, batch: Batch, theta0: dict[str, torch.Tensor],
-                  delta: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``f(x, θ0) + J_θ f(x, θ0) · δ``: the first-order Taylor model at ``θ0``, evaluated at ``θ0 + δ``.
-
-    ``theta0`` holds the expansion point of (at least) every parameter named in ``delta``; all other
-    parameters are the model's current values, held constant. The JVP is taken *at* ``θ0`` (primals)
-    *in the direction* ``δ`` (tangents), so the result is exactly linear in ``δ`` and differentiable
-    with respect to it: gradients reach whatever ``δ`` was computed from (the live ``θ`` for
-    linearized FT, the LoRA factors for L-LoRA).
-
-    >>> lin = torch.nn.Linear(2, 1)
-    >>> class M(TaskModel):
-    ...     def __init__(self): super().__init__(); self.lin = lin
-    ...     def forward(self, x): return torch.tanh(self.lin(x))
-    >>> m = M(); th0 = {n: p.detach().clone() for n, p in m.named_parameters()}
-    >>> x = {"x": torch.ones(1, 2)}; d = {"lin.bias": torch.ones(1)}
-    >>> y1, y2 = taylor_logits(m, x, th0, d), taylor_logits(m, x, th0, {"lin.bias": 2 * torch.ones(1)})
-    >>> f0 = m(**x); bool(torch.allclose(y2 - f0, 2 * (y1 - f0)))
-    True
-    """
-    missing = [n for n in delta if n not in theta0]
-    if missing:
-        raise TalosError(f"no expansion point θ0 for parameter(s) {missing[:3]}")
-    names = list(delta)
-    const = {n: p.detach() for n, p in model.named_parameters() if n not in delta}
-    primals = tuple(theta0[n].detach() for n in names)
-    tangents = tuple(delta[n].to(device=theta0[n].device, dtype=theta0[n].dtype) for n in names)
-
-    def f(*values: torch.Tensor) -> torch.Tensor:
-        return functional_call(model, (dict(zip(names, values)), const), args=(), kwargs=batch, strict=False)
-
-    with jvp_safe_attention():
-        out, dout = jvp(f, primals, tangents)
-    return out + dout
-
-
 def linearized_training_logits(theta0: dict[str, torch.Tensor]) -> LossFn:
     """A ``logits_fn`` for :func:`~talos_core.training.finetune`: the live parameters ``θ`` act as
     ``θ0 + δ`` with ``δ = θ − θ0`` for every name in ``theta0`` (a detached copy saved before training),
-    and the logits are ``f(x, θ0) + J f(x, θ0) · (θ − θ0)``."""
+    and the logits are ``f(x, θ0) + J f(x, θ0) · (θ − θ0)``
+    (:func:`~talos_core.inference.forward.linearized_logits`)."""
 
     def logits(model: TaskModel, batch: Batch) -> torch.Tensor:
         params = dict(model.named_parameters())
         delta = {n: params[n] - theta0[n] for n in theta0}
-        return taylor_logits(model, batch, theta0, delta)
+        return linearized_logits(model, batch, delta, theta0=theta0)
 
     return logits
 
@@ -167,7 +125,7 @@ def _calibration_train_config(config: TrainConfig, steps: int) -> TrainConfig:
 
 def _run_lota(ctx: MethodContext) -> MethodOutput:
     steps_opt, data_opt = _lota_options(ctx)
-    cfg = ctx.calib_config
+    cfg = ctx.calibration()
     t0 = time.perf_counter()
     if data_opt == "val":
         if len(ctx.data.val) == 0:
@@ -180,13 +138,13 @@ def _run_lota(ctx: MethodContext) -> MethodOutput:
     names = ctx.model.maskable_names()
     if not names:
         raise TalosError(f"model {type(ctx.model).__name__} has no maskable parameters for LoTA")
-    dense_extra = _dense_extra(ctx)
+    dense_extra = official_dense_names(ctx)
     plan = {n: None for n in [*names, *dense_extra]}
     # dense calibration fine-tune; finetune() puts the model back to exactly θ0 when it returns
     calib_run = finetune(ctx.model, calib, ctx.task, plan, _calibration_train_config(ctx.train_config, steps),
                          progress=ctx.progress)
     deltas = {n: calib_run.vector.dense(n) for n in names}
-    mask = lota_mask(deltas, 1.0 - cfg.sparsity)
+    mask = lota_mask(deltas, 1.0 - ctx.sparsity)
     elapsed = time.perf_counter() - t0
     out = train_with_plan(ctx, mask, dense_names=dense_extra, extra_timings={"calibration_s": elapsed})
     every = max(1, len(calib_run.history) // 50)
@@ -199,62 +157,16 @@ def _run_lota(ctx: MethodContext) -> MethodOutput:
 
 
 # --------------------------------------------------------------------------------------------
-# registration and method families
+# the entries
 # --------------------------------------------------------------------------------------------
-register_method(FinetuneMethod(
-    "linearized", "Linearized FT: train f(x,θ0) + (θ−θ0)ᵀ∇f(x,θ0) via a JVP (Ortiz-Jiménez et al.)",
-    _run_linearized, eval_mode="linearized"))
-register_method(FinetuneMethod(
-    "llora", "L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
-    run_llora, eval_mode="linearized"))
-register_method(FinetuneMethod(
-    "lota", "LoTA: short dense calibration, top-k |Δθ| mask, restart from θ0, sparse FT (Panda et al.)",
-    _run_lota, sparse=True, uses_sparsity=True))
-
-FAMILIES: tuple[str, ...] = ("full fine-tuning", "post-hoc", "parameter-efficient", "ablation")
-"""Method families in the order of the paper's tables (controls last)."""
-
-METHOD_FAMILIES: dict[str, str] = {
-    "nonlinear": "full fine-tuning",
-    "linearized": "full fine-tuning",
-    "ties": "post-hoc",
-    "tall_consensus": "post-hoc",
-    "dare": "post-hoc",
-    "breadcrumbs": "post-hoc",
-    "llora": "parameter-efficient",
-    "lota": "parameter-efficient",
-    "talos": "parameter-efficient",
-    "random": "ablation",
-    "magnitude": "ablation",
-    "talos-top": "ablation",
-}
-"""Every fine-tuning and post-hoc method id -> its family (paper Sec. 5: (i) full fine-tuning, (ii)
-post-hoc methods on non-linear FT vectors, (iii) parameter-efficient fine-tuning, where the paper also
-places TaLoS; plus the ablation controls). Insertion order is the paper's table order."""
-
-METHOD_LABELS: dict[str, str] = {
-    "nonlinear": "Non-linear FT",
-    "linearized": "Linearized FT",
-    "ties": "TIES-Merging",
-    "tall_consensus": "TALL Mask / Consensus",
-    "dare": "DARE",
-    "breadcrumbs": "Breadcrumbs",
-    "llora": "L-LoRA",
-    "lota": "LoTA",
-    "talos": "TaLoS",
-    "random": "Random mask",
-    "magnitude": "Magnitude mask",
-    "talos-top": "TaLoS top-k",
-}
-"""Display names, as in the paper's tables."""
-
-
-def method_family(name: str) -> str:
-    """The family of a fine-tuning or post-hoc method id (see :data:`METHOD_FAMILIES`).
-
-    >>> method_family("linearized")
-    'full fine-tuning'
-    """
-    if name not in METHOD_FAMILIES:
-        raise unknown("method", name, METHOD_FAMILIES)
-    return METHOD_FAMILIES[name]
+BASELINE_METHODS: tuple[FinetuneMethod, ...] = (
+    FinetuneMethod("nonlinear", "Standard full fine-tuning of every parameter of θ (Ilharco et al.)",
+                   lambda ctx: train_with_plan(ctx, None)),
+    FinetuneMethod("linearized", "Linearized FT: train f(x,θ0) + (θ−θ0)ᵀ∇f(x,θ0) via a JVP (Ortiz-Jiménez et al.)",
+                   _run_linearized),
+    FinetuneMethod("llora", "L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
+                   run_llora),
+    FinetuneMethod("lota", "LoTA: short dense calibration, top-k |Δθ| mask, restart from θ0, sparse FT (Panda et al.)",
+                   _run_lota),
+)
+"""Full fine-tuning (non-linear, linearized) and the parameter-efficient baselines (L-LoRA, LoTA)."""

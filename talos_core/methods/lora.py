@@ -10,7 +10,7 @@ first-order Taylor expansion at ``θ0``::
 
     f_lin(x) = f(x, θ0) + J_θ f(x, θ0) · Δθ(A, B)
 
-(a Jacobian-vector product; :func:`talos_core.methods.baselines.taylor_logits`). Only ``A`` and ``B``
+(a Jacobian-vector product; :func:`talos_core.inference.forward.linearized_logits`). Only ``A`` and ``B``
 are trained; ``θ`` itself is never modified. The task vector is ``Δθ(A*, B*)``: dense on the adapted
 tensors, exactly zero on K rows and on every other parameter, rank ``≤ r`` per projection. It is
 evaluated with ``eval_mode="linearized"``.
@@ -42,6 +42,10 @@ import torch
 from torch import nn
 
 from talos_core.errors import TalosError
+from talos_core.inference.forward import linearized_logits
+from talos_core.methods.base import MethodContext, MethodOutput
+from talos_core.training import finetune
+from talos_core.vectors import TaskVector
 
 #: names of ``nn.Linear`` modules that are attention query / value projections
 QUERY_NAMES = ("query", "q", "q_proj")
@@ -143,10 +147,8 @@ class LoraAdapter(nn.Module):
         return self.base.prepare(inputs, task)
 
     def forward(self, **batch: torch.Tensor) -> torch.Tensor:
-        from talos_core.methods.baselines import taylor_logits
-
-        theta0 = {n: p.detach() for n, p in self.base.named_parameters()}
-        return taylor_logits(self.base, batch, theta0, self.delta())
+        # θ0 = the base model's own (never modified) weights; the JVP is taken in the direction Δθ(A, B)
+        return linearized_logits(self.base, batch, self.delta())
 
     # --- the update -------------------------------------------------------------------------
     def delta(self, factors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict[str, torch.Tensor]:
@@ -188,17 +190,13 @@ def _option_rank_alpha(options: dict, targets: list[LoraTarget]) -> tuple[int, f
     return rank, float(alpha)
 
 
-def run_llora(ctx) -> "MethodOutput":  # noqa: F821 - ctx: MethodContext
+def run_llora(ctx: MethodContext) -> MethodOutput:
     """Train L-LoRA factors on ``ctx``'s task and return the merged update as a task vector.
 
     Options: ``rank`` (default 16; the paper sweeps 512 → 8) and ``lora_alpha`` (default = rank,
     i.e. scale 1). Timings, history and checkpoints come from :func:`talos_core.training.finetune`
     run on the adapter; ``trainable_entries`` counts the LoRA factor entries.
     """
-    from talos_core.methods import MethodOutput
-    from talos_core.training import finetune
-    from talos_core.vectors import TaskVector
-
     targets = lora_targets(ctx.model)
     if not targets:
         raise TalosError(f"model {type(ctx.model).__name__} has no attention Q/V projections for L-LoRA")

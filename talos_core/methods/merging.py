@@ -18,7 +18,8 @@ halves rounded up.
 
 Registry: :data:`POSTHOC_METHODS` maps a method name to a :class:`PosthocSpec` whose callables take the
 paper's hyperparameter names (``sparsity`` etc.) and whose ``grid`` is the paper's search grid
-(appendix, "Hyperparameter search").
+(appendix, "Hyperparameter search"); its label and family are in the method catalogue
+:data:`talos_core.schema.METHODS`.
 
 Task negation with these methods: the paper applies each post-hoc method to the single task's vector
 and then subtracts it. Use ``spec.single_task(vectors, index, **hparams)`` (the processed vector of task
@@ -52,6 +53,7 @@ from typing import Any, Literal, TypeVar, Union
 import torch
 
 from talos_core.errors import TalosError, check_range, unknown
+from talos_core.schema import MethodInfo, method_info
 
 Vector = dict[str, torch.Tensor]
 """A task vector: parameter name -> dense delta tensor."""
@@ -721,7 +723,8 @@ class PosthocSpec:
     it for the method's own single-task accuracy (normalized accuracy) and, scaled by a negative α, for
     task negation. ``grid`` maps each hyperparameter to its values, or to a callable ``T -> values`` when
     they depend on the number of tasks; ``constraint`` filters invalid combinations. ``defaults`` are the
-    values used by the official TaLoS scripts.
+    values used by the official TaLoS scripts. ``name`` is the method's id in the catalogue
+    (:data:`talos_core.schema.METHODS`), which holds its label and family.
     """
 
     name: str
@@ -731,6 +734,19 @@ class PosthocSpec:
     grid: Mapping[str, GridValues]
     defaults: Mapping[str, Any] = field(default_factory=dict)
     constraint: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.info.kind != "posthoc":
+            raise TalosError(f"method {self.name!r} is a {self.info.kind} method in the catalogue, not post-hoc")
+
+    @property
+    def info(self) -> MethodInfo:
+        return method_info(self.name)
+
+    @property
+    def label(self) -> str:
+        """Display name, as in the paper's tables."""
+        return self.info.label
 
     def grid_points(self, num_tasks: int) -> list[dict[str, Any]]:
         """All valid hyperparameter combinations for ``num_tasks`` task vectors (cartesian product).
@@ -811,9 +827,9 @@ def _tall_single_hp(
     return _tall_vector(vectors, keys, index, lam, source)
 
 
-POSTHOC_METHODS: dict[str, PosthocSpec] = {
-    "ties": PosthocSpec(
-        name="TIES-Merging",
+POSTHOC_METHODS: dict[str, PosthocSpec] = {spec.name: spec for spec in (
+    PosthocSpec(
+        name="ties",
         description="Trim each vector to its top (1 - sparsity) magnitudes (global), elect signs by mass, "
         "average the agreeing entries (Yadav et al., 2023). λ is fixed to 1: the evaluator's α search "
         "plays its role.",
@@ -822,8 +838,8 @@ POSTHOC_METHODS: dict[str, PosthocSpec] = {
         grid={"sparsity": SPARSITY_GRID},
         defaults={"sparsity": 0.9},
     ),
-    "tall_consensus": PosthocSpec(
-        name="TALL Mask / Consensus",
+    PosthocSpec(
+        name="tall_consensus",
         description="Per-task TALL masks |τ_t| > λ|τ_MTL − τ_t|; task addition keeps the multi-task vector "
         "where at least k masks agree; single task uses m_t ⊙ τ_MTL (Wang et al., 2024).",
         merge=_consensus_merge_hp,
@@ -831,8 +847,8 @@ POSTHOC_METHODS: dict[str, PosthocSpec] = {
         grid={"lam": TALL_LAMBDA_GRID, "k": consensus_k_grid},
         defaults={"lam": 0.2, "k": 2},
     ),
-    "dare": PosthocSpec(
-        name="DARE",
+    PosthocSpec(
+        name="dare",
         description="Drop each entry with probability p = sparsity and rescale survivors by 1/(1 - p) "
         "(Yu et al., 2024); seeded per task (seed, task index) so results are reproducible.",
         merge=_dare_merge_hp,
@@ -840,8 +856,8 @@ POSTHOC_METHODS: dict[str, PosthocSpec] = {
         grid={"sparsity": SPARSITY_GRID},
         defaults={"sparsity": 0.9, "seed": 0},
     ),
-    "breadcrumbs": PosthocSpec(
-        name="Breadcrumbs",
+    PosthocSpec(
+        name="breadcrumbs",
         description="Per tensor, drop the smallest `sparsity` fraction and the magnitudes at or above the "
         "`outlier_quantile` quantile, keep the band in between (Davari & Belilovsky, 2023).",
         merge=_breadcrumbs_merge_hp,
@@ -850,14 +866,14 @@ POSTHOC_METHODS: dict[str, PosthocSpec] = {
         defaults={"sparsity": 0.7, "outlier_quantile": 0.9},
         constraint=lambda p: p["sparsity"] < p["outlier_quantile"],
     ),
-}
+)}
 """Post-hoc baselines of the paper's Tables 1-2, keyed by method id."""
 
 
 def get_posthoc(name: str) -> PosthocSpec:
     """Look up a post-hoc method by id.
 
-    >>> get_posthoc("ties").name
+    >>> get_posthoc("ties").label
     'TIES-Merging'
     """
     if name not in POSTHOC_METHODS:

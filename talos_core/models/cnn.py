@@ -29,7 +29,7 @@ Parameters TaLoS may select (:meth:`CnnTaskModel.maskable_names`): every convolu
 stem conv included), every BatchNorm affine weight/bias and any Linear layer — i.e. all of ``θ``
 for EfficientNet-Lite. BatchNorm *running statistics* are buffers, part of the frozen pre-trained
 model: BatchNorm layers always run in eval mode (:meth:`CnnTaskModel.train` keeps them there), so a
-forward is a per-sample function (vmap-friendly for :func:`talos_core.masks.fisher_scores`) and
+forward is a per-sample function (vmap-friendly for :func:`talos_core.fisher.fisher_scores`) and
 fine-tuning only moves the affine parameters and conv weights.
 
 Weights: ``efficientnet-lite0`` loads the TF-converted Lite0 ImageNet checkpoint shipped by the

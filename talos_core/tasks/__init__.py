@@ -28,6 +28,8 @@ import numpy as np
 
 from talos_core.errors import TalosError, unknown
 from talos_core.tasks.base import Split, TaskData, TaskSpec
+from talos_core.tasks.offline import OFFLINE_TASKS
+from talos_core.tasks.paper import PAPER_TASKS
 from talos_core.tasks.splits import carve_validation, check_max, subsample
 
 __all__ = ["TASKS", "Split", "TaskData", "TaskSpec", "get_task", "list_tasks", "load_task",
@@ -143,9 +145,6 @@ def task_table() -> "pandas.DataFrame":  # noqa: F821 - pandas is imported lazil
 
 
 def _register_builtin() -> None:
-    from talos_core.tasks.offline import OFFLINE_TASKS
-    from talos_core.tasks.paper import PAPER_TASKS
-
     for spec in (*OFFLINE_TASKS, *PAPER_TASKS):
         register_task(spec)
 

@@ -48,9 +48,10 @@ from typing import Any
 
 import numpy as np
 
+import talos_core.tasks._classnames as names
 from talos_core.errors import TalosError
-from talos_core.tasks import _classnames as names
 from talos_core.tasks.base import Split, TaskSpec
+from talos_core.tasks.offline import OFFLINE_TASKS
 from talos_core.tasks.splits import SPLIT_SEED
 
 MAX_SHORT_SIDE = 256
@@ -62,8 +63,6 @@ Formatter = Callable[[Row], tuple[str, int] | None]
 # --- fetching -------------------------------------------------------------------------------------
 
 def _offline_names() -> str:
-    from talos_core.tasks.offline import OFFLINE_TASKS
-
     return ", ".join(sorted(s.name for s in OFFLINE_TASKS))
 
 
