@@ -18,7 +18,7 @@ from talos_core.methods.base import MethodContext
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.models import get_model_spec
 from talos_core.atomic import atomic_write_json
-from talos_core.store import Run, Store, save_mask, versions
+from talos_core.store import Run, RunManifest, Store, save_mask, versions
 from talos_core.tasks import get_task, load_task
 from talos_core.tasks.base import TaskData
 from talos_core.training import TrainConfig
@@ -153,15 +153,13 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
         save_mask(out.mask, staging / "mask.safetensors")
     out.vector.save(staging / "task_vector.safetensors")
     every = max(1, len(out.history) // 200)
-    manifest = {
-        "format": "talos-run/1", "run_id": rid, "model": req.model, "task": req.task, "method": req.method,
-        "family": model.family, "sparsity": req.sparsity if method.sparse else None, "seed": req.seed,
-        "eval_mode": method.eval_mode, "sparse_method": method.sparse,
-        "config": req.config_dict(), "request": {k: v for k, v in asdict(req).items() if k != "options"},
-        "data_sizes": {"train": len(data.train), "val": len(data.val), "test": len(data.test)},
-        "metrics": metrics, "timings": timings, "info": out.info,
-        "history": out.history[::every], "device": str(device), "versions": versions(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    atomic_write_json(staging / "manifest.json", manifest)
+    manifest = RunManifest(
+        run_id=rid, model=req.model, task=req.task, method=req.method, family=model.family,
+        sparsity=req.sparsity if method.sparse else None, seed=req.seed, eval_mode=method.eval_mode,
+        sparse_method=method.sparse, config=req.config_dict(),
+        request={k: v for k, v in asdict(req).items() if k != "options"},
+        data_sizes={"train": len(data.train), "val": len(data.val), "test": len(data.test)},
+        metrics=metrics, timings=timings, info=out.info, history=out.history[::every], device=str(device),
+        versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    atomic_write_json(staging / "manifest.json", manifest.to_dict())
     return store.commit(staging, rid)

@@ -4,7 +4,7 @@ Layout::
 
     <store>/
       store.json                         # {"format": "talos-store/1"}
-      runs/<run_id>/manifest.json        # config, seed, versions, metrics, timings, history
+      runs/<run_id>/manifest.json        # RunManifest: config, seed, versions, metrics, timings, history
       runs/<run_id>/mask.safetensors     # boolean mask (sparse methods)
       runs/<run_id>/task_vector.safetensors
       results/<kind>/<name>.json         # tidy tables and grids written by talos_core.evaluation
@@ -24,18 +24,20 @@ import platform
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
 
-from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors, read_json, atomic_write_bytes
+from talos_core.atomic import (atomic_save_safetensors, atomic_write_bytes, atomic_write_json, load_safetensors,
+                               read_json)
 from talos_core.errors import TalosError
 
 STORE_FORMAT = "talos-store/1"
+RUN_FORMAT = "talos-run/1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +75,7 @@ def versions() -> dict[str, str]:
 def run_id(model: str, task: str, method: str, config: dict) -> str:
     """Deterministic id: readable prefix + hash of the full configuration.
 
-    >>> run_id("tiny-clip", "digits", "talos", {"a": 1})[:28]
+    >>> run_id("tiny-clip", "digits", "talos", {"a": 1})[:26]
     'tiny-clip__digits__talos__'
     """
     digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -81,12 +83,88 @@ def run_id(model: str, task: str, method: str, config: dict) -> str:
     return f"{safe(model)}__{safe(task)}__{safe(method)}__{digest}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunManifest:
+    """A run's ``manifest.json``: what was fine-tuned, how, and what it measured.
+
+    :func:`talos_core.pipeline.run_finetune` writes :meth:`to_dict` (the field order is the file's key
+    order); :meth:`read` parses one back. ``model``, ``task`` and ``method`` are required; a missing
+    or ``null`` optional field takes its default (``eval_mode`` ``"nonlinear"``, empty objects).
+    ``config`` is the resolved configuration the run id hashes, ``request`` the
+    :class:`~talos_core.pipeline.FinetuneRequest` fields (without ``options``), ``metrics`` the run's own
+    evaluation (accuracies, mask density, ...), ``timings`` its per-iteration costs.
+    """
+
+    format: str = RUN_FORMAT
+    run_id: str | None = None
+    model: str
+    task: str
+    method: str
+    family: str | None = None
+    sparsity: float | None = None  # None for methods that do not train a sparse subset
+    seed: int | None = None
+    eval_mode: str = "nonlinear"  # how the task vector is evaluated: "nonlinear" or "linearized"
+    sparse_method: bool = False  # α grid extended by 1/(1 − sparsity)
+    config: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
+    data_sizes: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    history: list[dict] = field(default_factory=list)
+    device: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    created: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``manifest.json`` (keys in field order)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | Path) -> "RunManifest":
+        """Parse a manifest object read from ``source``; a missing or mistyped field is one :class:`TalosError`.
+
+        >>> RunManifest.from_dict({"model": "m", "task": "t", "method": "talos", "eval_mode": None}, "x").eval_mode
+        'nonlinear'
+        """
+        if not isinstance(data, Mapping):
+            raise TalosError(f"run manifest {source} is corrupt: expected a JSON object, got {type(data).__name__}")
+        values = {}
+        for f in fields(cls):
+            value = data.get(f.name)
+            if value is None:
+                if f.name in _REQUIRED:
+                    raise TalosError(f"run manifest {source} is incomplete: it has no {f.name!r}")
+                continue
+            kinds = _KINDS[f.name]
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise TalosError(f"run manifest {source} is corrupt: {f.name!r} must be {_KIND_NAMES[kinds]}, "
+                                 f"got {type(value).__name__}")
+            values[f.name] = value
+        return cls(**values)
+
+    @classmethod
+    def read(cls, path: Path) -> "RunManifest":
+        """Read and parse ``path`` (a missing, corrupt or incomplete file is one :class:`TalosError`)."""
+        return cls.from_dict(read_json(path), path)
+
+
+_REQUIRED = ("model", "task", "method")
+_KINDS: dict[str, tuple[type, ...]] = {
+    "format": (str,), "run_id": (str,), "model": (str,), "task": (str,), "method": (str,), "family": (str,),
+    "sparsity": (int, float), "seed": (int,), "eval_mode": (str,), "sparse_method": (bool,), "config": (dict,),
+    "request": (dict,), "data_sizes": (dict,), "metrics": (dict,), "timings": (dict,), "info": (dict,),
+    "history": (list,), "device": (str,), "versions": (dict,), "created": (str,)}
+_KIND_NAMES = {(str,): "a string", (int, float): "a number", (int,): "an integer", (bool,): "true or false",
+               (dict,): "an object", (list,): "a list"}
+
+
 @dataclass
 class Run:
     """A finished run in a store."""
 
     path: Path
-    manifest: dict
+    manifest: RunManifest
 
     @property
     def id(self) -> str:
@@ -125,7 +203,7 @@ class Store:
         path = self.run_path(rid)
         if not (path / "manifest.json").exists():
             raise TalosError(f"no run {rid!r} in store {self.root}")
-        return Run(path, read_json(path / "manifest.json"))
+        return Run(path, RunManifest.read(path / "manifest.json"))
 
     def runs(self) -> Iterator[Run]:
         folder = self.root / "runs"
@@ -135,22 +213,23 @@ class Store:
             if path.name.startswith(".") or not (path / "manifest.json").exists():
                 continue
             try:
-                yield Run(path, read_json(path / "manifest.json"))
+                yield Run(path, RunManifest.read(path / "manifest.json"))
             except TalosError:
-                continue  # a corrupt run is skipped, not fatal for listing
+                continue  # a corrupt or incomplete run is skipped, not fatal for listing
 
-    def find_runs(self, **match: Any) -> list[Run]:
-        """Runs whose manifest has all the given top-level key/values (e.g. ``model=..., task=...``)."""
-        return [r for r in self.runs() if all(r.manifest.get(k) == v for k, v in match.items())]
+    def find_runs(self, *, model: str | None = None, task: str | None = None,
+                  method: str | None = None) -> list[Run]:
+        """The runs of ``method`` on ``model`` and ``task`` (``None``: any)."""
+        want = {"model": model, "task": task, "method": method}
+        return [r for r in self.runs() if all(v is None or getattr(r.manifest, k) == v for k, v in want.items())]
 
     def run_table(self) -> pd.DataFrame:
         rows = []
         for r in self.runs():
             m = r.manifest
-            rows.append({"run_id": r.id, "model": m.get("model"), "task": m.get("task"),
-                         "method": m.get("method"), "sparsity": m.get("sparsity"), "seed": m.get("seed"),
-                         **{f"metric.{k}": v for k, v in (m.get("metrics") or {}).items()
-                            if not isinstance(v, (dict, list))}})
+            rows.append({"run_id": r.id, "model": m.model, "task": m.task, "method": m.method,
+                         "sparsity": m.sparsity, "seed": m.seed,
+                         **{f"metric.{k}": v for k, v in m.metrics.items() if not isinstance(v, (dict, list))}})
         return pd.DataFrame(rows)
 
     def staging(self, rid: str) -> Path:
@@ -179,7 +258,7 @@ class Store:
         else:
             os.replace(staging, target)
         shutil.rmtree(self.root / "checkpoints" / rid, ignore_errors=True)
-        return Run(target, read_json(target / "manifest.json"))
+        return Run(target, RunManifest.read(target / "manifest.json"))
 
     # ----- results --------------------------------------------------------------------------
     def result_path(self, kind: str, name: str) -> Path:

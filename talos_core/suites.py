@@ -7,10 +7,9 @@ run that CI checks for determinism and that can be produced in minutes on a lapt
 ``talos suite text --store cached_results`` runs everything and writes every result the dashboard
 reads (see ``talos_core/evaluation/SCHEMA.md``).
 
-Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
-for each grid point the merged vector's task-addition curve is computed and the point with the best
-validation normalized accuracy (at its own best α) is kept; negation then uses the same point (the
-paper insists on one choice per method for both benchmarks).
+A suite run is a table of :class:`Step` s (:func:`suite_steps`), each one evaluation protocol of
+:mod:`talos_core.evaluation.protocols` (post-hoc methods and the sparsity ablation included), executed
+in order by :func:`run_suite`, which records the time of every step and can resume an interrupted run.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from talos_core.errors import TalosError, unknown
+from talos_core.errors import unknown
 from talos_core.store import Store
 
 
@@ -135,146 +134,6 @@ def get_suite(name: str) -> SuiteSpec:
     return SUITES[name]
 
 
-def _thin(points: list[dict], k: int) -> list[dict]:
-    """``k`` points spread evenly over ``points`` (endpoints included)."""
-    if k >= len(points) or not points:
-        return points
-    if k == 1:
-        return [points[len(points) // 2]]
-    idx = sorted({round(i * (len(points) - 1) / (k - 1)) for i in range(k)})
-    return [points[i] for i in idx]
-
-
-def evaluate_posthoc(store: Store, suite: str, model: str, method: str, tasks: Sequence[str], control_task: str,
-                     overrides: Mapping[str, Any], *, alpha_step: float = 0.05, max_points: int | None = None,
-                     progress: bool = False) -> dict:
-    """Addition + negation (+ single) for a post-hoc method on the store's ``nonlinear`` runs.
-
-    Writes ``addition``, ``negation`` and upserts ``single`` rows under ``method`` (SCHEMA.md).
-    """
-    from talos_core.evaluation import arithmetic as arith
-    from talos_core.evaluation.context import EvalContext
-    from talos_core.schema import result_name
-    from talos_core.evaluation.runs import resolve_runs
-    from talos_core.methods.posthoc import BASE_METHOD, posthoc_grid, posthoc_vectors
-
-    runs = resolve_runs(store, model, tasks, BASE_METHOD, overrides=overrides, train=True, progress=progress)
-    run_ids = {t: r.id for t, r in runs.items()}
-    base = {t: runs[t].task_vector() for t in tasks}
-    ctx = EvalContext.for_model(model, [*tasks, control_task], max_val=overrides.get("max_val"),
-                                max_test=overrides.get("max_test"))
-    alphas = arith.alpha_grid(step=alpha_step)
-    grid = posthoc_grid(method, len(tasks))
-    if max_points:
-        grid = _thin(grid, max_points)
-    # the search needs validation only; the test split is evaluated once, for the chosen point
-    best = None
-    for hp in grid:
-        merged, singles = posthoc_vectors(method, base, **hp)
-        ref = arith.finetuned_accuracies(ctx, singles, "nonlinear", splits=("val",))
-        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",))
-        score = res.table[res.table["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
-        if best is None or score > best[0] + 1e-12:
-            best = (score, hp, merged, singles)
-    _, hp, merged, singles = best
-    fine = arith.finetuned_accuracies(ctx, singles, "nonlinear")
-    add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
-    name = result_name(suite, model, method)
-    common = dict(method=method, model=model, suite=suite, hyperparameters=hp, base_method=BASE_METHOD,
-                  runs=run_ids)
-    store.write_table("addition", name, add.table, **add.extra(), **common)
-    neg = arith.task_negation(ctx, singles, control_task, alphas)
-    store.write_table("negation", name, neg.table, **neg.extra(), **common)
-    single = arith.single_task_table(ctx, singles, method, "nonlinear", finetuned=fine)
-    _upsert_single(store, suite, model, method, single, run_ids)
-    return {"hyperparameters": hp, "addition": add.summary, "negation": neg.summary}
-
-
-def _upsert_single(store: Store, suite: str, model: str, method: str, table: pd.DataFrame,
-                   run_ids: Mapping[str, str]) -> None:
-    from talos_core.schema import result_name
-
-    name = result_name(suite, model)
-    old, runs, extra = None, {}, {}
-    if name in store.results("single"):
-        old = store.read_table("single", name)
-        payload = store.read_result("single", name)
-        extra = {k: v for k, v in payload.items() if k not in ("columns", "records", "runs")}  # data, model, ...
-        runs = dict(payload.get("runs") or {})
-        old = old[old["method"] != method]
-    runs[method] = dict(run_ids)
-    merged = table if old is None or old.empty else pd.concat([old, table], ignore_index=True)
-    store.write_table("single", name, merged, **extra, runs=runs)
-
-
-def sparsity_ablation(store: Store, suite: str, model: str, method: str, tasks: Sequence[str],
-                      control_task: str, overrides: Mapping[str, Any], sparsities: Sequence[float], *,
-                      alpha_step: float = 0.05, progress: bool = False) -> pd.DataFrame:
-    """Addition/negation/single-task summaries of ``method`` at several sparsities (paper App. k ablation)."""
-    from talos_core.evaluation import arithmetic as arith
-    from talos_core.evaluation.context import EvalContext
-    from talos_core.schema import result_name
-    from talos_core.evaluation.runs import resolve_runs, run_alpha_grid
-
-    ctx = EvalContext.for_model(model, [*tasks, control_task], max_val=overrides.get("max_val"),
-                                max_test=overrides.get("max_test"))
-    rows = []
-    for s in sparsities:
-        runs = resolve_runs(store, model, tasks, method, overrides={**overrides, "sparsity": s}, train=True,
-                            progress=progress)
-        alphas, _ = run_alpha_grid(runs, alpha_step)
-        known = _stored_summaries(store, suite, model, method, {t: r.id for t, r in runs.items()}, alphas,
-                                  control_task)
-        if known is not None:  # these very runs were already evaluated by the suite (the method's own sparsity)
-            add_summary, neg_summary, single = known
-        else:
-            vectors = {t: r.task_vector() for t, r in runs.items()}
-            ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
-            add_summary = arith.task_addition(ctx, vectors, ref, alphas, sparsity=s).summary
-            neg_summary = arith.task_negation(ctx, vectors, control_task, alphas).summary
-            single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
-        rows.append({"sparsity": s, "addition_abs": add_summary["abs_acc"], "addition_norm": add_summary["norm_acc"],
-                     "negation_target": neg_summary["target_acc"], "negation_control": neg_summary["control_acc"],
-                     "single_task_acc": single})
-    table = pd.DataFrame(rows)
-    store.write_table("sparsity_ablation", result_name(suite, model, method), table, method=method, model=model,
-                      suite=suite)
-    return table
-
-
-def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids: Mapping[str, str],
-                      alphas: Sequence[float], control_task: str) -> tuple[dict, dict, float] | None:
-    """``(addition summary, negation summary, mean single-task test acc)`` already in ``store`` for
-    exactly these runs, α grid and control task (non-linear evaluation), else ``None``.
-
-    Evaluation is deterministic, so re-evaluating the same runs would give the same numbers; the
-    sparsity ablation uses this for the method's own sparsity, which the suite has just evaluated.
-    """
-    from talos_core.schema import result_name
-
-    name = result_name(suite, model, method)
-    try:
-        add = store.read_result("addition", name) if name in store.results("addition") else None
-        neg = store.read_result("negation", name) if name in store.results("negation") else None
-        single_name = result_name(suite, model)
-        single = store.read_result("single", single_name) if single_name in store.results("single") else None
-    except TalosError:
-        return None
-    grid = [float(a) for a in alphas]
-    ids = dict(run_ids)
-    if (add is None or neg is None or single is None or add.get("runs") != ids or neg.get("runs") != ids
-            or add.get("eval_mode") != "nonlinear" or neg.get("eval_mode") != "nonlinear"
-            or [float(a) for a in add.get("alpha_grid") or []] != grid
-            or [float(a) for a in neg.get("alpha_grid") or []] != grid
-            or neg.get("control_task") != control_task or (single.get("runs") or {}).get(method) != ids):
-        return None
-    test = {r["task"]: float(r["finetuned_acc"]) for r in single.get("records", [])
-            if r.get("method") == method and r.get("split") == "test"}
-    if sorted(test) != sorted(ids):
-        return None
-    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids)  # same order as a re-evaluation
-
-
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
               methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
               log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
@@ -301,20 +160,98 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
                           progress=progress, resume=resume)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One step of a suite run: ``evaluate(store, protocol, model, tasks, method, settings=..., overrides=...)``.
+
+    ``label`` names the step in the suite record (``step_times_s``) and is what ``--resume`` skips;
+    ``always`` steps run even then (the comparison gathers every stored result).
+    """
+
+    label: str
+    protocol: str
+    method: str
+    tasks: tuple[str, ...]
+    settings: Any
+    overrides: Mapping[str, Any]
+    always: bool = False
+
+
+def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_methods: Sequence[str], *, seed: int,
+                device: str) -> list[Step]:
+    """The steps of suite ``spec`` at ``scale`` for these fine-tuning and post-hoc methods, in order.
+
+    Every fine-tuning method gets single, efficiency, masks, addition, negation, localization,
+    linearization, preview and one disentanglement grid per ξ pair; then TaLoS vs LoTA masks (when
+    both run), sharing on TaLoS's Fisher, the post-hoc methods on the ``nonlinear`` runs, the TaLoS
+    sparsity ablation and the comparison table.
+    """
+    from talos_core.evaluation.ablation import AblationSettings
+    from talos_core.evaluation.posthoc import PosthocSettings
+    from talos_core.evaluation.protocols import (AdditionSettings, DisentanglementSettings, EvalSettings,
+                                                 MaskSettings, NegationSettings, NoSettings, PreviewSettings,
+                                                 SharingSettings)
+    from talos_core.methods.posthoc import BASE_METHOD
+
+    sc = spec.scales[scale]
+    tasks, control = tuple(spec.tasks), spec.control_task
+    base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
+            "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
+
+    def overrides(method: str) -> dict:
+        lr = sc.lr_for(method)
+        return {**base, "lr": lr} if lr is not None else dict(base)
+
+    steps = []
+    for m in ft_methods:
+        steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m)) for what, protocol, settings in (
+            ("fine-tune + single", "single", EvalSettings()),
+            ("efficiency", "efficiency", NoSettings()),
+            ("masks", "masks", MaskSettings()),
+            ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+            ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            ("localization", "localization", EvalSettings()),
+            ("linearization", "linearization", EvalSettings()),
+            ("preview", "preview", PreviewSettings(points=sc.preview_points, seed=seed)),
+        )]
+        steps += [Step(f"{m}: disentanglement {a}/{b}", "disentanglement", m, (a, b),
+                       DisentanglementSettings(grid=sc.xi_grid, points=sc.xi_points, seed=seed,
+                                               alpha_step=sc.alpha_step), overrides(m))
+                  for a, b in spec.xi_pairs]
+    if "talos" in ft_methods and "lota" in ft_methods:  # TaLoS vs LoTA masks (both are fine-tuned by now)
+        steps.append(Step("talos vs lota masks", "masks", "talos", tasks,
+                          MaskSettings(compare_method="lota", compare_overrides=overrides("lota")), overrides("talos")))
+    steps += [Step(f"sharing ({mode})", "sharing", "talos", tasks,
+                   SharingSettings(mode=mode, samples=sc.sharing_samples, seed=seed), overrides("talos"))
+              for mode in ("prune", "perturb")]
+    if BASE_METHOD in ft_methods:  # post-hoc methods merge its runs
+        steps += [Step(f"{ph}: post-hoc addition + negation", "posthoc", ph, tasks,
+                       PosthocSettings(control_task=control, alpha_step=sc.alpha_step, max_points=sc.posthoc_points),
+                       overrides(BASE_METHOD))
+                  for ph in ph_methods]
+    if "talos" in ft_methods and sc.ablation:
+        steps.append(Step("talos sparsity ablation", "sparsity-ablation", "talos", tasks,
+                          AblationSettings(sparsities=tuple(sc.ablation), control_task=control,
+                                           alpha_step=sc.alpha_step), overrides("talos")))
+    steps.append(Step("comparison", "comparison", "talos", tasks, NoSettings(), {}, always=True))
+    return steps
+
+
 def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
                methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
                progress: bool, resume: bool) -> dict:
-    from talos_core.inference.precision import current_precision, resolve_precision
+    import torch
+
     from talos_core.evaluation.protocols import evaluate
+    from talos_core.inference.precision import current_precision, resolve_precision
+    from talos_core.inference.runtime import resolve_device
+    from talos_core.models import get_model_spec
 
     name = spec.name
     sc = spec.scales[scale]
     store = Store(store) if not isinstance(store, Store) else store
     store.ensure()
     t_start = time.perf_counter()
-    base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
-            "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
-    tasks, control = list(spec.tasks), spec.control_task
     ft_methods = list(methods) if methods else list(spec.methods)
     ph_methods = list(spec.posthoc) if posthoc is None else list(posthoc)
     for m in ft_methods:
@@ -323,20 +260,12 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     for m in ph_methods:
         if m not in spec.posthoc:
             raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
-
-    def overrides_for(method: str) -> dict:
-        lr = sc.lr_for(method)
-        return {**base, "lr": lr} if lr is not None else dict(base)
-
-    import torch
-
-    from talos_core.models import get_model_spec
-    from talos_core.inference.runtime import resolve_device
+    steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device)
 
     requested = current_precision()
     precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
-    fingerprint = _jsonable({"model": spec.model, "tasks": tasks, "control_task": control, "methods": ft_methods,
-                             "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
+    fingerprint = _jsonable({"model": spec.model, "tasks": list(spec.tasks), "control_task": spec.control_task,
+                             "methods": ft_methods, "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
                              "scale_settings": asdict(sc), "seed": seed, "eval_precision": precision})
     command = (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
                + (f" --methods {','.join(ft_methods)}" if methods else "")
@@ -367,62 +296,22 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
         store.write_result("suite", name, meta)
         return meta
 
-    def step(label: str, fn: Callable[[], Any], *, always: bool = False) -> Any:
-        if label in done and not always:
-            log(f"[{name}/{scale}] {label}: already done ({done[label]:.1f}s), skipped")
-            return None
+    for st in steps:
+        if st.label in done and not st.always:
+            log(f"[{name}/{scale}] {st.label}: already done ({done[st.label]:.1f}s), skipped")
+            continue
         t0 = time.perf_counter()
-        log(f"[{name}/{scale}] {label} ...")
-        out = fn()
-        timings[label] = time.perf_counter() - t0
-        session["steps_run"].append(label)
+        log(f"[{name}/{scale}] {st.label} ...")
+        evaluate(store, st.protocol, spec.model, st.tasks, st.method, suite=name, settings=st.settings,
+                 overrides=st.overrides, progress=progress)
+        timings[st.label] = time.perf_counter() - t0
+        session["steps_run"].append(st.label)
         write_meta(complete=False)
-        log(f"[{name}/{scale}] {label} done in {timings[label]:.1f}s")
-        return out
-
-    def kw(method: str) -> dict:
-        return dict(suite=name, overrides=overrides_for(method), progress=progress, alpha_step=sc.alpha_step,
-                    seed=seed)
-
-    for method in ft_methods:
-        step(f"{method}: fine-tune + single", lambda m=method: evaluate(store, "single", spec.model, tasks, m, **kw(m)))
-        step(f"{method}: efficiency", lambda m=method: evaluate(store, "efficiency", spec.model, tasks, m, **kw(m)))
-        step(f"{method}: masks", lambda m=method: evaluate(store, "masks", spec.model, tasks, m, **kw(m)))
-        step(f"{method}: addition", lambda m=method: evaluate(store, "addition", spec.model, tasks, m, **kw(m)))
-        step(f"{method}: negation", lambda m=method: evaluate(store, "negation", spec.model, tasks, m,
-                                                               control_task=control, **kw(m)))
-        step(f"{method}: localization", lambda m=method: evaluate(store, "localization", spec.model, tasks, m,
-                                                                   **kw(m)))
-        step(f"{method}: linearization", lambda m=method: evaluate(store, "linearization", spec.model, tasks, m,
-                                                                   **kw(m)))
-        step(f"{method}: preview", lambda m=method: evaluate(store, "preview", spec.model, tasks, m,
-                                                             preview_points=sc.preview_points, **kw(m)))
-        for t1, t2 in spec.xi_pairs:
-            step(f"{method}: disentanglement {t1}/{t2}",
-                 lambda m=method, a=t1, b=t2: evaluate(store, "disentanglement", spec.model, [a, b], m,
-                                                       grid=sc.xi_grid, points=sc.xi_points, **kw(m)))
-    if "talos" in ft_methods and "lota" in ft_methods:  # TaLoS vs LoTA masks (both are fine-tuned by now)
-        step("talos vs lota masks", lambda: evaluate(store, "masks", spec.model, tasks, "talos", compare_method="lota",
-                                                     compare_overrides=overrides_for("lota"), **kw("talos")))
-    step("sharing (prune)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos", sharing_mode="prune",
-                                             samples=sc.sharing_samples, **kw("talos")))
-    step("sharing (perturb)", lambda: evaluate(store, "sharing", spec.model, tasks, "talos",
-                                               sharing_mode="perturb", samples=sc.sharing_samples, **kw("talos")))
-    if "nonlinear" in ft_methods:
-        for ph in ph_methods:
-            step(f"{ph}: post-hoc addition + negation", lambda p=ph: evaluate_posthoc(
-                store, name, spec.model, p, tasks, control, overrides_for("nonlinear"), alpha_step=sc.alpha_step,
-                max_points=sc.posthoc_points, progress=progress))
-    if "talos" in ft_methods and sc.ablation:
-        step("talos sparsity ablation", lambda: sparsity_ablation(
-            store, name, spec.model, "talos", tasks, control, overrides_for("talos"), sc.ablation,
-            alpha_step=sc.alpha_step, progress=progress))
-    step("comparison", lambda: evaluate(store, "comparison", spec.model, tasks, "talos", suite=name), always=True)
+        log(f"[{name}/{scale}] {st.label} done in {timings[st.label]:.1f}s")
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     session["wall_time_s"] = time.perf_counter() - t_start
     meta = write_meta(complete=True)
-    wall = meta["wall_time_s"]
-    log(f"[{name}/{scale}] finished in {wall / 60:.1f} min")
+    log(f"[{name}/{scale}] finished in {meta['wall_time_s'] / 60:.1f} min")
     return meta
 
 

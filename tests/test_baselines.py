@@ -440,12 +440,12 @@ def test_every_method_runs_through_the_cli(store_dir, method, capsys) -> None:
     runs = Store(store_dir).find_runs(method=method)
     assert len(runs) == 1
     manifest = runs[0].manifest
-    assert manifest["eval_mode"] == get_method(method).eval_mode
-    assert manifest["sparse_method"] == get_method(method).sparse
-    assert 0.0 <= manifest["metrics"]["finetuned_test_acc"] <= 1.0
-    assert manifest["timings"]["fwd_bwd_s_mean"] > 0
+    assert manifest.eval_mode == get_method(method).eval_mode
+    assert manifest.sparse_method == get_method(method).sparse
+    assert 0.0 <= manifest.metrics["finetuned_test_acc"] <= 1.0
+    assert manifest.timings["fwd_bwd_s_mean"] > 0
     if get_method(method).sparse:
-        assert abs(manifest["metrics"]["mask_density"] - 0.1) < 1e-3
+        assert abs(manifest.metrics["mask_density"] - 0.1) < 1e-3
 
 
 def test_cli_reports_a_bad_method_option(store_dir, capsys) -> None:

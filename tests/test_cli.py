@@ -53,13 +53,13 @@ def test_finetune_talos_end_to_end(model, task, tmp_path, capsys):
     assert "fine-tuned test acc" in out
     (run,) = list(Store(tmp_path).runs())
     m = run.manifest
-    assert abs(m["metrics"]["mask_density"] - 0.1) <= 0.005
+    assert abs(m.metrics["mask_density"] - 0.1) <= 0.005
     mask, tv = run.mask(), run.task_vector()
     for n in tv.values:
         assert torch.count_nonzero(tv.dense(n)[~mask[n]]) == 0
     assert set(tv.values) <= set(mask)
-    assert m["model"] == model and m["task"] == task and m["seed"] == 0
-    assert m["timings"]["calibration_s"] > 0 and "versions" in m
+    assert m.model == model and m.task == task and m.seed == 0
+    assert m.timings["calibration_s"] > 0 and m.versions
     # the same request is served from the store without re-training
     assert main(argv) == 0
     assert len(list(Store(tmp_path).runs())) == 1

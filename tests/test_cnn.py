@@ -161,8 +161,8 @@ def test_cli_finetune_talos(tmp_path, capsys):
     assert main(argv) == 0
     assert "fine-tuned test acc" in capsys.readouterr().out
     (run,) = list(Store(tmp_path).runs())
-    assert run.manifest["family"] == "cnn"
-    assert abs(run.manifest["metrics"]["mask_density"] - 0.1) <= 0.005
+    assert run.manifest.family == "cnn"
+    assert abs(run.manifest.metrics["mask_density"] - 0.1) <= 0.005
     mask, tv = run.mask(), run.task_vector()
     assert set(tv.values) <= set(mask)
     for n in tv.values:

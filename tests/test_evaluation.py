@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -24,12 +25,13 @@ from talos_core.evaluation.linearization import linearization_table
 from talos_core.evaluation.localization import function_localization
 from talos_core.evaluation.maskstats import (block_indices, classify_layer, cross_method_iou, layer_info, mask_iou,
                                              mask_iou_matrix, mask_table)
-from talos_core.schema import result_name
 from talos_core.evaluation.preview import (PreviewCache, build_preview, load_preview, preview_accuracy,
                                            preview_logits, save_preview)
-from talos_core.evaluation.protocols import evaluate
+from talos_core.evaluation.protocols import (AdditionSettings, DisentanglementSettings, MaskSettings,
+                                             NegationSettings, PreviewSettings, evaluate)
 from talos_core.evaluation.sharing import low_sensitivity_mask, sharing_edit, sharing_matrix
 from talos_core.models.base import TaskModel
+from talos_core.schema import result_name
 from talos_core.store import Store
 from talos_core.tasks.base import Split, TaskData, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors
@@ -324,7 +326,7 @@ def test_disentanglement_zero_at_origin_and_on_axes():
 # --------------------------------------------------------------------------------------------
 def test_protocols_write_schema_and_restore_weights(store, ctx):
     snap = _snapshot(ctx.model)
-    kw = dict(overrides=OVERRIDES, train=False, alpha_step=0.25)
+    kw = dict(overrides=OVERRIDES, train=False)
     out = evaluate(store, "single", MODEL, TASKS, "talos", **kw)
     single = store.read_table("single", result_name("default", MODEL))
     assert list(single.columns) == ["method", "task", "zero_shot_acc", "finetuned_acc", "split"]
@@ -332,7 +334,7 @@ def test_protocols_write_schema_and_restore_weights(store, ctx):
     assert set(store.read_result("single", "default__tiny-text")["runs"]["talos"]) == set(TASKS)
     _assert_same(ctx.model, snap)
 
-    out = evaluate(store, "addition", MODEL, TASKS, "talos", **kw)
+    out = evaluate(store, "addition", MODEL, TASKS, "talos", settings=AdditionSettings(alpha_step=0.25), **kw)
     payload = store.read_result("addition", "default__tiny-text__talos")
     assert payload["columns"] == ["alpha", "split", "task", "accuracy", "normalized_accuracy"]
     assert {"selected_alpha", "alpha_grid", "summary", "tasks", "sparsity", "eval_mode"} <= set(payload)
@@ -342,7 +344,8 @@ def test_protocols_write_schema_and_restore_weights(store, ctx):
     assert len(out.table) == 5 * 2 * len(TASKS)
     _assert_same(ctx.model, snap)
 
-    evaluate(store, "negation", MODEL, TASKS, "talos", control_task=CONTROL, **kw)
+    evaluate(store, "negation", MODEL, TASKS, "talos", settings=NegationSettings(control_task=CONTROL, alpha_step=0.25),
+             **kw)
     neg = store.read_result("negation", "default__tiny-text__talos")
     assert neg["columns"] == ["target", "alpha", "split", "target_acc", "control_acc"]
     table = store.read_table("negation", "default__tiny-text__talos")
@@ -353,7 +356,8 @@ def test_protocols_write_schema_and_restore_weights(store, ctx):
     assert {r["target"] for r in neg["per_task"]} == set(TASKS) and neg["control_task"] == CONTROL
     _assert_same(ctx.model, snap)
 
-    out = evaluate(store, "disentanglement", MODEL, TASKS, "talos", grid=3, alpha_range=1.0, points=16, **kw)
+    out = evaluate(store, "disentanglement", MODEL, TASKS, "talos",
+                   settings=DisentanglementSettings(grid=3, alpha_range=1.0, points=16, alpha_step=0.25), **kw)
     dis = store.read_result("disentanglement", f"default__tiny-text__talos__{TASKS[0]}__{TASKS[1]}")
     assert np.array(dis["xi"]).shape == (3, 3) and dis["xi"][1][1] == 0.0
     assert dis["search_region"] == [0.0, pytest.approx(10.0)] and dis["points_per_task"] == 16
@@ -370,7 +374,7 @@ def test_protocols_write_schema_and_restore_weights(store, ctx):
     assert list(lin.columns) == ["method", "task", "finetuned_acc", "linearized_acc"] and len(lin) == 2
     _assert_same(ctx.model, snap)
 
-    evaluate(store, "preview", MODEL, TASKS, "talos", preview_points=16, **kw)
+    evaluate(store, "preview", MODEL, TASKS, "talos", settings=PreviewSettings(points=16), **kw)
     cache = load_preview(store.root, "default__tiny-text__talos")
     assert cache.tasks == TASKS and cache.base[TASKS[0]].shape == (16, 3)
     assert set(preview_accuracy(cache, {TASKS[0]: 0.5})) == set(TASKS)
@@ -394,11 +398,11 @@ def test_protocols_write_schema_and_restore_weights(store, ctx):
 
 def test_masks_protocol_density_and_iou(store, runs):
     out = evaluate(store, "masks", MODEL, TASKS, "talos", overrides=OVERRIDES, train=False,
-                   compare_method="nonlinear")
+                   settings=MaskSettings(compare_method="nonlinear"))
     table = store.read_table("masks", "default__tiny-text__talos")
     for task, run in runs.items():
         part = table[table.task == task]
-        assert part["trainable"].sum() / part["numel"].sum() == pytest.approx(run.manifest["metrics"]["mask_density"])
+        assert part["trainable"].sum() / part["numel"].sum() == pytest.approx(run.manifest.metrics["mask_density"])
     assert set(table["layer_type"]) <= {"q", "k", "v", "attn_out", "mlp_in", "mlp_out", "layernorm", "bias"}
     iou = store.read_result("mask_iou", "default__tiny-text__talos")
     assert np.allclose(np.diag(iou["matrix"]), 1.0) and iou["tasks"] == TASKS
@@ -478,6 +482,123 @@ def test_cli_localization_on_existing_runs(store, capsys):
     assert store.read_result("localization", "cli__tiny-text__talos")["tasks"] == TASKS
 
 
+def _override_flags() -> list[str]:
+    flags = []
+    for key, value in OVERRIDES.items():
+        flag = {"calib_samples": "--calib-samples", "batch_size": "--batch-size"}.get(key, "--" + key.replace("_", "-"))
+        flags += [flag, str(value)]
+    return flags
+
+
+def test_cli_posthoc_and_sparsity_ablation_protocols(store, capsys):
+    """Post-hoc evaluation and the sparsity ablation are protocols of ``talos evaluate`` too."""
+    common = ["--model", MODEL, "--tasks", ",".join(TASKS), "--suite", "cli", "--store", str(store.root),
+              "--control-task", CONTROL, "--alpha-step", "0.5", "--no-train", "--quiet", *_override_flags()]
+    assert _cli(["evaluate", "posthoc", "--method", "ties", "--posthoc-points", "1", *common]) == 0
+    out = capsys.readouterr().out
+    assert "hyperparameters" in out and "cli__tiny-text__ties" in out
+    add = store.read_result("addition", "cli__tiny-text__ties")
+    assert add["base_method"] == "nonlinear" and add["alpha_grid"] == [0.0, 0.5, 1.0]
+    assert set(add["runs"]) == set(TASKS)
+    assert store.read_result("negation", "cli__tiny-text__ties")["control_task"] == CONTROL
+    single = store.read_result("single", "cli__tiny-text")
+    assert {r["method"] for r in single["records"]} == {"ties"} and set(single["runs"]) == {"ties"}
+    assert single["data"]["max_test"] == OVERRIDES["max_test"]
+
+    assert _cli(["evaluate", "sparsity-ablation", "--method", "talos", "--sparsities", "0.9", *common]) == 0
+    table = store.read_table("sparsity_ablation", "cli__tiny-text__talos")
+    assert table["sparsity"].tolist() == [0.9] and table["single_task_acc"].between(0, 1).all()
+    capsys.readouterr()
+    assert _cli(["evaluate", "posthoc", "--method", "talos", *common]) == 2  # not a post-hoc method
+    assert "unknown post-hoc method 'talos'" in capsys.readouterr().err
+    assert _cli(["evaluate", "sparsity-ablation", "--method", "nonlinear", *common]) == 2
+    assert "does not train a sparse subset" in capsys.readouterr().err
+    assert _cli(["evaluate", "sparsity-ablation", "--method", "talos", "--sparsities", "0.5,1", *common]) == 2
+    assert "sparsity must be in [0, 1)" in capsys.readouterr().err
+
+
+def test_protocol_registry_and_typed_settings():
+    from dataclasses import FrozenInstanceError, fields, is_dataclass
+
+    from talos_core.cli import build_parser
+    from talos_core.evaluation.protocols import PROTOCOLS, SharingSettings, get_protocol
+
+    for name, proto in PROTOCOLS.items():
+        assert proto.name == name and proto.description
+        assert is_dataclass(proto.settings) and proto.settings.__dataclass_params__.frozen
+        defaults = proto.settings()  # every setting has a default
+        if fields(defaults):
+            with pytest.raises(FrozenInstanceError):
+                setattr(defaults, fields(defaults)[0].name, None)
+    assert {"posthoc", "sparsity-ablation"} <= set(PROTOCOLS)
+    with pytest.raises(TalosError, match="unknown protocol 'nope'"):
+        get_protocol("nope")
+    sharing = get_protocol("sharing")
+    assert sharing.make_settings({"mode": "both"}) == SharingSettings(mode="both")
+    with pytest.raises(TalosError, match="protocol 'sharing' has no setting 'grid'"):
+        sharing.make_settings({"grid": 3})
+    with pytest.raises(TalosError, match="must be a SharingSettings or a dict"):
+        sharing.make_settings(3)
+    for proto, bad, needle in (("disentanglement", {"alpha_range": 0.0}, "range must be a positive number"),
+                               ("disentanglement", {"grid": 0}, "grid must be a positive integer"),
+                               ("sharing", {"mode": "shuffle"}, "sharing mode must be prune, perturb or both"),
+                               ("sharing", {"fraction": 1.5}, "fraction must be in [0, 1]"),
+                               ("addition", {"alpha_step": -1}, "alpha_step must be a positive number"),
+                               ("preview", {"points": 0}, "preview_points must be a positive integer"),
+                               ("sparsity-ablation", {"sparsities": ()}, "sparsities must be a non-empty tuple")):
+        with pytest.raises(TalosError, match=re.escape(needle)):
+            get_protocol(proto).make_settings(bad)
+    help_text = build_parser()._subparsers._group_actions[0].choices["evaluate"].format_help()
+    assert all(f"  {name}: " in help_text for name in PROTOCOLS)  # the help lists the registry
+
+
+def test_run_manifest_file_is_the_typed_manifest(runs):
+    """A run's manifest.json has exactly RunManifest's fields, in order, and parses back to itself."""
+    from dataclasses import fields
+
+    from talos_core.store import RunManifest
+
+    for run in runs.values():
+        raw = json.loads((run.path / "manifest.json").read_text())
+        assert list(raw) == [f.name for f in fields(RunManifest)]
+        assert RunManifest.from_dict(raw, run.path).to_dict() == raw == run.manifest.to_dict()
+
+
+def test_evaluation_layers_have_no_import_cycle():
+    """Protocols sit above the pipeline and the store: neither imports talos_core.evaluation (function-local
+    imports included), and there is no import cycle among evaluation/*, pipeline, store, suites and cli/*."""
+    import ast
+    from pathlib import Path
+
+    import talos_core
+
+    root = Path(talos_core.__file__).resolve().parent
+    files = {"talos_core.pipeline": root / "pipeline.py", "talos_core.store": root / "store.py",
+             "talos_core.suites": root / "suites.py"}
+    for sub in ("evaluation", "cli"):
+        for f in (root / sub).glob("*.py"):
+            files["talos_core." + sub + ("" if f.stem == "__init__" else "." + f.stem)] = f
+    graph = {}
+    for mod, f in files.items():
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            deps |= {n for n in names if n in files and n != mod}
+        graph[mod] = deps
+    for low in ("talos_core.pipeline", "talos_core.store"):
+        assert not any(d.startswith("talos_core.evaluation") for d in graph[low]), low
+
+    def visit(mod, path):
+        assert mod not in path, "import cycle: " + " -> ".join([*path[path.index(mod):], mod])
+        for dep in graph[mod]:
+            visit(dep, [*path, mod])
+
+    for mod in graph:
+        visit(mod, [])
+
+
 def test_zero_shot_is_shared_across_contexts_and_alpha_zero_uses_it(store, runs, monkeypatch):
     """α = 0 is θ0: the curve's α = 0 row equals a real evaluation with no edit, and a second context with
     the same model, data and batch size reuses the first one's zero-shot accuracies (no forward pass)."""
@@ -517,8 +638,8 @@ def test_addition_on_validation_only_matches_the_full_curve(ctx, runs):
 def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
     """A run's manifest zero-shot accuracies are computed once per task, data and batch size in a
     process: a second method on the same task reuses them (equal to a direct evaluation)."""
-    from talos_core.inference import runtime as context_mod
     from talos_core.inference import forward as core
+    from talos_core.inference import runtime as context_mod
     from talos_core.pipeline import FinetuneRequest, run_finetune
 
     context_mod.clear_zero_shot_memo()
@@ -537,4 +658,4 @@ def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
                           progress=False)
     assert plain_calls == []
     for key in ("zero_shot_test_acc", "zero_shot_val_acc"):
-        assert second.manifest["metrics"][key] == first.manifest["metrics"][key]
+        assert second.manifest.metrics[key] == first.manifest.metrics[key]

@@ -93,7 +93,7 @@ def test_cli_flag_and_run_manifest(tmp_path, capsys):
     assert "invalid choice: 'fp16'" in capsys.readouterr().err
     assert main([*base, "--eval-precision", "bf16"]) == 0
     (run,) = Store(tmp_path).find_runs(model="tiny-text")
-    assert run.manifest["metrics"]["eval_precision"] == "bf16"
+    assert run.manifest.metrics["eval_precision"] == "bf16"
     assert P.current_precision() == "fp32"  # the CLI's block ended with the command
 
 
@@ -106,7 +106,7 @@ def test_suites_pin_or_record_their_precision():
 
 
 def test_per_model_tables_written_before_precision_was_recorded_count_as_fp32():
-    from talos_core.evaluation.protocols import _same_data
+    from talos_core.evaluation.request import same_data as _same_data
 
     old = {"max_val": 8, "max_test": 8}
     assert _same_data(old, {**old, "eval_precision": "fp32"})

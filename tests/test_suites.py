@@ -10,8 +10,11 @@ import pytest
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
+from talos_core.evaluation.ablation import AblationSettings
+from talos_core.evaluation.posthoc import _thin
+from talos_core.evaluation.protocols import evaluate
 from talos_core.store import Store
-from talos_core.suites import SUITES, _thin, get_suite, results_markdown, run_suite, sparsity_ablation
+from talos_core.suites import SUITES, get_suite, results_markdown, run_suite
 
 
 def test_registry_and_specs():
@@ -47,6 +50,50 @@ def test_cli_errors(capsys, tmp_path):
     assert "unknown scale" in capsys.readouterr().err
     assert main(["suite", "tiny", "--scale", "mini", "--methods", "magic", "--store", str(tmp_path)]) == 2
     assert "magic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["text", "vision", "tiny"])
+def test_step_table_matches_the_shipped_records(name):
+    """The step table gives the labels (and their order) of the shipped suite records, so ``--resume``
+    of those records keeps working; each step names a registered protocol with valid settings."""
+    from talos_core.evaluation.protocols import PROTOCOLS
+    from talos_core.suites import suite_steps
+
+    meta = Store(Path(__file__).resolve().parents[1] / "cached_results").read_result("suite", name)
+    steps = suite_steps(get_suite(name), meta["scale"], meta["methods"], meta["posthoc"], seed=meta["seed"],
+                        device="auto")
+    assert [st.label for st in steps] == list(meta["step_times_s"])
+    for st in steps:
+        assert isinstance(st.settings, PROTOCOLS[st.protocol].settings)
+    assert [st.label for st in steps if st.always] == ["comparison"]
+
+
+def test_suite_and_report_default_stores(tmp_path, monkeypatch, capsys):
+    """``talos suite`` writes into $TALOS_STORE, else ./runs; ``talos report`` reads --store, else
+    $TALOS_STORE, else the shipped cached_results."""
+    import talos_core.cli.suite as cli_suite
+
+    calls = []
+    monkeypatch.setattr(cli_suite, "run_suite", lambda name, store, **kw: calls.append(Path(store)))
+    monkeypatch.setattr(cli_suite, "results_markdown", lambda store, name: f"table of {Path(store).name}")
+    monkeypatch.delenv("TALOS_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["suite", "tiny", "--scale", "mini"]) == 0
+    assert calls[-1] == Path("runs")
+    monkeypatch.setenv("TALOS_STORE", str(tmp_path / "env-store"))
+    assert main(["suite", "tiny", "--scale", "mini"]) == 0
+    assert calls[-1] == tmp_path / "env-store"
+    assert main(["suite", "tiny", "--scale", "mini", "--store", "given"]) == 0
+    assert calls[-1] == Path("given")
+    capsys.readouterr()
+    assert main(["report", "tiny"]) == 0
+    assert capsys.readouterr().out.strip() == "table of env-store"
+    monkeypatch.delenv("TALOS_STORE")
+    assert main(["report", "tiny"]) == 0
+    assert capsys.readouterr().out.strip() == "table of cached_results"
+    monkeypatch.setattr(cli_suite, "shipped_store", lambda: None)  # e.g. installed from a wheel
+    assert main(["report", "tiny"]) == 2
+    assert "pass --store or set $TALOS_STORE" in capsys.readouterr().err
 
 
 def _metrics(store: Store) -> dict:
@@ -90,16 +137,18 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     overrides = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
                  "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": 0, "device": "auto",
                  "lr": sc.lr_for("talos")}
-    args = (a, "tiny", spec.model, "talos", list(spec.tasks), spec.control_task, overrides, [0.9])
-    reused = sparsity_ablation(*args)
-    import talos_core.suites as suites_mod
+    args = (a, "sparsity-ablation", spec.model, list(spec.tasks), "talos")
+    kw = dict(suite="tiny", settings=AblationSettings(sparsities=(0.9,), control_task=spec.control_task),
+              overrides=overrides)
+    reused = evaluate(*args, **kw).table
+    import talos_core.evaluation.ablation as ablation_mod
 
-    original = suites_mod._stored_summaries
-    suites_mod._stored_summaries = lambda *a, **k: None
+    original = ablation_mod._stored_summaries
+    ablation_mod._stored_summaries = lambda *a, **k: None
     try:
-        recomputed = sparsity_ablation(*args)
+        recomputed = evaluate(*args, **kw).table
     finally:
-        suites_mod._stored_summaries = original
+        ablation_mod._stored_summaries = original
     add = a.read_result("addition", "tiny__tiny-text__talos")
     assert original(a, "tiny", spec.model, "talos", add["runs"], add["alpha_grid"], spec.control_task) is not None
     pd.testing.assert_frame_equal(reused, recomputed)

@@ -1,50 +1,102 @@
 """``talos evaluate PROTOCOL --model M --tasks t1,t2 --method talos --store DIR ...``.
 
 Fine-tunes missing runs with the usual fine-tuning flags (shared with ``talos finetune``), runs the
-protocol, writes its results into the store (``results/<kind>/<name>.json``, see SCHEMA.md) and
-prints a short summary. Every user error is one ``error: ...`` line (exit status 2).
+protocol (see :data:`talos_core.evaluation.protocols.PROTOCOLS`) with the settings its flags give,
+writes its results into the store (``results/<kind>/<name>.json``, see SCHEMA.md) and prints a short
+summary. Flags of other protocols are ignored. Every user error is one ``error: ...`` line (exit
+status 2).
 
 Example::
 
     talos evaluate addition --model tiny-text --tasks tweets,drug-reviews --method talos \\
         --steps 20 --max-train 256 --max-test 128 --store /tmp/store --quiet
+    talos evaluate posthoc --method ties --model tiny-text --tasks tweets,drug-reviews --steps 20 --quiet
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import fields
+from typing import Any
 
 from talos_core.cli.common import add_run_arguments, number, positive_int, request_from_args
 from talos_core.errors import TalosError
+
+def numbers(text: str) -> tuple[float, ...]:
+    """``"0.5,0.9"`` → ``(0.5, 0.9)``."""
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+#: the flags of protocol settings: (flag, the settings field it sets, type, help, the protocols it applies to
+#: (None: every protocol whose settings have that field)); a flag not given leaves the protocol's default
+SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] | None], ...] = (
+    ("--control-task", "control_task", str, "control task of negation, posthoc and sparsity-ablation "
+                                            "(default: the registered control task)", None),
+    ("--grid", "grid", positive_int, "disentanglement grid size per axis (default: 20, as the paper)", None),
+    ("--range", "alpha_range", number, "disentanglement alpha range [-R, R] (default: 3, as the paper)", None),
+    ("--points", "points", positive_int, "disentanglement test points per task (default: 2048)",
+     ("disentanglement",)),
+    ("--fraction", "fraction", number, "sharing: bottom-k fraction (default: 0.1, as the paper)", None),
+    ("--sharing-mode", "mode", str, "sharing: prune, perturb or both (default: prune)", None),
+    ("--samples", "samples", positive_int, "sharing: Fisher examples per task (default: 128)", None),
+    ("--compare-method", "compare_method", str, "masks: also compute per-task mask IoU against this method", None),
+    ("--preview-points", "points", positive_int, "preview: test points per task (default: 512)", ("preview",)),
+    ("--alpha-step", "alpha_step", number, "alpha grid step of addition, negation, posthoc and sparsity-ablation "
+                                           "(default: 0.05, as the paper; x 1/(1-sparsity) for sparse methods)", None),
+    ("--posthoc-points", "max_points", positive_int, "posthoc: hyperparameter grid points tried, spread evenly "
+                                                     "(default: the whole grid)", None),
+    ("--sparsities", "sparsities", numbers, "sparsity-ablation: comma-separated sparsities "
+                                            "(default: 0.5,0.9,0.95,0.99)", None),
+    ("--eval-seed", "seed", int, "seed of evaluation subsets and noise (default: 0)", None),
+    ("--eval-batch-size", "batch_size", positive_int, "evaluation batch size (default: 128; posthoc and "
+                                                      "sparsity-ablation: the device's)", None),
+)
+
+
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
+def _flags_of(protocol) -> list[tuple[str, str]]:
+    """``(flag, settings field)`` of every flag that sets a setting of ``protocol``."""
+    names = {f.name for f in fields(protocol.settings)}
+    return [(flag, name) for flag, name, _, _, only in SETTING_FLAGS
+            if name in names and (only is None or protocol.name in only)]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from talos_core.evaluation.protocols import PROTOCOLS
 
     p = sub.add_parser("evaluate", help="run an evaluation protocol (task addition, negation, ...) into a store",
-                       description="Protocols: " + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()))
+                       description=_protocols_help(PROTOCOLS), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("protocol", help="one of: " + ", ".join(PROTOCOLS))
     p.add_argument("--tasks", default="", help="comma-separated task names (see `talos tasks`)")
     add_run_arguments(p, single_task=False)
     p.add_argument("--suite", default="default", help="suite name grouping these results (default: default)")
-    p.add_argument("--control-task", help="negation control task (default: the registered control task)")
-    p.add_argument("--grid", type=positive_int, default=20, help="disentanglement grid size per axis (paper 20)")
-    p.add_argument("--range", type=number, default=3.0, dest="alpha_range",
-                   help="disentanglement alpha range [-R, R] (paper 3)")
-    p.add_argument("--points", type=positive_int, default=2048, help="disentanglement test points per task")
-    p.add_argument("--fraction", type=number, default=0.1, help="sharing: bottom-k fraction (paper 0.1)")
-    p.add_argument("--sharing-mode", default="prune", help="sharing: prune, perturb or both")
-    p.add_argument("--samples", type=positive_int, default=128, help="sharing: Fisher examples per task")
-    p.add_argument("--compare-method", help="masks: also compute per-task mask IoU against this method")
-    p.add_argument("--preview-points", type=positive_int, default=512, help="preview: test points per task")
-    p.add_argument("--alpha-step", type=number, default=0.05,
-                   help="addition/negation alpha grid step (paper 0.05; x 1/(1-sparsity) for sparse methods)")
-    p.add_argument("--eval-seed", type=int, default=0, help="seed of evaluation subsets and noise")
-    p.add_argument("--eval-batch-size", type=positive_int, default=128)
+    for flag, _name, kind, text, _only in SETTING_FLAGS:
+        p.add_argument(flag, type=kind, help=text)
     p.add_argument("--no-train", action="store_true", help="fail instead of fine-tuning missing runs")
     p.set_defaults(handler=_evaluate)
+
+
+def _protocols_help(protocols: dict) -> str:
+    lines = ["Protocols (and the flags that set their settings):"]
+    for name, proto in protocols.items():
+        flags = [flag for flag, _ in _flags_of(proto)]
+        lines.append(f"  {name}: {proto.description}" + (f" [{' '.join(flags)}]" if flags else ""))
+    return "\n".join(lines)
+
+
+def settings_from_args(protocol, args: argparse.Namespace):
+    """The protocol's settings: each field from its flag when given, else the protocol's default."""
+    given = {name: getattr(args, _dest(flag)) for flag, name in _flags_of(protocol)
+             if getattr(args, _dest(flag)) is not None}
+    return protocol.settings(**given)
 
 
 def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
@@ -59,24 +111,22 @@ def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from talos_core.evaluation.protocols import check_protocol, evaluate
+    from talos_core.evaluation.protocols import evaluate, get_protocol
     from talos_core.store import Store
 
-    protocol = check_protocol(args.protocol)
+    protocol = get_protocol(args.protocol)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    if protocol != "comparison" and not tasks:
+    if protocol.needs_tasks and not tasks:
         raise TalosError("--tasks is required: a comma-separated list such as tweets,wordnet-verbs")
+    settings = settings_from_args(protocol, args)
     overrides = overrides_from_args(args, tasks[0] if tasks else "tweets")
     t0 = time.perf_counter()
-    out = evaluate(Store(args.store), protocol, args.model, tasks, args.method, suite=args.suite,
-                   control_task=args.control_task, grid=args.grid, alpha_range=args.alpha_range,
-                   points=args.points, fraction=args.fraction, sharing_mode=args.sharing_mode,
-                   samples=args.samples, compare_method=args.compare_method, preview_points=args.preview_points,
-                   seed=args.eval_seed, alpha_step=args.alpha_step, overrides=overrides,
-                   train=not args.no_train, progress=not args.quiet, force=args.force, batch_size=args.eval_batch_size)
-    print(f"{protocol} | {args.model} | {args.method} | tasks: {', '.join(tasks) or '-'}")
+    store = Store(args.store)
+    out = evaluate(store, protocol.name, args.model, tasks, args.method, suite=args.suite, settings=settings,
+                   overrides=overrides, train=not args.no_train, progress=not args.quiet, force=args.force)
+    print(f"{protocol.name} | {args.model} | {args.method} | tasks: {', '.join(tasks) or '-'}")
     print(out.summary())
     for kind, name in out.results:
-        print(f"wrote {Store(args.store).result_path(kind, name)}")
+        print(f"wrote {store.result_path(kind, name)}")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

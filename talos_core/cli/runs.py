@@ -30,7 +30,7 @@ def _finetune(args: argparse.Namespace) -> int:
     req = request_from_args(args)
     req.validate()
     run = run_finetune(req, Store(args.store), force=args.force, progress=not args.quiet)
-    m = run.manifest["metrics"]
+    m = run.manifest.metrics
     print(f"run {run.id} -> {run.path}")
     line = f"zero-shot test acc {m['zero_shot_test_acc']:.4f} | fine-tuned test acc {m['finetuned_test_acc']:.4f}"
     if "mask_density" in m:

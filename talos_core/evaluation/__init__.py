@@ -1,9 +1,11 @@
 """Evaluation: task-arithmetic protocols and analyses, written into a store per ``SCHEMA.md``.
 
-Modules (imported lazily, so ``import talos_core.evaluation.preview`` stays light):
+It sits above the inference layer (:mod:`talos_core.inference`: forward passes, JVPs, precision) and
+the fine-tuning pipeline (:mod:`talos_core.pipeline`, which never imports it). Modules (imported
+lazily, so ``import talos_core.evaluation.preview`` stays light):
 
-* :mod:`~talos_core.inference.forward` — predictions of ``θ0 + Σ α τ`` (non-linear / linearized);
 * :mod:`~talos_core.evaluation.context` — :class:`EvalContext`: one model, heads, data, one-edit helpers;
+* :mod:`~talos_core.evaluation.runs` — finding (or fine-tuning) the runs a protocol evaluates;
 * :mod:`~talos_core.evaluation.arithmetic` — single-task, task addition, task negation;
 * :mod:`~talos_core.evaluation.disentanglement` — ξ(α1, α2) grids;
 * :mod:`~talos_core.evaluation.localization` — function localization matrix;
@@ -12,7 +14,11 @@ Modules (imported lazily, so ``import talos_core.evaluation.preview`` stays ligh
 * :mod:`~talos_core.evaluation.linearization` — fine-tuned vs post-hoc linearized accuracy;
 * :mod:`~talos_core.evaluation.preview` — linearized preview cache + numpy :func:`preview_accuracy`;
 * :mod:`~talos_core.evaluation.reports` — efficiency and comparison tables;
-* :mod:`~talos_core.evaluation.protocols` — :func:`evaluate`, the orchestrator used by ``talos evaluate``.
+* :mod:`~talos_core.evaluation.request` — :class:`EvalRequest` / :class:`EvalOutcome`, per-model table upserts;
+* :mod:`~talos_core.evaluation.posthoc` — the ``posthoc`` protocol (post-hoc methods, hyperparameters on val);
+* :mod:`~talos_core.evaluation.ablation` — the ``sparsity-ablation`` protocol;
+* :mod:`~talos_core.evaluation.protocols` — the protocol registry and :func:`evaluate`, used by
+  ``talos evaluate`` and the suites.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "evaluate": "protocols", "PROTOCOLS": "protocols", "EvalOutcome": "protocols",
+    "evaluate": "protocols", "PROTOCOLS": "protocols", "Protocol": "protocols", "get_protocol": "protocols",
+    "EvalOutcome": "request", "EvalRequest": "request",
     "EvalContext": "context",
     "alpha_grid": "arithmetic", "task_addition": "arithmetic", "task_negation": "arithmetic",
     "single_task_table": "arithmetic", "finetuned_accuracies": "arithmetic",
@@ -32,7 +39,6 @@ _EXPORTS = {
     "linearization_table": "linearization",
     "PreviewCache": "preview", "preview_accuracy": "preview", "load_preview": "preview", "build_preview": "preview",
     "efficiency_table": "reports", "comparison_table": "reports",
-    "predict": "core", "accuracy": "core", "predict_logits": "core",
 }
 
 __all__ = sorted(_EXPORTS)

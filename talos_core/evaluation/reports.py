@@ -32,14 +32,14 @@ def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         m = run.manifest
-        t = m.get("timings") or {}
-        rows.append({"method": m.get("method"), "task": m.get("task"),
+        t = m.timings
+        rows.append({"method": m.method, "task": m.task,
                      "fwd_bwd_s_mean": t.get("fwd_bwd_s_mean"), "fwd_bwd_s_std": t.get("fwd_bwd_s_std"),
                      "opt_s_mean": t.get("opt_s_mean"), "opt_s_std": t.get("opt_s_std"),
                      "calibration_s": float(t.get("calibration_s", 0.0)), "train_s": t.get("train_s"),
                      "peak_memory_mb": t.get("peak_memory_mb"), "peak_memory_kind": t.get("peak_memory_kind"),
                      "trainable_entries": t.get("trainable_entries"),
-                     "steps": ((m.get("config") or {}).get("train") or {}).get("steps") or 1})
+                     "steps": (m.config.get("train") or {}).get("steps") or 1})
     return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "steps"])
 
 

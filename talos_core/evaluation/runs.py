@@ -40,15 +40,15 @@ def build_request(model: str, task: str, method: str, overrides: Mapping[str, An
 def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
     from talos_core.methods import get_method
 
-    recorded = run.manifest.get("request") or {}
+    recorded = run.manifest.request
     for key, value in overrides.items():
         if key in _IRRELEVANT:
             continue
         if recorded.get(key) != value:
             return False
-    if get_method(req.method).sparse and run.manifest.get("sparsity") != req.sparsity:
+    if get_method(req.method).sparse and run.manifest.sparsity != req.sparsity:
         return False
-    if dict(req.options) and (run.manifest.get("config") or {}).get("options") != dict(req.options):
+    if dict(req.options) and run.manifest.config.get("options") != dict(req.options):
         return False
     return True
 
@@ -63,7 +63,7 @@ def find_run(store: Store, model: str, task: str, method: str,
     cands = [r for r in store.find_runs(model=model, task=task, method=method) if _matches(r, req, overrides or {})]
     if not cands:
         return None
-    return max(cands, key=lambda r: (r.manifest.get("created") or "", r.id))
+    return max(cands, key=lambda r: (r.manifest.created or "", r.id))
 
 
 def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
@@ -88,7 +88,7 @@ def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
 
 def run_eval_mode(run: Run) -> str:
     """``"nonlinear"`` or ``"linearized"``: how this run's task vector must be evaluated."""
-    mode = run.manifest.get("eval_mode") or "nonlinear"
+    mode = run.manifest.eval_mode
     if mode not in ("nonlinear", "linearized"):
         raise TalosError(f"run {run.id} has unknown eval_mode {mode!r}")
     return mode
@@ -98,8 +98,8 @@ def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05) -> tuple[list[fl
     """The α grid for these runs (extended by 1/(1 − sparsity) for sparse methods) and the sparsity."""
     from talos_core.evaluation.arithmetic import alpha_grid
 
-    sparse = {bool(r.manifest.get("sparse_method")) for r in runs.values()}
-    sparsities = {r.manifest.get("sparsity") for r in runs.values()}
+    sparse = {r.manifest.sparse_method for r in runs.values()}
+    sparsities = {r.manifest.sparsity for r in runs.values()}
     if len(sparse) > 1 or len(sparsities) > 1:
         raise TalosError(f"runs disagree on sparsity ({sorted(map(str, sparsities))}); evaluate them separately")
     is_sparse, sparsity = sparse.pop(), sparsities.pop()

@@ -1,0 +1,104 @@
+"""The ``sparsity-ablation`` protocol: task addition, negation and single-task summaries of a sparse
+method at several sparsities (paper App. k ablation), one row per sparsity (``sparsity_ablation``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from talos_core.errors import TalosError, check_range
+from talos_core.evaluation import arithmetic as arith
+from talos_core.evaluation.request import (EvalOutcome, EvalRequest, check_control_task, check_positive_int,
+                                           check_positive_number, fmt)
+from talos_core.evaluation.runs import run_alpha_grid
+from talos_core.schema import result_name
+from talos_core.store import Store
+
+
+@dataclass(frozen=True)
+class AblationSettings:
+    sparsities: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)  # the paper's ablation
+    control_task: str | None = None  # None: the registered control task of the tasks' modality
+    alpha_step: float = 0.05  # α grid 0, step, …, 1, × 1/(1 − sparsity)
+    batch_size: int | None = None  # evaluation batch size; None: the device's default
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.sparsities, tuple) or not self.sparsities:
+            raise TalosError(f"sparsities must be a non-empty tuple of numbers, got {self.sparsities!r}")
+        for s in self.sparsities:
+            check_range("sparsity", s, 0.0, 1.0)
+        if self.control_task is not None and not isinstance(self.control_task, str):
+            raise TalosError(f"control task must be a task name, got {self.control_task!r}")
+        check_positive_number("alpha_step", self.alpha_step)
+        check_positive_int("batch_size", self.batch_size, optional=True)
+
+
+def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
+    """Addition/negation/single-task summaries of ``req.method``'s runs at each of ``s.sparsities``."""
+    from talos_core.methods import get_method
+
+    if not get_method(req.method).sparse:
+        raise TalosError(f"method {req.method!r} does not train a sparse subset; the sparsity ablation needs one "
+                         f"that does (e.g. talos)")
+    tasks = list(req.tasks)
+    control = check_control_task(s.control_task or arith.default_control_task(tasks), tasks)
+    ctx = req.context(None, s.batch_size, [control])
+    rows = []
+    for sparsity in s.sparsities:
+        runs = req.runs(overrides={**req.overrides, "sparsity": sparsity})
+        alphas, _ = run_alpha_grid(runs, s.alpha_step)
+        known = _stored_summaries(req.store, req.suite, req.model, req.method, {t: r.id for t, r in runs.items()},
+                                  alphas, control)
+        if known is not None:  # these very runs were already evaluated by the suite (the method's own sparsity)
+            add_summary, neg_summary, single = known
+        else:
+            vectors = {t: r.task_vector() for t, r in runs.items()}
+            ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
+            add_summary = arith.task_addition(ctx, vectors, ref, alphas, sparsity=sparsity).summary
+            neg_summary = arith.task_negation(ctx, vectors, control, alphas).summary
+            single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
+        rows.append({"sparsity": sparsity, "addition_abs": add_summary["abs_acc"],
+                     "addition_norm": add_summary["norm_acc"], "negation_target": neg_summary["target_acc"],
+                     "negation_control": neg_summary["control_acc"], "single_task_acc": single})
+    table = pd.DataFrame(rows)
+    name = req.name(req.method)
+    req.store.write_table("sparsity_ablation", name, table, method=req.method, model=req.model, suite=req.suite)
+    lines = [f"sparsity {r.sparsity:g}: addition abs {fmt(r.addition_abs)} | norm {fmt(r.addition_norm)} | "
+             f"negation target {fmt(r.negation_target)} | control {fmt(r.negation_control)} | "
+             f"single-task {fmt(r.single_task_acc)}" for r in table.itertuples()]
+    return EvalOutcome("sparsity-ablation", table, [("sparsity_ablation", name)], lines)
+
+
+def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids: Mapping[str, str],
+                      alphas: Sequence[float], control_task: str) -> tuple[dict, dict, float] | None:
+    """``(addition summary, negation summary, mean single-task test acc)`` already in ``store`` for
+    exactly these runs, α grid and control task (non-linear evaluation), else ``None``.
+
+    Evaluation is deterministic, so re-evaluating the same runs would give the same numbers; the
+    sparsity ablation uses this for the method's own sparsity, which the suite has just evaluated.
+    """
+    name = result_name(suite, model, method)
+    try:
+        add = store.read_result("addition", name) if name in store.results("addition") else None
+        neg = store.read_result("negation", name) if name in store.results("negation") else None
+        single_name = result_name(suite, model)
+        single = store.read_result("single", single_name) if single_name in store.results("single") else None
+    except TalosError:
+        return None
+    grid = [float(a) for a in alphas]
+    ids = dict(run_ids)
+    if (add is None or neg is None or single is None or add.get("runs") != ids or neg.get("runs") != ids
+            or add.get("eval_mode") != "nonlinear" or neg.get("eval_mode") != "nonlinear"
+            or [float(a) for a in add.get("alpha_grid") or []] != grid
+            or [float(a) for a in neg.get("alpha_grid") or []] != grid
+            or neg.get("control_task") != control_task or (single.get("runs") or {}).get(method) != ids):
+        return None
+    test = {r["task"]: float(r["finetuned_acc"]) for r in single.get("records", [])
+            if r.get("method") == method and r.get("split") == "test"}
+    if sorted(test) != sorted(ids):
+        return None
+    # same order of summation as a re-evaluation
+    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids)

@@ -1,0 +1,89 @@
+"""The ``posthoc`` protocol: task addition, negation and single-task accuracy of a post-hoc method
+(TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus) applied to the store's ``nonlinear`` runs.
+
+Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
+for each grid point the merged vector's task-addition curve is computed and the point with the best
+validation normalized accuracy (at its own best α) is kept; negation then uses the same point (the
+paper insists on one choice per method for both benchmarks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from talos_core.errors import TalosError
+from talos_core.evaluation import arithmetic as arith
+from talos_core.evaluation.request import (EvalOutcome, EvalRequest, check_control_task, check_positive_int,
+                                           check_positive_number, eval_data, fmt, upsert)
+
+
+@dataclass(frozen=True)
+class PosthocSettings:
+    control_task: str | None = None  # None: the registered control task of the tasks' modality
+    alpha_step: float = 0.05  # α grid 0, step, …, 1 (paper 0.05)
+    max_points: int | None = None  # hyperparameter grid points tried (evenly spread); None: the paper's whole grid
+    batch_size: int | None = None  # evaluation batch size; None: the device's default
+
+    def __post_init__(self) -> None:
+        if self.control_task is not None and not isinstance(self.control_task, str):
+            raise TalosError(f"control task must be a task name, got {self.control_task!r}")
+        check_positive_number("alpha_step", self.alpha_step)
+        check_positive_int("max_points", self.max_points, optional=True)
+        check_positive_int("batch_size", self.batch_size, optional=True)
+
+
+def _thin(points: list[dict], k: int) -> list[dict]:
+    """``k`` points spread evenly over ``points`` (endpoints included)."""
+    if k >= len(points) or not points:
+        return points
+    if k == 1:
+        return [points[len(points) // 2]]
+    idx = sorted({round(i * (len(points) - 1) / (k - 1)) for i in range(k)})
+    return [points[i] for i in idx]
+
+
+def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
+    """Addition + negation (+ single) of post-hoc method ``req.method`` on the store's ``nonlinear`` runs.
+
+    Writes ``addition`` and ``negation`` under the method and upserts its ``single`` rows (SCHEMA.md).
+    """
+    from talos_core.methods.posthoc import BASE_METHOD, posthoc_grid, posthoc_vectors
+
+    method, tasks = req.method, list(req.tasks)
+    control = check_control_task(s.control_task or arith.default_control_task(tasks), tasks)
+    runs = req.runs(BASE_METHOD)
+    run_ids = {t: r.id for t, r in runs.items()}
+    base = {t: runs[t].task_vector() for t in tasks}
+    ctx = req.context(runs, s.batch_size, [control])
+    alphas = arith.alpha_grid(step=s.alpha_step)
+    grid = posthoc_grid(method, len(tasks))
+    if s.max_points:
+        grid = _thin(grid, s.max_points)
+    # the search needs validation only; the test split is evaluated once, for the chosen point
+    best = None
+    for hp in grid:
+        merged, singles = posthoc_vectors(method, base, **hp)
+        ref = arith.finetuned_accuracies(ctx, singles, "nonlinear", splits=("val",))
+        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",))
+        score = res.table[res.table["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
+        if best is None or score > best[0] + 1e-12:
+            best = (score, hp, merged, singles)
+    _, hp, merged, singles = best
+    fine = arith.finetuned_accuracies(ctx, singles, "nonlinear")
+    add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
+    name = req.name(method)
+    common = dict(method=method, model=req.model, suite=req.suite, hyperparameters=hp, base_method=BASE_METHOD,
+                  runs=run_ids)
+    req.store.write_table("addition", name, add.table, **add.extra(), **common)
+    neg = arith.task_negation(ctx, singles, control, alphas)
+    req.store.write_table("negation", name, neg.table, **neg.extra(), **common)
+    single = arith.single_task_table(ctx, singles, method, "nonlinear", finetuned=fine)
+    upsert(req.store, "single", req.name(), single, method, data=eval_data(ctx), run_ids=run_ids, model=req.model,
+           suite=req.suite)
+    lines = [f"hyperparameters {hp} (chosen on val among {len(grid)}), on {BASE_METHOD} runs",
+             f"addition: alpha {add.selected_alpha:g} | absolute acc {fmt(add.summary['abs_acc'])} | "
+             f"normalized acc {fmt(add.summary['norm_acc'])}",
+             f"negation (control {control}): target {fmt(neg.summary['target_acc'])} | "
+             f"control {fmt(neg.summary['control_acc'])}"]
+    return EvalOutcome("posthoc", add.table, [("addition", name), ("negation", name), ("single", req.name())],
+                       lines)

@@ -1,0 +1,209 @@
+"""What every evaluation protocol is given and gives back, and the store bookkeeping they share.
+
+An :class:`EvalRequest` names *what* to evaluate (store, suite, model, tasks, method, the fine-tuning
+overrides that identify the runs); the protocol's own typed settings say *how* (see
+:mod:`talos_core.evaluation.protocols`). A protocol returns an :class:`EvalOutcome`: the table it
+computed, the results it wrote (``results/<kind>/<name>.json``, SCHEMA.md) and a human summary.
+
+Per-model tables (``single``, ``linearization``, ``efficiency``) are *upserted* (:func:`upsert`): the
+evaluated method's rows are replaced and other methods' rows kept, unless they were computed on other
+evaluation data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from talos_core.errors import TalosError
+from talos_core.evaluation.context import EvalContext
+from talos_core.evaluation.runs import resolve_runs, run_eval_mode
+from talos_core.schema import result_name
+from talos_core.store import Run, Store
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What to evaluate: ``method``'s runs of ``model`` on ``tasks`` in ``store``, results under ``suite``.
+
+    ``overrides`` are :class:`~talos_core.pipeline.FinetuneRequest` fields (``steps``, ``max_train``,
+    ``max_val``, ``max_test``, ``sparsity``, ...) identifying — or used to create — the runs;
+    ``max_val``/``max_test`` also set the evaluation data. ``train=False`` refuses to fine-tune missing
+    runs; ``force=True`` re-fine-tunes them; ``progress`` shows progress bars.
+    """
+
+    store: Store
+    suite: str
+    model: str
+    tasks: tuple[str, ...]
+    method: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    train: bool = True
+    progress: bool = False
+    force: bool = False
+
+    def runs(self, method: str | None = None, overrides: Mapping[str, Any] | None = None, *,
+             force: bool | None = None) -> dict[str, Run]:
+        """``{task: run}`` of ``method`` (default: the request's) with ``overrides`` (default: the request's)."""
+        return resolve_runs(self.store, self.model, self.tasks, method or self.method,
+                            overrides=self.overrides if overrides is None else overrides, train=self.train,
+                            progress=self.progress, force=self.force if force is None else force)
+
+    def context(self, runs: Mapping[str, Run] | None, batch_size: int | None,
+                extra_tasks: Sequence[str] = ()) -> EvalContext:
+        """An evaluation context over the request's tasks (and ``extra_tasks``) with the data limits of
+        :func:`eval_limits`; ``batch_size=None`` takes the device's default."""
+        lim = eval_limits(self.overrides, runs)
+        return EvalContext.for_model(self.model, [*self.tasks, *extra_tasks], max_val=lim["max_val"],
+                                     max_test=lim["max_test"], device=self.overrides.get("device", "auto") or "auto",
+                                     batch_size=batch_size)
+
+    def name(self, *parts: str) -> str:
+        """The result name ``<suite>__<model>__<parts>...`` (SCHEMA.md)."""
+        return result_name(self.suite, self.model, *parts)
+
+
+@dataclass
+class EvalOutcome:
+    """What a protocol computed and wrote."""
+
+    protocol: str
+    table: pd.DataFrame
+    results: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) written
+    lines: list[str] = field(default_factory=list)  # human summary
+
+    def summary(self) -> str:
+        return "\n".join(self.lines)
+
+
+# --------------------------------------------------------------------------------------------
+# runs and evaluation data
+# --------------------------------------------------------------------------------------------
+def eval_limits(overrides: Mapping[str, Any], runs: Mapping[str, Run] | None) -> dict:
+    """Evaluation data limits: explicit overrides, else those all runs were evaluated with."""
+    out = {}
+    for key in ("max_val", "max_test"):
+        if overrides.get(key) is not None:
+            out[key] = overrides[key]
+            continue
+        seen = {r.manifest.request.get(key) for r in (runs or {}).values()}
+        out[key] = seen.pop() if len(seen) == 1 else None
+    return out
+
+
+def common_mode(runs: Mapping[str, Run]) -> str:
+    """The evaluation mode all ``runs`` share (``"nonlinear"`` or ``"linearized"``)."""
+    modes = {run_eval_mode(r) for r in runs.values()}
+    if len(modes) > 1:
+        raise TalosError(f"runs mix evaluation modes {sorted(modes)}; evaluate one method at a time")
+    return modes.pop()
+
+
+def eval_data(ctx: EvalContext) -> dict:
+    """What per-model tables' numbers depend on besides the runs: data limits and evaluation precision."""
+    from talos_core.inference.precision import model_precision
+
+    return {"max_val": ctx.limits.get("max_val"), "max_test": ctx.limits.get("max_test"),
+            "eval_precision": model_precision(ctx.model)}
+
+
+def same_data(old: dict | None, new: dict) -> bool:
+    """Whether a stored table's ``data`` matches ``new`` (``None``: unknown, accepted); stores written before
+    ``eval_precision`` was recorded evaluated in fp32.
+
+    >>> same_data({"max_val": 8, "max_test": 8}, {"max_val": 8, "max_test": 8, "eval_precision": "fp32"})
+    True
+    """
+    if old is None:
+        return True
+    return {"eval_precision": "fp32", **old} == {"eval_precision": "fp32", **new}
+
+
+# --------------------------------------------------------------------------------------------
+# per-model tables
+# --------------------------------------------------------------------------------------------
+def merged_rows(store: Store, kind: str, name: str, table: pd.DataFrame, method: str, *,
+                data: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """``table`` after the stored rows of other methods, and the stored payload's other keys.
+
+    The stored table is dropped (and nothing of it kept) when it is unreadable, has no ``method``
+    column, or was computed on other evaluation ``data`` (:func:`same_data`; ``data=None`` accepts any).
+    """
+    if name not in store.results(kind):
+        return table, {}
+    try:
+        payload = store.read_result(kind, name)
+        old = pd.DataFrame(payload.get("records", []), columns=payload.get("columns"))
+    except TalosError:
+        return table, {}
+    kept = {k: v for k, v in payload.items() if k not in ("columns", "records")}
+    if (data is not None and not same_data(kept.get("data"), data)) or "method" not in old.columns:
+        return table, {}
+    return pd.concat([old[old["method"] != method], table], ignore_index=True), kept
+
+
+def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str, *, data: dict | None = None,
+           run_ids: Mapping[str, str] | None = None, **extra: Any) -> None:
+    """Replace ``method``'s rows in the per-model table ``kind/name``, keeping other methods (see
+    :func:`merged_rows`); ``run_ids`` (``{task: run id}``) become ``runs[method]``.
+
+    The payload keeps the stored keys, then ``extra``, then ``data`` (the new one, else the stored one)
+    and ``runs`` last.
+    """
+    merged, kept = merged_rows(store, kind, name, table, method, data=data)
+    old_data, runs = kept.pop("data", None), dict(kept.pop("runs", None) or {})
+    payload = {**kept, **extra}
+    if data is not None or old_data is not None:
+        payload["data"] = data if data is not None else old_data
+    if run_ids is not None:
+        runs[method] = dict(run_ids)
+    if runs:
+        payload["runs"] = runs
+    store.write_table(kind, name, merged, **payload)
+
+
+# --------------------------------------------------------------------------------------------
+# settings checks and formatting
+# --------------------------------------------------------------------------------------------
+def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None:
+    """``value`` must be an integer ≥ 1 (or ``None`` when ``optional``)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise TalosError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_positive_number(name: str, value: Any) -> None:
+    """``value`` must be a finite number > 0."""
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+            or value <= 0):
+        raise TalosError(f"{name} must be a positive number, got {value!r}")
+
+
+def check_seed(value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TalosError(f"seed must be an integer, got {value!r}")
+
+
+def check_control_task(control_task: str, tasks: Sequence[str]) -> str:
+    """A registered task that is not one of the negated ``tasks``."""
+    from talos_core.tasks import get_task
+
+    get_task(control_task)
+    if control_task in tasks:
+        raise TalosError(f"control task {control_task!r} is also a negation target; pick another control task")
+    return control_task
+
+
+def fmt(x: float | None) -> str:
+    """``0.1234`` or ``nan``.
+
+    >>> fmt(0.123456), fmt(None), fmt(float("nan"))
+    ('0.1235', 'nan', 'nan')
+    """
+    return "nan" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.4f}"
