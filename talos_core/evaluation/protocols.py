@@ -351,7 +351,8 @@ def _linearization(*, store, suite, model, method, ctx, vectors, modes, **_) -> 
 
 
 def _preview(*, store, suite, model, method, ctx, vectors, preview_points, seed, **_) -> EvalOutcome:
-    from talos_core.evaluation.preview import build_preview, preview_accuracy, save_preview
+    from talos_core.evaluation.preview import build_preview, save_preview
+    from talos_core.schema import preview_accuracy
 
     cache = build_preview(ctx, vectors, points=preview_points, seed=seed)
     name = result_name(suite, model, method)
