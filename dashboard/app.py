@@ -1,7 +1,8 @@
-"""TaLoS Studio dashboard — entry point.
+"""TaLoS Studio dashboard — entry point (``dashboard`` is installed with talos_core: ``pip install -e .``).
 
-    streamlit run dashboard/app.py                      # opens <repo>/cached_results
-    TALOS_STORE=/path/to/store streamlit run dashboard/app.py
+    talos dashboard                                     # opens the shipped cached_results
+    talos dashboard --store /path/to/store              # or TALOS_STORE=/path/to/store talos dashboard
+    streamlit run dashboard/app.py                      # the same, started by hand
 
 Opens instantly on a results store (no GPU, no internet, no training): every figure is read from
 ``results/`` (SCHEMA.md). The store, suite, model and each page's pickers and sliders live in the URL
@@ -10,18 +11,14 @@ query, so a link reproduces a view.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import streamlit as st
 
-import streamlit as st  # noqa: E402
-
-from dashboard import data as D  # noqa: E402
-from dashboard import ui  # noqa: E402
-from talos_core.errors import TalosError  # noqa: E402
+from dashboard import data as D
+from dashboard import ui
+from talos_core import schema
+from talos_core.errors import TalosError
 
 # not "pages/": a folder with that name next to app.py switches Streamlit to its legacy multipage mode
 PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
@@ -46,12 +43,13 @@ def _sidebar_context() -> None:
     """Store / suite / model pickers; puts a :class:`ui.Context` (or the problem) in session state."""
     st.session_state["_ctx"] = None
     st.session_state["_ctx_problem"] = None
-    default = str(D.default_store_path())
+    default = str(schema.viewer_store())
     with st.sidebar:
         st.markdown("### Results store")
         text = st.text_input("Store folder", value=default, key="store", bind="query-params",
                              help="A folder written by the `talos` CLI (runs/ and results/). Default: "
-                                  "$TALOS_STORE, else the repository's cached_results/.")
+                                  "$TALOS_STORE, else the shipped cached_results/ of a source checkout, "
+                                  "else ./runs.")
         root = Path((text or default).strip()).expanduser()
         st.session_state["_root"] = root
         try:
@@ -60,12 +58,13 @@ def _sidebar_context() -> None:
             st.session_state["_ctx_problem"] = exc
             st.caption("No results to show here yet.")
             return
-        suites = D.available(idx, "suite", kind=[k for k in D.KINDS])
+        suites = D.available(idx, "suite", kind=[k for k in schema.KINDS if k != "suite"])
         suite = ui.pick("Suite (task set)", suites, "suite")
         models = D.available(idx, "model", suite=suite)
         model = ui.pick("Model", models, "model")
         if suite is None or model is None:
-            st.session_state["_ctx_problem"] = D.EmptyStore(f"the store {root} has no results that follow SCHEMA.md")
+            st.session_state["_ctx_problem"] = schema.EmptyStore(
+                f"the store {root} has no results that follow SCHEMA.md")
             return
         st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model)
         info = D.try_get("suite", root, suite) if ((idx["kind"] == "suite") & (idx["name"] == suite)).any() else None

@@ -1,10 +1,11 @@
-"""Reading a results store for the dashboard (layout: ``talos_core/evaluation/SCHEMA.md``).
+"""Reading a results store for the dashboard, only through :mod:`talos_core.schema` (its code twin of
+``talos_core/evaluation/SCHEMA.md``: result kinds and names, paths, the JSON and preview readers).
 
 Two layers:
 
-* **pure loaders** (``load_*``, :func:`store_index`, :func:`preview_accuracy`, :func:`snap`, ...) that
-  take a store folder and a result name and return typed, validated objects, raising a
-  :class:`DataProblem` with one sentence for an empty store, a missing result or a corrupt file;
+* **pure loaders** (``load_*``, :func:`store_index`, :func:`snap`, ...) that take a store folder and a
+  result name and return typed, validated objects, raising a :class:`~talos_core.schema.StoreProblem`
+  with one sentence for an empty store, a missing result or a corrupt file;
 * **cached wrappers** (:func:`get`, :func:`get_preview`, :func:`index`) that key the pure loaders on
   the file's modification time, so a slider move re-renders from memory and a result written by a
   background run shows up on the next rerun.
@@ -28,98 +29,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from talos_core import schema
 from talos_core.errors import TalosError
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_STORE = REPO_ROOT / "cached_results"
-STORE_ENV = "TALOS_STORE"
-
-#: result kinds and the parts of their names after ``<suite>__<model>`` (SCHEMA.md).
-KINDS: dict[str, tuple[str, ...]] = {
-    "single": (), "linearization": (), "efficiency": (), "comparison": (),
-    "addition": ("method",), "negation": ("method",), "localization": ("method",), "masks": ("method",),
-    "preview": ("method",), "sparsity_ablation": ("method",), "mask_iou": ("method",),
-    "disentanglement": ("method", "task1", "task2"), "sharing": ("mode",),
-}
-POSTHOC = {"ties", "dare", "breadcrumbs", "tall_consensus"}
-SPARSE_METHODS = {"talos", "lota", "random", "magnitude", "talos-top"}
-
+from talos_core.schema import CorruptResult, EmptyStore, MissingResult, PreviewCache, StoreNotFound
 
 # --------------------------------------------------------------------------------------------
-# errors
+# store discovery
 # --------------------------------------------------------------------------------------------
-class DataProblem(TalosError):
-    """A problem with the store the page should show as one sentence (``level`` = info or error)."""
-
-    level = "error"
-
-
-class StoreNotFound(DataProblem):
-    level = "error"
-
-
-class EmptyStore(DataProblem):
-    level = "info"
-
-
-class MissingResult(DataProblem):
-    level = "info"
-
-
-class CorruptResult(DataProblem):
-    level = "error"
-
-
-# --------------------------------------------------------------------------------------------
-# store location and discovery
-# --------------------------------------------------------------------------------------------
-def default_store_path(env: Mapping[str, str] | None = None) -> Path:
-    """``$TALOS_STORE`` if set, else ``<repo>/cached_results``.
-
-    >>> default_store_path({"TALOS_STORE": "/tmp/s"})
-    PosixPath('/tmp/s')
-    """
-    env = os.environ if env is None else env
-    value = env.get(STORE_ENV, "").strip()
-    return Path(value).expanduser() if value else DEFAULT_STORE
-
-
-def result_name(suite: str, model: str, *parts: str) -> str:
-    """``"<suite>__<model>__<part>..."`` with the model/method slugged as in SCHEMA.md.
-
-    >>> result_name("text", "minilm-l6", "talos")
-    'text__minilm-l6__talos'
-    """
-    slug = lambda s: "".join(c if c.isalnum() or c in "._-" else "-" for c in str(s))  # noqa: E731
-    return "__".join([suite, slug(model), *[slug(p) for p in parts]])
-
-
-def parse_result_name(kind: str, name: str) -> dict[str, str | None] | None:
-    """Split a result name into its fields; ``None`` if it does not follow SCHEMA.md.
-
-    >>> parse_result_name("disentanglement", "vision__tiny-clip__talos__digits__mnist")["task2"]
-    'mnist'
-    >>> parse_result_name("mask_iou", "v__m__talos__vs__lota")["vs"]
-    'lota'
-    """
-    parts = name.split("__")
-    if kind == "suite":
-        return {"suite": name}
-    if kind not in KINDS or len(parts) < 2:
-        return None
-    out: dict[str, str | None] = {"suite": parts[0], "model": parts[1]}
-    rest = parts[2:]
-    if kind == "mask_iou" and len(rest) == 3 and rest[1] == "vs":
-        out.update(method=rest[0], vs=rest[2])
-        return out
-    fields = KINDS[kind]
-    if len(rest) != len(fields):
-        return None
-    out.update(dict(zip(fields, rest)))
-    return out
-
-
-INDEX_COLUMNS = ["kind", "name", "suite", "model", "method", "task1", "task2", "mode", "vs"]
+INDEX_COLUMNS = ["kind", "name", *schema.NAME_FIELDS]
 
 
 def check_store(root: str | Path) -> Path:
@@ -135,22 +52,10 @@ def store_index(root: str | Path) -> pd.DataFrame:
     """One row per result file: ``kind, name, suite, model, method, task1, task2, mode, vs``.
 
     Raises :class:`EmptyStore` when the store has no results (e.g. only runs, or a fresh folder).
-    Files whose names do not follow SCHEMA.md are ignored.
+    Files whose kinds or names do not follow SCHEMA.md are ignored.
     """
     path = check_store(root)
-    rows = []
-    results = path / "results"
-    if results.is_dir():
-        for kind_dir in sorted(results.iterdir()):
-            if not kind_dir.is_dir():
-                continue
-            kind = kind_dir.name
-            for f in sorted(kind_dir.glob("*.json")):
-                if f.name.startswith("."):
-                    continue
-                fields = parse_result_name(kind, f.stem)
-                if fields is not None:
-                    rows.append({"kind": kind, "name": f.stem, **fields})
+    rows = [{"kind": kind, "name": name, **fields} for kind, name, fields in schema.iter_results(path)]
     if not rows:
         raise EmptyStore(f"the store {path} has no results yet; run a suite (e.g. `talos suite ...`), "
                          f"launch one from the Run page, or open another store in the sidebar")
@@ -161,7 +66,7 @@ def store_signature(root: str | Path) -> tuple:
     """Cheap fingerprint of the store's result listing (folder mtimes): changes when a result appears."""
     path = Path(root)
     sig: list[tuple[str, int]] = []
-    results = path / "results"
+    results = schema.results_dir(path)
     try:
         sig.append(("", results.stat().st_mtime_ns))
         for d in os.scandir(results):
@@ -198,39 +103,10 @@ def order_methods(methods: Iterable[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# raw payloads
+# payloads (read by talos_core.schema.read_result: MissingResult / CorruptResult naming the file)
 # --------------------------------------------------------------------------------------------
-def result_file(root: str | Path, kind: str, name: str) -> Path:
-    return Path(root) / "results" / kind / f"{name}.json"
-
-
-def read_payload(root: str | Path, kind: str, name: str) -> dict:
-    """The JSON payload of ``results/<kind>/<name>.json``; :class:`MissingResult` / :class:`CorruptResult`."""
-    from talos_core.atomic import read_json
-
-    path = result_file(root, kind, name)
-    if not path.exists():
-        raise MissingResult(f"the store has no {kind} result {name!r}; it has not been computed for this "
-                            f"selection (try another model/method, or compute it from the Run page)")
-    try:
-        payload = read_json(path)
-    except TalosError as exc:
-        raise CorruptResult(f"the {kind} result file {path} is corrupt and cannot be read ({exc}); "
-                            f"delete it and recompute it") from None
-    if not isinstance(payload, dict):
-        raise CorruptResult(f"the {kind} result file {path} does not hold a JSON object; delete it and recompute it")
-    return payload
-
-
-def _require(payload: Mapping, keys: Iterable[str], kind: str, name: str) -> None:
-    missing = [k for k in keys if k not in payload]
-    if missing:
-        raise CorruptResult(f"the {kind} result {name!r} lacks field(s) {', '.join(missing)} required by "
-                            f"SCHEMA.md; recompute it with the current talos version")
-
-
 def _table(payload: Mapping, kind: str, name: str, columns: Iterable[str]) -> pd.DataFrame:
-    _require(payload, ["records"], kind, name)
+    schema.require_fields(payload, kind, name, ["records"])
     records = payload["records"]
     if not isinstance(records, list):
         raise CorruptResult(f"the {kind} result {name!r} has 'records' that is not a list")
@@ -320,22 +196,10 @@ class Matrix:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Preview:
-    """SCHEMA ``preview`` arrays: base logits f(x, θ0) and JVPs τ_tᵀ∇f(x, θ0) per eval task."""
-
-    name: str
-    tasks: list[str]  # vector tasks
-    eval_tasks: list[str]
-    labels: dict[str, np.ndarray]
-    base: dict[str, np.ndarray]  # eval_task -> [N, C]
-    jvp: dict[str, np.ndarray]  # eval_task -> [T, N, C] stacked in `tasks` order (zeros where absent)
-
-
 def load_addition(root: str | Path, name: str) -> Addition:
-    p = read_payload(root, "addition", name)
-    _require(p, ["selected_alpha", "alpha_grid"], "addition", name)
-    df = _table(p, "addition", name, ["alpha", "split", "task", "accuracy", "normalized_accuracy"])
+    p = schema.read_result(root, "addition", name)
+    schema.require_fields(p, "addition", name)
+    df = _table(p, "addition", name, schema.KINDS["addition"].columns)
     if df.empty:
         raise CorruptResult(f"the addition result {name!r} has an empty α curve")
     grid = np.asarray(p.get("alpha_grid") or sorted(df["alpha"].unique()), dtype=float)
@@ -355,8 +219,9 @@ def load_addition(root: str | Path, name: str) -> Addition:
 
 
 def load_negation(root: str | Path, name: str) -> Negation:
-    p = read_payload(root, "negation", name)
-    df = _table(p, "negation", name, ["target", "alpha", "split", "target_acc", "control_acc"])
+    p = schema.read_result(root, "negation", name)
+    schema.require_fields(p, "negation", name)
+    df = _table(p, "negation", name, schema.KINDS["negation"].columns)
     if df.empty:
         raise CorruptResult(f"the negation result {name!r} has an empty table")
     czs = p.get("control_zero_shot_acc")
@@ -381,8 +246,8 @@ def load_negation(root: str | Path, name: str) -> Negation:
 
 
 def load_disentanglement(root: str | Path, name: str) -> dict:
-    p = read_payload(root, "disentanglement", name)
-    _require(p, ["alphas1", "alphas2", "xi"], "disentanglement", name)
+    p = schema.read_result(root, "disentanglement", name)
+    schema.require_fields(p, "disentanglement", name)
     a1, a2 = np.asarray(p["alphas1"], dtype=float), np.asarray(p["alphas2"], dtype=float)
     try:
         xi = np.asarray(p["xi"], dtype=float)
@@ -391,7 +256,7 @@ def load_disentanglement(root: str | Path, name: str) -> dict:
     if xi.shape != (a1.size, a2.size):
         raise CorruptResult(f"the disentanglement result {name!r} has xi of shape {xi.shape}, expected "
                             f"{a1.size} × {a2.size}")
-    fields = parse_result_name("disentanglement", name) or {}
+    fields = schema.parse_result_name("disentanglement", name) or {}
     out = dict(p)
     out.update(alphas1=a1, alphas2=a2, xi=xi, task1=p.get("task1", fields.get("task1")),
                task2=p.get("task2", fields.get("task2")), method=p.get("method", fields.get("method")))
@@ -399,8 +264,8 @@ def load_disentanglement(root: str | Path, name: str) -> dict:
 
 
 def _load_matrix(kind: str, root: str | Path, name: str) -> Matrix:
-    p = read_payload(root, kind, name)
-    _require(p, ["tasks", "matrix"], kind, name)
+    p = schema.read_result(root, kind, name)
+    schema.require_fields(p, kind, name)
     tasks = [str(t) for t in p["tasks"]]
     mat = _square(p, "matrix", len(tasks), kind, name)
     return Matrix(name, tasks, mat, {k: v for k, v in p.items() if k not in ("tasks", "matrix")})
@@ -416,80 +281,41 @@ def load_sharing(root: str | Path, name: str) -> Matrix:
 
 def load_mask_iou(root: str | Path, name: str) -> Matrix | pd.DataFrame:
     """Per-method task × task IoU matrix, or (``<m1>__vs__<m2>``) a ``task, iou`` table."""
-    p = read_payload(root, "mask_iou", name)
+    p = schema.read_result(root, "mask_iou", name)
     if "records" in p:
-        return _table(p, "mask_iou", name, ["task", "iou"])
+        return _table(p, "mask_iou", name, schema.KINDS["mask_iou"].pair_columns)
     return _load_matrix("mask_iou", root, name)
-
-
-TABLE_COLUMNS: dict[str, list[str]] = {
-    "single": ["method", "task", "zero_shot_acc", "finetuned_acc", "split"],
-    "masks": ["task", "param", "block", "layer_type", "numel", "trainable", "density"],
-    "linearization": ["method", "task", "finetuned_acc", "linearized_acc"],
-    "efficiency": ["method", "task", "fwd_bwd_s_mean", "opt_s_mean", "peak_memory_mb"],
-    "comparison": ["method"],
-    "sparsity_ablation": ["sparsity"],
-}
 
 
 def load_table(root: str | Path, kind: str, name: str) -> pd.DataFrame:
     """A tabular result, its SCHEMA columns checked (``single``, ``masks``, ``efficiency``, ...)."""
-    if kind not in TABLE_COLUMNS:
-        raise TalosError(f"kind {kind!r} is not a table; choose one of: {', '.join(sorted(TABLE_COLUMNS))}")
-    return _table(read_payload(root, kind, name), kind, name, TABLE_COLUMNS[kind])
+    info = schema.kind_info(kind)
+    if not info.table:
+        raise TalosError(f"kind {kind!r} is not a table; choose one of: "
+                         f"{', '.join(sorted(k for k, i in schema.KINDS.items() if i.table))}")
+    return _table(schema.read_result(root, kind, name), kind, name, info.columns)
 
 
 def load_single_extra(root: str | Path, name: str) -> dict:
     """The ``runs`` mapping stored next to the single-task table."""
-    return dict(read_payload(root, "single", name).get("runs") or {})
+    return dict(schema.read_result(root, "single", name).get("runs") or {})
 
 
 def load_suite(root: str | Path, name: str) -> dict:
-    return read_payload(root, "suite", name)
+    return schema.read_result(root, "suite", name)
 
 
-def load_preview(root: str | Path, name: str) -> Preview:
-    """Preview meta JSON + its safetensors arrays (numpy, no torch)."""
-    from safetensors.numpy import load_file
-
-    p = read_payload(root, "preview", name)
-    _require(p, ["tasks", "eval_tasks", "labels"], "preview", name)
-    arrays_path = Path(root) / "results" / "preview" / str(p.get("arrays") or f"{name}.safetensors")
-    if not arrays_path.exists():
-        raise MissingResult(f"the preview arrays file {arrays_path} is missing; recompute the preview")
-    try:
-        arrays = load_file(str(arrays_path))
-    except Exception as exc:
-        raise CorruptResult(f"the preview arrays file {arrays_path} is corrupt ({exc}); delete and recompute it") \
-            from None
-    tasks = [str(t) for t in p["tasks"]]
-    eval_tasks = [str(t) for t in p["eval_tasks"]]
-    labels, base, jvp = {}, {}, {}
-    for e in eval_tasks:
-        key = f"base::{e}"
-        if key not in arrays or e not in p["labels"]:
-            raise CorruptResult(f"the preview {name!r} has no base logits or labels for eval task {e!r}")
-        b = arrays[key].astype(np.float32)
-        lab = np.asarray(p["labels"][e], dtype=np.int64)
-        if b.ndim != 2 or lab.shape != (b.shape[0],):
-            raise CorruptResult(f"the preview {name!r} has base logits {b.shape} and {lab.size} labels for {e!r}")
-        stack = np.zeros((len(tasks),) + b.shape, dtype=np.float32)
-        for i, t in enumerate(tasks):
-            j = arrays.get(f"jvp::{e}::{t}")
-            if j is not None:
-                if j.shape != b.shape:
-                    raise CorruptResult(f"the preview {name!r} has jvp::{e}::{t} of shape {j.shape}, base {b.shape}")
-                stack[i] = j
-        labels[e], base[e], jvp[e] = lab, b, stack
-    return Preview(name, tasks, eval_tasks, labels, base, jvp)
+def _table_loader(kind: str) -> Callable[[str | Path, str], pd.DataFrame]:
+    return lambda root, name: load_table(root, kind, name)
 
 
 LOADERS: dict[str, Callable[[str | Path, str], Any]] = {
+    **{k: _table_loader(k) for k, info in schema.KINDS.items() if info.table},
     "addition": load_addition, "negation": load_negation, "disentanglement": load_disentanglement,
     "localization": load_localization, "sharing": load_sharing, "mask_iou": load_mask_iou,
-    "suite": load_suite, "preview": load_preview,
-    **{k: (lambda kind: (lambda root, name: load_table(root, kind, name)))(k) for k in TABLE_COLUMNS},
+    "suite": load_suite, "preview": schema.load_preview,
 }
+"""The typed loader of every result kind (tables without a loader of their own: :func:`load_table`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,7 +371,7 @@ def negation_at(neg: Negation, target: str, alpha: float, split: str = "test") -
 def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[str],
                      split: str = "test") -> tuple[list[float], list[float]]:
     """``(zero-shot acc, single-task fine-tuned acc)`` per task for ``method`` (post-hoc methods use
-    their ``nonlinear`` single-task models). Missing entries are NaN."""
+    the single-task models of the method they merge, ``nonlinear``). Missing entries are NaN."""
     nan = float("nan")
     if single is None or single.empty:
         return [nan] * len(tasks), [nan] * len(tasks)
@@ -553,7 +379,8 @@ def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[s
     if any(r["split"] == split for r in rows):
         rows = [r for r in rows if r["split"] == split]
     methods = {r["method"] for r in rows}
-    m = method if method in methods else ("nonlinear" if method in POSTHOC else method)
+    info = schema.METHODS.get(method)
+    m = method if method in methods or info is None or not info.posthoc else info.base_method
     zs: dict[str, float] = {}
     ft: dict[str, float] = {}
     for r in rows:
@@ -561,29 +388,6 @@ def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[s
         if r["method"] == m:
             ft.setdefault(r["task"], _num(r["finetuned_acc"]))
     return [zs.get(t, nan) for t in tasks], [ft.get(t, nan) for t in tasks]
-
-
-def preview_logits(preview: Preview, eval_task: str, alphas: Mapping[str, float]) -> np.ndarray:
-    """Linearized logits ``f(x, θ0) + Σ_t α_t τ_tᵀ∇f(x, θ0)`` for ``eval_task`` (tasks not in ``alphas`` get 0)."""
-    if eval_task not in preview.base:
-        raise MissingResult(f"the preview has no arrays for eval task {eval_task!r}; it has "
-                            f"{', '.join(preview.eval_tasks)}")
-    a = np.array([float(alphas.get(t, 0.0)) for t in preview.tasks], dtype=np.float32)
-    return preview.base[eval_task] + np.tensordot(a, preview.jvp[eval_task], axes=1)
-
-
-def preview_accuracy(preview: Preview, alphas: Mapping[str, float],
-                     eval_tasks: Sequence[str] | None = None) -> dict[str, float]:
-    """Accuracy of the linearized model θ0 + Σ_t α_t τ_t on each eval task (first-order Taylor).
-
-    ``acc_e = mean_x [ argmax_c (base_e + Σ_t α_t jvp_{e,t})(x)_c == y ]``.
-    Use negative α for negation (θ0 − α τ).
-    """
-    out = {}
-    for e in eval_tasks or preview.eval_tasks:
-        logits = preview_logits(preview, e, alphas)
-        out[e] = float(np.mean(np.argmax(logits, axis=1) == preview.labels[e]))
-    return out
 
 
 def xi_region_mean(payload: Mapping[str, Any]) -> float:
@@ -657,8 +461,8 @@ def _cached_result(kind: str, root: str, name: str, stamp: int) -> Any:
 
 
 @_cache_resource
-def _cached_preview(root: str, name: str, stamp: tuple) -> Preview:
-    return load_preview(root, name)
+def _cached_preview(root: str, name: str, stamp: tuple) -> PreviewCache:
+    return schema.load_preview(root, name)
 
 
 def index(root: str | Path) -> pd.DataFrame:
@@ -672,13 +476,12 @@ def get(kind: str, root: str | Path, name: str) -> Any:
         raise TalosError(f"unknown result kind {kind!r}; choose one of: {', '.join(sorted(LOADERS))}")
     if kind == "preview":
         return get_preview(root, name)
-    return _cached_result(kind, str(root), name, file_stamp(result_file(root, kind, name)))
+    return _cached_result(kind, str(root), name, file_stamp(schema.result_path(root, kind, name)))
 
 
-def get_preview(root: str | Path, name: str) -> Preview:
+def get_preview(root: str | Path, name: str) -> PreviewCache:
     """Cached preview arrays (shared, read-only: never modify the returned arrays)."""
-    meta = result_file(root, "preview", name)
-    arrays = meta.with_suffix(".safetensors")
+    meta, arrays = schema.preview_paths(root, name)
     return _cached_preview(str(root), name, (file_stamp(meta), file_stamp(arrays)))
 
 

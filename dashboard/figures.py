@@ -32,6 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from talos_core.errors import TalosError
+from talos_core.schema import method_label
 
 #: validate every figure against plotly's schema (slow; on in tests)
 VALIDATE = os.environ.get("TALOS_DASHBOARD_VALIDATE", "") == "1"
@@ -60,13 +61,6 @@ METHOD_COLORS: dict[str, str] = {
 }
 _FALLBACK = ["#66a61e", "#d95f02", "#a6cee3", "#fdbf6f", "#ff7f00", "#6a3d9a", "#b15928", "#33a02c"]
 
-METHOD_LABELS: dict[str, str] = {
-    "talos": "TaLoS", "talos-top": "TaLoS (top-k)", "nonlinear": "Non-linear FT",
-    "linearized": "Linearized FT", "llora": "L-LoRA", "lota": "LoTA", "ties": "TIES",
-    "dare": "DARE", "breadcrumbs": "Breadcrumbs", "tall_consensus": "TALL / Consensus",
-    "random": "Random mask", "magnitude": "Magnitude mask",
-}
-
 LAYER_TYPES = ["embedding", "conv", "q", "k", "v", "qkv", "attn_out", "mlp_in", "mlp_out", "layernorm",
                "bias", "other"]
 
@@ -89,11 +83,6 @@ def method_color(method: str) -> str:
         return METHOD_COLORS[method]
     digest = int(hashlib.md5(method.encode()).hexdigest(), 16)
     return _FALLBACK[digest % len(_FALLBACK)]
-
-
-def method_label(method: str) -> str:
-    """Human-readable method name (``"talos"`` → ``"TaLoS"``); unknown names are returned unchanged."""
-    return METHOD_LABELS.get(method, method)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Background runs launched from the dashboard's Run page.
 
 A *job* is a list of ``talos`` CLI commands (fine-tune each task, then evaluation protocols) run one
-after another by a detached runner process (``python dashboard/jobs.py run <job dir>``), so it keeps
+after another by a detached runner process (``python -m dashboard.jobs run <job dir>``), so it keeps
 going when the browser tab closes. Each job has its own folder ``<store>/jobs/<job_id>/``:
 
 * ``job.json``    — the :class:`JobSpec` and the commands (written once, atomically);
@@ -32,11 +32,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # when run as a script
-    sys.path.insert(0, str(REPO))
-
-from talos_core.errors import TalosError  # noqa: E402
+from talos_core.errors import TalosError
+from talos_core.schema import check_suite
 
 JOBS_DIR = "jobs"
 PROTOCOL_ORDER = ("single", "addition", "negation", "localization", "preview", "masks", "disentanglement",
@@ -45,7 +42,6 @@ DEFAULT_PROTOCOLS = ("single", "addition", "negation", "localization", "preview"
                      "comparison")
 _CHILDREN: list[subprocess.Popen] = []  # runners started by this process, reaped by list_jobs()
 _TQDM = re.compile(r"(\d+)/(\d+) \[")
-_SUITE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 @dataclass(frozen=True)
@@ -87,8 +83,7 @@ class JobSpec:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise TalosError(f"{name} must be a positive integer, got {v!r}")
-        if not _SUITE.match(self.suite) or "__" in self.suite:
-            raise TalosError(f"suite name must be letters, digits, '.', '_' or '-' without '__', got {self.suite!r}")
+        check_suite(self.suite)
         bad = [p for p in self.protocols if p not in PROTOCOL_ORDER]
         if bad:
             raise TalosError(f"unknown protocol {bad[0]!r}; choose among: {', '.join(PROTOCOL_ORDER)}")
@@ -99,6 +94,8 @@ class JobSpec:
 #: how the runner calls the ``talos`` CLI: this interpreter, ``-m talos_core.cli`` (works without the
 #: ``talos`` script on PATH)
 CLI_PREFIX = ["-m", "talos_core.cli"]
+#: the runner process: this interpreter, ``-m dashboard.jobs run <job dir>`` (the installed package)
+RUNNER_MODULE = "dashboard.jobs"
 
 
 def _cli() -> list[str]:
@@ -249,9 +246,9 @@ def launch(job: JobInfo, *, python: str | None = None) -> JobInfo:
     """Start the detached runner of ``job`` (own session / process group); returns immediately."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
     with open(job.path / "runner.err", "wb") as err:
-        proc = subprocess.Popen([python or sys.executable, str(Path(__file__).resolve()), "run", str(job.path)],
-                                cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen([python or sys.executable, "-m", RUNNER_MODULE, "run", str(job.path)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
     _CHILDREN.append(proc)
     from talos_core.atomic import atomic_write_bytes
 
@@ -288,7 +285,7 @@ def run_job(job_dir: str | Path) -> int:
                 status["offsets"].append(log.tell())
                 _write_json(job_dir / "status.json", status)
                 log.write(f"\n$ {display_command(cmd)}\n".encode())
-                rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO))
+                rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
                 status["returncodes"].append(rc)
                 if rc != 0:
                     log.write(f"\n[job] command failed with exit status {rc}; stopping.\n".encode())
@@ -383,7 +380,7 @@ def current_progress(job: JobInfo) -> tuple[float, str]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] != "run":
-        print("usage: python dashboard/jobs.py run <job dir>", file=sys.stderr)
+        print(f"usage: python -m {RUNNER_MODULE} run <job dir>", file=sys.stderr)
         return 2
     return run_job(argv[1])
 

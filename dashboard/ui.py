@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import data as D
 from talos_core.errors import TalosError
+from talos_core.schema import EmptyStore, result_name, slug
 
 CHROME_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -33,7 +34,7 @@ class Context:
     model: str
 
     def name(self, *parts: str) -> str:
-        return D.result_name(self.suite, self.model, *parts)
+        return result_name(self.suite, self.model, *parts)
 
     def methods(self, kind: str) -> list[str]:
         return D.order_methods(D.available(self.idx, "method", kind=kind, suite=self.suite, model=self.model))
@@ -75,7 +76,7 @@ def context(*, required: bool = True) -> Context | None:
     if ctx is None:
         if not required:
             return None
-        show_problem(problem or D.EmptyStore("no store is selected; choose a store folder in the sidebar"))
+        show_problem(problem or EmptyStore("no store is selected; choose a store folder in the sidebar"))
         st.stop()
     return ctx
 
@@ -116,7 +117,7 @@ def pick_many(label: str, options: Sequence[str], key: str, *, default: Sequence
 
 def qkey(*parts: str) -> str:
     """A URL-safe widget key from parts (``qkey("a", "talos", "digits")`` → ``"a.talos.digits"``)."""
-    return ".".join(D.result_name("x", *parts).split("__")[1:])
+    return ".".join(slug(p) for p in parts)
 
 
 # --------------------------------------------------------------------------------------------

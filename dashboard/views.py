@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from dashboard import data as D
 from dashboard import figures as F
+from talos_core.schema import PreviewCache, preview_accuracy
 
 
 @dataclass
@@ -47,7 +48,7 @@ class AdditionView:
 
 
 def addition_view(add: D.Addition, alphas: Mapping[str, float], *, single: pd.DataFrame | None = None,
-                  preview: D.Preview | None = None, method: str | None = None, split: str = "test") -> AdditionView:
+                  preview: PreviewCache | None = None, method: str | None = None, split: str = "test") -> AdditionView:
     """Exact bars (snapped to the α grid), the linearized preview for any α mix, and the α curve."""
     vals = np.array([float(alphas.get(t, 0.0)) for t in add.tasks], dtype=float)
     requested = float(vals.mean()) if vals.size else add.selected_alpha
@@ -65,7 +66,7 @@ def addition_view(add: D.Addition, alphas: Mapping[str, float], *, single: pd.Da
     if preview is not None:
         tasks = [t for t in add.tasks if t in preview.eval_tasks]
         usable = {t: float(a) for t, a in alphas.items() if t in preview.tasks}
-        p_acc = D.preview_accuracy(preview, usable, eval_tasks=tasks)
+        p_acc = preview_accuracy(preview, usable, eval_tasks=tasks)
         pm = float(np.mean(list(p_acc.values()))) if p_acc else float("nan")
         label = ", ".join(f"{alphas.get(t, 0.0):.2g}" for t in tasks)
         p_fig = F.arithmetic_bars(tasks, [p_acc[t] for t in tasks], method=method, opacity=0.6,
@@ -94,7 +95,7 @@ class NegationView:
 
 
 def negation_view(neg: D.Negation, alphas: Mapping[str, float], *, single: pd.DataFrame | None = None,
-                  preview: D.Preview | None = None, method: str | None = None, split: str = "test") -> NegationView:
+                  preview: PreviewCache | None = None, method: str | None = None, split: str = "test") -> NegationView:
     """Per target θ0 − α_t τ_t: exact target/control accuracy (snapped) and the linearized preview."""
     rows = []
     for t in neg.targets:
@@ -115,7 +116,7 @@ def negation_view(neg: D.Negation, alphas: Mapping[str, float], *, single: pd.Da
             if t not in preview.tasks or t not in preview.eval_tasks:
                 continue
             evals = [t] + ([neg.control_task] if neg.control_task in preview.eval_tasks else [])
-            acc = D.preview_accuracy(preview, {t: -float(alphas.get(t, neg.selected.get(t, 0.0)))}, eval_tasks=evals)
+            acc = preview_accuracy(preview, {t: -float(alphas.get(t, neg.selected.get(t, 0.0)))}, eval_tasks=evals)
             prow.append({"target": t, "target_acc": acc[t], "control_acc": acc.get(neg.control_task, float("nan"))})
         if prow:
             p_df = pd.DataFrame(prow)

@@ -10,15 +10,19 @@ Fix: before torchvision is imported, define the *schemas* of the two ops it regi
 for (``nms`` and ``qnms``). Nothing in TaLoS Studio calls these ops; they only need to exist.
 
 This is a no-op when torchvision's compiled ops load (the op already exists, e.g. a matching
-CUDA build on a GPU machine) or when torchvision was already imported. Call :func:`install` once;
-``talos_core`` does so at import time.
+CUDA build on a GPU machine) or when torchvision was already imported. ``import talos_core`` calls
+:func:`install_hook`: the guard then runs (imports torch, calls :func:`install`) just before torchvision
+is first looked up, so importing the torch-free parts of talos_core (e.g. :mod:`talos_core.schema`)
+never imports torch.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 _SCHEMAS = {
     "nms": "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
@@ -28,6 +32,8 @@ _LIBRARY: torch.library.Library | None = None  # kept alive: dropping it would u
 
 
 def _op_exists(name: str) -> bool:
+    import torch
+
     try:
         torch._C._dispatch_find_schema_or_throw(f"torchvision::{name}", "")
         return True
@@ -37,6 +43,8 @@ def _op_exists(name: str) -> bool:
 
 def _try_load_compiled_ops() -> None:
     """Let torchvision load its own extension first, if it can (no-op path)."""
+    import torch
+
     try:
         import importlib.util
 
@@ -68,6 +76,8 @@ def install() -> list[str]:
     True
     """
     global _LIBRARY
+    import torch
+
     if "torchvision" in sys.modules:
         return []
     if missing_ops():
@@ -80,3 +90,27 @@ def install() -> list[str]:
     for name in missing:
         _LIBRARY.define(_SCHEMAS[name])
     return missing
+
+
+class _BeforeTorchvision:
+    """A ``sys.meta_path`` finder that finds nothing: it runs :func:`install` the first time anything looks
+    up ``torchvision`` (an import, or ``importlib.util.find_spec``), then removes itself."""
+
+    def find_spec(self, fullname: str, path=None, target=None):  # noqa: ARG002 (finder protocol)
+        if fullname == "torchvision" and self in sys.meta_path:
+            sys.meta_path.remove(self)  # first, so the lookups inside install() do not come back here
+            try:
+                install()
+            except BaseException:
+                sys.meta_path.insert(0, self)  # try again at the next lookup
+                raise
+        return None
+
+
+def install_hook() -> None:
+    """Run :func:`install` just before torchvision is first imported (at once if it already is). Idempotent."""
+    if "torchvision" in sys.modules:
+        install()
+        return
+    if not any(isinstance(f, _BeforeTorchvision) for f in sys.meta_path):
+        sys.meta_path.insert(0, _BeforeTorchvision())

@@ -2,7 +2,8 @@
 
 A file is written to a unique temporary name in its own folder, flushed, fsynced and renamed into
 place, so a reader never sees half a file and two writers never share a temporary file. This module
-sits at the bottom of the package: it imports nothing of ``talos_core`` but :mod:`talos_core.errors`.
+sits at the bottom of the package: it imports nothing of ``talos_core`` but :mod:`talos_core.errors`, and
+torch only inside the safetensors functions (so the torch-free :mod:`talos_core.schema` can read JSON here).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from talos_core.errors import TalosError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _tmp_path(path: Path) -> Path:
@@ -74,7 +76,8 @@ def read_json(path: Path) -> Any:
         raise TalosError(f"corrupt JSON file {path}: {exc}") from None
 
 
-def atomic_save_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+def atomic_save_safetensors(tensors: dict[str, torch.Tensor], path: Path,
+                            metadata: dict[str, str] | None = None) -> None:
     from safetensors.torch import save
 
     data = save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata=metadata)

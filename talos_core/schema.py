@@ -1,11 +1,25 @@
-"""The store's schema in one torch-free module: result names and slugs, and the method catalogue.
+"""The store's format in one torch-free module: result kinds, names and paths, readers, method catalogue.
 
-Engine and dashboard both import this module (and nothing heavier) to agree on what a store holds;
-``talos_core/evaluation/SCHEMA.md`` describes the same layout for people, and a test keeps the two
-in step. Importing it never imports torch.
+Engine and dashboard both import this module (and nothing heavier) to agree on what a store holds:
+
+* **names**: :func:`slug`, :func:`check_suite`, :func:`result_name` and :func:`parse_result_name`;
+* **result kinds**: :data:`KINDS` (:class:`ResultKind`: the parts of a result's name, its table's
+  columns, its required fields);
+* **paths**: :func:`result_path` (``results/<kind>/<name>.json``), :func:`preview_paths` (plus the
+  ``.safetensors`` sibling of a preview), :func:`iter_results`;
+* **readers**: :func:`read_result` (one JSON result, :class:`MissingResult` / :class:`CorruptResult`
+  with one sentence naming the file) and the linearized preview (:class:`PreviewCache`,
+  :func:`load_preview`, :func:`preview_logits`, :func:`preview_accuracy`; numpy only);
+* **where stores are**: :func:`default_store` (commands that write), :func:`viewer_store` (the viewers);
+* **the method catalogue**: :data:`METHODS` (:class:`MethodInfo`), :func:`method_label`, :func:`method_family`.
+
+``talos_core/evaluation/SCHEMA.md`` describes the same layout for people; this module is its code twin,
+and ``tests/test_schema.py`` keeps the two in step. Importing it never imports torch (nor pandas).
 
 >>> result_name("default", "clip:ViT-B-32:openai", "talos")
 'default__clip-ViT-B-32-openai__talos'
+>>> parse_result_name("disentanglement", "vision__tiny-clip__talos__digits__mnist")["task2"]
+'mnist'
 >>> method_info("lota").calibrates, method_info("ties").kind
 (True, 'posthoc')
 """
@@ -14,10 +28,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from talos_core.errors import TalosError, unknown
 
@@ -25,20 +41,22 @@ from talos_core.errors import TalosError, unknown
 # names
 # --------------------------------------------------------------------------------------------
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+SEP = "__"
+"""Separator of the parts of a result name."""
 
 
 def slug(text: str) -> str:
-    """Replace anything not ``[A-Za-z0-9._-]`` by ``-``.
+    """Replace anything not ``[A-Za-z0-9._-]`` (ASCII only) by ``-``.
 
-    >>> slug("hf-encoder:org/model")
-    'hf-encoder-org-model'
+    >>> slug("hf-encoder:org/model"), slug("café")
+    ('hf-encoder-org-model', 'caf-')
     """
     return _UNSAFE.sub("-", str(text))
 
 
 def check_suite(suite: str) -> str:
     """A suite name must be non-empty, made of ``[A-Za-z0-9._-]`` and contain no ``__``."""
-    if not isinstance(suite, str) or not suite or _UNSAFE.search(suite) or "__" in suite:
+    if not isinstance(suite, str) or not suite or _UNSAFE.search(suite) or SEP in suite:
         raise TalosError(f"suite name must be non-empty letters, digits, '.', '_' or '-' without '__', "
                          f"got {suite!r}")
     return suite
@@ -46,7 +64,339 @@ def check_suite(suite: str) -> str:
 
 def result_name(suite: str, model: str, *parts: str) -> str:
     """``<suite>__<slug(model)>__<slug(part)>...``."""
-    return "__".join([check_suite(suite), slug(model), *(slug(p) for p in parts)])
+    return SEP.join([check_suite(suite), slug(model), *(slug(p) for p in parts)])
+
+
+# --------------------------------------------------------------------------------------------
+# result kinds
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResultKind:
+    """One kind of result file ``results/<name>/<result name>.json`` (a row of SCHEMA.md's table).
+
+    ``parts``: the fields of a result name after ``<suite>`` (``("model", "method")`` for
+    ``<suite>__<model>__<method>``). ``columns``: the columns of its table, for kinds whose payload is a
+    table ``{"columns": [...], "records": [...], ...}`` (writers may add more, readers may rely on these).
+    ``fields``: other top-level keys every payload has. ``pair_columns``: ``mask_iou`` only: its results
+    may also be named ``<suite>__<model>__<method>__vs__<method2>``, a table with these columns.
+    """
+
+    name: str
+    parts: tuple[str, ...]
+    columns: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    pair_columns: tuple[str, ...] = ()
+
+    @property
+    def table(self) -> bool:
+        return bool(self.columns)
+
+
+PAIR = "vs"
+"""The literal part between the two methods of a cross-method ``mask_iou`` name."""
+
+KINDS: dict[str, ResultKind] = {k.name: k for k in (
+    ResultKind("single", ("model",), columns=("method", "task", "zero_shot_acc", "finetuned_acc", "split")),
+    ResultKind("addition", ("model", "method"), columns=("alpha", "split", "task", "accuracy", "normalized_accuracy"),
+               fields=("selected_alpha", "alpha_grid")),
+    ResultKind("negation", ("model", "method"), columns=("target", "alpha", "split", "target_acc", "control_acc")),
+    ResultKind("disentanglement", ("model", "method", "task1", "task2"), fields=("alphas1", "alphas2", "xi")),
+    ResultKind("localization", ("model", "method"), fields=("tasks", "matrix")),
+    ResultKind("masks", ("model", "method"),
+               columns=("task", "param", "block", "layer_type", "numel", "trainable", "density")),
+    ResultKind("mask_iou", ("model", "method"), fields=("tasks", "matrix"), pair_columns=("task", "iou")),
+    ResultKind("sharing", ("model", "mode"), fields=("tasks", "matrix")),
+    ResultKind("linearization", ("model",), columns=("method", "task", "finetuned_acc", "linearized_acc")),
+    ResultKind("preview", ("model", "method"), fields=("tasks", "eval_tasks", "labels")),
+    ResultKind("efficiency", ("model",),
+               columns=("method", "task", "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std",
+                        "calibration_s", "train_s", "peak_memory_mb", "peak_memory_kind", "trainable_entries")),
+    ResultKind("comparison", ("model",),
+               columns=("method", "addition_abs", "addition_norm", "negation_target", "negation_control",
+                        "single_task_acc", "zero_shot_acc", "time_per_step_s", "peak_memory_mb")),
+    ResultKind("sparsity_ablation", ("model", "method"),
+               columns=("sparsity", "addition_abs", "addition_norm", "negation_target", "negation_control",
+                        "single_task_acc")),
+    ResultKind("suite", ()),
+)}
+"""Every result kind of a store, in SCHEMA.md's order."""
+
+NAME_FIELDS: tuple[str, ...] = ("suite", "model", "method", "task1", "task2", "mode", "vs")
+"""Every field a result name can have (the keys :func:`parse_result_name` may return)."""
+
+
+def kind_info(kind: str) -> ResultKind:
+    """The entry of ``kind``; an unknown kind is one :class:`TalosError` listing the choices."""
+    if kind not in KINDS:
+        raise unknown("result kind", kind, KINDS)
+    return KINDS[kind]
+
+
+def parse_result_name(kind: str, name: str) -> dict[str, str] | None:
+    """Split a result name into its fields; ``None`` if it does not follow SCHEMA.md.
+
+    >>> parse_result_name("addition", "text__minilm-l6__talos")
+    {'suite': 'text', 'model': 'minilm-l6', 'method': 'talos'}
+    >>> parse_result_name("mask_iou", "v__m__talos__vs__lota")["vs"]
+    'lota'
+    >>> parse_result_name("addition", "text__minilm-l6") is None
+    True
+    """
+    info = KINDS.get(kind)
+    parts = name.split(SEP)
+    if info is None or not all(parts):
+        return None
+    suite, rest = parts[0], parts[1:]
+    if info.pair_columns and len(rest) == len(info.parts) + 2 and rest[-2] == PAIR:
+        return {"suite": suite, **dict(zip(info.parts, rest)), PAIR: rest[-1]}
+    if len(rest) != len(info.parts):
+        return None
+    return {"suite": suite, **dict(zip(info.parts, rest))}
+
+
+# --------------------------------------------------------------------------------------------
+# paths
+# --------------------------------------------------------------------------------------------
+RESULTS_DIR = "results"
+
+
+def results_dir(root: str | Path) -> Path:
+    """``<store>/results``."""
+    return Path(root) / RESULTS_DIR
+
+
+def result_path(root: str | Path, kind: str, name: str) -> Path:
+    """``<store>/results/<kind>/<name>.json``.
+
+    >>> result_path("s", "addition", "text__m__talos").as_posix()
+    's/results/addition/text__m__talos.json'
+    """
+    return results_dir(root) / kind / f"{name}.json"
+
+
+def preview_paths(root: str | Path, name: str) -> tuple[Path, Path]:
+    """A preview's JSON meta ``results/preview/<name>.json`` and its arrays, the ``.safetensors`` sibling."""
+    meta = result_path(root, "preview", name)
+    return meta, meta.with_suffix(".safetensors")
+
+
+def iter_results(root: str | Path) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """``(kind, name, fields)`` of every result file in the store, sorted by kind then name.
+
+    Files of unknown kinds, hidden files (temporary files of a writer) and names that do not follow
+    SCHEMA.md are skipped.
+    """
+    folder = results_dir(root)
+    if not folder.is_dir():
+        return
+    for kind_dir in sorted(folder.iterdir()):
+        if kind_dir.name not in KINDS or not kind_dir.is_dir():
+            continue
+        for f in sorted(kind_dir.glob("*.json")):
+            if f.name.startswith("."):
+                continue
+            fields = parse_result_name(kind_dir.name, f.stem)
+            if fields is not None:
+                yield kind_dir.name, f.stem, fields
+
+
+# --------------------------------------------------------------------------------------------
+# reading results
+# --------------------------------------------------------------------------------------------
+class StoreProblem(TalosError):
+    """A problem with a store, as one sentence; ``level`` says how a viewer shows it (info or error)."""
+
+    level = "error"
+
+
+class StoreNotFound(StoreProblem):
+    level = "error"
+
+
+class EmptyStore(StoreProblem):
+    level = "info"
+
+
+class MissingResult(StoreProblem):
+    """The result has not been computed (its file does not exist)."""
+
+    level = "info"
+
+
+class CorruptResult(StoreProblem):
+    """The result's file exists but cannot be used (garbled, incomplete, or not following SCHEMA.md)."""
+
+    level = "error"
+
+
+def read_result(root: str | Path, kind: str, name: str) -> dict:
+    """The JSON object in ``results/<kind>/<name>.json``.
+
+    Raises :class:`MissingResult` when the file does not exist and :class:`CorruptResult` when it is not a
+    JSON object; both name the file.
+    """
+    from talos_core.atomic import read_json
+
+    path = result_path(root, kind, name)
+    if not path.exists():
+        raise MissingResult(f"the store has no {kind} result {name!r} ({path} does not exist); it has not been "
+                            f"computed for this selection")
+    try:
+        payload = read_json(path)
+    except TalosError as exc:
+        raise CorruptResult(f"the {kind} result file {path} is corrupt and cannot be read ({exc}); "
+                            f"delete it and recompute it") from None
+    if not isinstance(payload, dict):
+        raise CorruptResult(f"the {kind} result file {path} does not hold a JSON object; delete it and recompute it")
+    return payload
+
+
+def require_fields(payload: Mapping, kind: str, name: str, keys: Sequence[str] | None = None) -> None:
+    """:class:`CorruptResult` unless ``payload`` has ``keys`` (default: the kind's required fields)."""
+    keys = kind_info(kind).fields if keys is None else keys
+    missing = [k for k in keys if k not in payload]
+    if missing:
+        raise CorruptResult(f"the {kind} result {name!r} lacks field(s) {', '.join(missing)} required by "
+                            f"SCHEMA.md; recompute it with the current talos version")
+
+
+# --------------------------------------------------------------------------------------------
+# the linearized preview (paper Eq. lin_net_addition), numpy only
+# --------------------------------------------------------------------------------------------
+PREVIEW_FORMAT = "talos-preview/1"
+"""``format`` in a preview's safetensors metadata."""
+
+
+def array_key_base(eval_task: str) -> str:
+    """Key of ``f(x, θ0)`` on ``eval_task`` in a preview's arrays (``[N, C]`` logits)."""
+    return f"base::{eval_task}"
+
+
+def array_key_jvp(eval_task: str, vector_task: str) -> str:
+    """Key of ``τ_tᵀ∇θ f(x, θ0)`` for vector ``vector_task`` on ``eval_task`` (``[N, C]``)."""
+    return f"jvp::{eval_task}::{vector_task}"
+
+
+@dataclass
+class PreviewCache:
+    """Cached ``f(x, θ0)`` and ``τ_tᵀ∇f(x, θ0)`` logits; ``jvp[(eval_task, vector_task)]``.
+
+    For the linearized model ``f_lin(x, θ0 + Σ_t α_t τ_t) = f(x, θ0) + Σ_t α_t · τ_tᵀ∇θ f(x, θ0)``, so
+    every α mix is a weighted sum of these arrays (:func:`preview_logits`).
+
+    >>> cache = PreviewCache(tasks=["a"], eval_tasks=["a"], labels={"a": np.array([0, 1])},
+    ...                      base={"a": np.array([[1.0, 0.0], [1.0, 0.0]])},
+    ...                      jvp={("a", "a"): np.array([[0.0, 0.0], [-2.0, 2.0]])})
+    >>> preview_accuracy(cache, {"a": 0.0}), preview_accuracy(cache, {"a": 1.0})
+    ({'a': 0.5}, {'a': 1.0})
+    """
+
+    tasks: list[str]  # task vectors (the α's)
+    eval_tasks: list[str]
+    labels: dict[str, np.ndarray]
+    base: dict[str, np.ndarray]
+    jvp: dict[tuple[str, str], np.ndarray]
+    meta: dict = field(default_factory=dict)
+    _stacks: dict = field(default_factory=dict, repr=False)
+
+    def stack(self, eval_task: str) -> np.ndarray:
+        """``[T, N, C]`` jvps of every vector on ``eval_task`` (built once, then reused)."""
+        if eval_task not in self._stacks:
+            self._stacks[eval_task] = np.stack([self.jvp[(eval_task, t)] for t in self.tasks]) if self.tasks \
+                else np.zeros((0, *self.base[eval_task].shape), dtype=self.base[eval_task].dtype)
+        return self._stacks[eval_task]
+
+
+def _check_alphas(cache: PreviewCache, alphas: Mapping[str, float]) -> np.ndarray:
+    unknown_tasks = [t for t in alphas if t not in cache.tasks]
+    if unknown_tasks:
+        raise TalosError(f"no cached task vector for {unknown_tasks[0]!r}; choose among: {', '.join(cache.tasks)}")
+    return np.array([float(alphas.get(t, 0.0)) for t in cache.tasks], dtype=np.float32)
+
+
+def preview_logits(cache: PreviewCache, alphas: Mapping[str, float], eval_task: str) -> np.ndarray:
+    """``base + Σ_t α_t jvp_t`` on ``eval_task`` (tasks missing from ``alphas`` get α = 0)."""
+    a = _check_alphas(cache, alphas)
+    if eval_task not in cache.base:
+        raise TalosError(f"no cached evaluation task {eval_task!r}; choose among: {', '.join(cache.eval_tasks)}")
+    return cache.base[eval_task] + np.tensordot(a, cache.stack(eval_task), axes=1)
+
+
+def preview_accuracy(cache: PreviewCache, alphas: Mapping[str, float],
+                     eval_tasks: Sequence[str] | None = None) -> dict[str, float]:
+    """Accuracy of the linearized ``θ0 + Σ α_t τ_t`` on each cached evaluation task (pure numpy).
+
+    ``acc_e = mean_x [argmax_c (base_e + Σ_t α_t jvp_{e,t})(x)_c == y]``; use negative α for negation.
+    """
+    out = {}
+    for e in (eval_tasks if eval_tasks is not None else cache.eval_tasks):
+        logits = preview_logits(cache, alphas, e)
+        labels = cache.labels[e]
+        out[e] = float((logits.argmax(-1) == labels).mean()) if len(labels) else float("nan")
+    return out
+
+
+def _str_list(value: Any) -> list[str] | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def load_preview(root: str | Path, name: str) -> PreviewCache:
+    """Read the preview ``name`` (meta JSON + safetensors arrays; numpy only, no torch).
+
+    The one reader of SCHEMA.md's ``preview`` kind. A missing meta file is :class:`MissingResult`; a
+    meta or arrays file that is garbled or incomplete (an array, a label list or a field missing, shapes
+    that disagree, an ``arrays`` name outside the preview folder) is :class:`CorruptResult`, one sentence
+    naming the file. Nothing is filled in.
+    """
+    from safetensors.numpy import load_file
+
+    meta_path, default_arrays = preview_paths(root, name)
+    meta = read_result(root, "preview", name)
+    require_fields(meta, "preview", name)
+    tasks, evals = _str_list(meta["tasks"]), _str_list(meta["eval_tasks"])
+    if tasks is None or evals is None or not isinstance(meta["labels"], dict):
+        raise CorruptResult(f"the preview meta file {meta_path} has malformed tasks, eval_tasks or labels "
+                            f"(lists of task names and a mapping expected); recompute the preview")
+    arrays_name = meta.get("arrays", default_arrays.name)
+    if not isinstance(arrays_name, str) or arrays_name in ("", ".", "..") or "/" in arrays_name \
+            or "\\" in arrays_name:
+        raise CorruptResult(f"the preview meta file {meta_path} names arrays {arrays_name!r}, which is not a file "
+                            f"in its folder {meta_path.parent}; recompute the preview")
+    arr_path = meta_path.with_name(arrays_name)
+    if not arr_path.is_file():
+        raise CorruptResult(f"the preview {name!r} is incomplete: its arrays file {arr_path} is missing; "
+                            f"recompute the preview")
+    try:
+        arrays = load_file(str(arr_path))
+    except Exception as exc:  # safetensors raises its own error types for bad headers
+        raise CorruptResult(f"the preview arrays file {arr_path} is corrupt ({exc}); delete and recompute it") \
+            from None
+    base, jvp, labels = {}, {}, {}
+    for e in evals:
+        need = [array_key_base(e), *(array_key_jvp(e, t) for t in tasks)]
+        lacking = [k for k in need if k not in arrays]
+        if lacking:
+            raise CorruptResult(f"the preview arrays file {arr_path} lacks {len(lacking)} array(s) "
+                                f"(first {lacking[0]!r}); it is incomplete, recompute the preview")
+        b = arrays[array_key_base(e)]
+        try:
+            lab = np.asarray(meta["labels"][e], dtype=np.int64)
+        except (KeyError, TypeError, ValueError):
+            raise CorruptResult(f"the preview meta file {meta_path} has no integer labels for {e!r}; "
+                                f"recompute the preview") from None
+        if b.ndim != 2 or lab.shape != (b.shape[0],):
+            raise CorruptResult(f"the preview {name!r} has {lab.size} labels in {meta_path} but base logits of "
+                                f"shape {b.shape} in {arr_path} for {e!r}; recompute the preview")
+        for t in tasks:
+            j = arrays[array_key_jvp(e, t)]
+            if j.shape != b.shape:
+                raise CorruptResult(f"the preview arrays file {arr_path} has {array_key_jvp(e, t)} of shape "
+                                    f"{j.shape}, base {b.shape}; recompute the preview")
+            jvp[(e, t)] = j
+        base[e], labels[e] = b, lab
+    return PreviewCache(tasks, evals, labels, base, jvp, meta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -57,18 +407,22 @@ USER_STORE = "runs"
 """The user's own store, relative to the working directory."""
 
 
-def default_store(env: Mapping[str, str] | None = None) -> Path:
-    """The store a command uses without ``--store``: ``$TALOS_STORE`` if set, else ``./runs``.
+def _env_store(env: Mapping[str, str] | None) -> Path | None:
+    env = os.environ if env is None else env
+    value = env.get(STORE_ENV, "").strip()
+    return Path(value).expanduser() if value else None
 
-    One rule for every command that reads or writes runs and results; only the viewers (``talos
-    dashboard``, ``talos report``) open :func:`shipped_store` instead when neither is given.
+
+def default_store(env: Mapping[str, str] | None = None) -> Path:
+    """The store a command that computes uses without ``--store``: ``$TALOS_STORE`` if set, else ``./runs``.
+
+    The rule of ``talos finetune``, ``runs``, ``evaluate`` and ``suite``; the viewers (``talos dashboard``,
+    ``talos report``) open :func:`viewer_store` instead.
 
     >>> default_store({"TALOS_STORE": "/tmp/s"}), default_store({})
     (PosixPath('/tmp/s'), PosixPath('runs'))
     """
-    env = os.environ if env is None else env
-    value = env.get(STORE_ENV, "").strip()
-    return Path(value).expanduser() if value else Path(USER_STORE)
+    return _env_store(env) or Path(USER_STORE)
 
 
 def shipped_store() -> Path | None:
@@ -76,6 +430,16 @@ def shipped_store() -> Path | None:
     e.g. when talos_core is installed from a wheel)."""
     path = Path(__file__).resolve().parent.parent / "cached_results"
     return path if path.is_dir() else None
+
+
+def viewer_store(env: Mapping[str, str] | None = None) -> Path:
+    """The store a viewer (``talos dashboard``, ``talos report``) opens without ``--store``:
+    ``$TALOS_STORE`` if set, else the shipped results (:func:`shipped_store`), else ``./runs``.
+
+    >>> viewer_store({"TALOS_STORE": "/tmp/s"})
+    PosixPath('/tmp/s')
+    """
+    return _env_store(env) or shipped_store() or Path(USER_STORE)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,9 @@ import talos_core  # noqa: E402,F401  (installs the torchvision guard)
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
+# the synthetic dashboard store fixtures (fixture_store, dashboard_store), for every test module
+pytest_plugins = ["dashboard_fixtures"]
+
 TINY_TASKS = {"tiny-clip": "digits", "tiny-text": "drug-reviews", "tiny-t5": "drug-reviews"}
 
 

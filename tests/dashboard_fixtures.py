@@ -5,9 +5,8 @@
 preview cache, efficiency, comparison, sharing, linearization, sparsity ablation and a suite record.
 Numbers are plausible (TaLoS is more disentangled than non-linear FT) but made up.
 
-Test modules import the pytest fixtures from here::
-
-    from dashboard_fixtures import fixture_store, dashboard_store  # noqa: F401
+``tests/conftest.py`` registers this module as a pytest plugin (``pytest_plugins``), so every test module
+can ask for the fixtures ``fixture_store`` and ``dashboard_store``; constants are imported from here.
 
 ``dashboard_store`` is parametrized: the synthetic store always, plus the store named by the
 environment variable ``TALOS_DASHBOARD_TEST_STORE`` (e.g. ``cached_results``) when it is set, so the
@@ -18,19 +17,16 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from talos_core.atomic import atomic_write_bytes
+from talos_core.store import Store
 
-from talos_core.atomic import atomic_write_bytes  # noqa: E402
-from talos_core.store import Store  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SUITE = "default"
 MODEL = "tiny-clip"

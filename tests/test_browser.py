@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from dashboard_fixtures import REPO, fixture_store  # noqa: F401
+from dashboard_fixtures import REPO
 
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

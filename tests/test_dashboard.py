@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-from dashboard_fixtures import REPO, TASKS, dashboard_store, fixture_store  # noqa: F401
+from dashboard_fixtures import REPO, TASKS
 from streamlit.testing.v1 import AppTest
 
 from dashboard import figures as F

@@ -8,12 +8,27 @@ import sys
 
 import numpy as np
 import pytest
-from dashboard_fixtures import MODEL, SUITE, TASKS, dashboard_store, fixture_store  # noqa: F401
+from dashboard_fixtures import MODEL, REPO, SUITE, TASKS
 
 from dashboard import data as D
 from dashboard import jobs as J
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
+from talos_core.schema import (
+    KINDS,
+    CorruptResult,
+    EmptyStore,
+    MissingResult,
+    PreviewCache,
+    StoreNotFound,
+    array_key_base,
+    array_key_jvp,
+    load_preview,
+    parse_result_name,
+    preview_accuracy,
+    result_path,
+    viewer_store,
+)
 
 
 def _name(*parts):
@@ -21,27 +36,27 @@ def _name(*parts):
 
 
 def test_default_store_path(monkeypatch):
-    assert D.default_store_path({}) == D.REPO_ROOT / "cached_results"
-    assert str(D.default_store_path({"TALOS_STORE": "/x/y"})) == "/x/y"
+    assert viewer_store({}) == REPO / "cached_results"
+    assert str(viewer_store({"TALOS_STORE": "/x/y"})) == "/x/y"
 
 
 def test_parse_result_names():
-    assert D.parse_result_name("addition", "s__m__talos") == {"suite": "s", "model": "m", "method": "talos"}
-    assert D.parse_result_name("sharing", "s__m__prune")["mode"] == "prune"
-    assert D.parse_result_name("addition", "s__m") is None
-    assert D.parse_result_name("nonsense", "s__m") is None
+    assert parse_result_name("addition", "s__m__talos") == {"suite": "s", "model": "m", "method": "talos"}
+    assert parse_result_name("sharing", "s__m__prune")["mode"] == "prune"
+    assert parse_result_name("addition", "s__m") is None
+    assert parse_result_name("nonsense", "s__m") is None
 
 
 def test_index_covers_every_kind(dashboard_store):
     idx = D.store_index(dashboard_store)
     assert list(idx.columns) == D.INDEX_COLUMNS
     assert not idx.empty
-    assert set(idx["kind"]) <= set(D.KINDS) | {"suite"}
+    assert set(idx["kind"]) <= set(KINDS) | {"suite"}
 
 
 def test_fixture_index_content(fixture_store):
     idx = D.store_index(fixture_store)
-    assert set(idx["kind"]) == set(D.KINDS) | {"suite"}
+    assert set(idx["kind"]) == set(KINDS) | {"suite"}
     assert D.available(idx, "method", kind="addition") == ["nonlinear", "talos"]
     assert D.order_methods(["nonlinear", "ties", "talos"]) == ["talos", "nonlinear", "ties"]
     assert D.available(idx, "task2", kind="disentanglement", method="talos") == sorted(set(TASKS[1:]))
@@ -55,13 +70,13 @@ def test_every_result_loads(dashboard_store):
 
 
 def test_empty_and_missing_store(tmp_path):
-    with pytest.raises(D.StoreNotFound, match="does not exist"):
+    with pytest.raises(StoreNotFound, match="does not exist"):
         D.store_index(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(D.EmptyStore, match="has no results yet") as exc:
+    with pytest.raises(EmptyStore, match="has no results yet") as exc:
         D.store_index(tmp_path / "empty")
     assert exc.value.level == "info"
-    with pytest.raises(D.MissingResult, match="has no addition result"):
+    with pytest.raises(MissingResult, match="has no addition result"):
         D.load_addition(tmp_path / "empty", "a__b__c")
 
 
@@ -71,29 +86,29 @@ def store_copy(fixture_store, tmp_path):
 
 
 def test_corrupt_files_raise_one_sentence(store_copy):
-    path = D.result_file(store_copy, "addition", _name("talos"))
+    path = result_path(store_copy, "addition", _name("talos"))
     path.write_text("{not json")
-    with pytest.raises(D.CorruptResult, match="is corrupt") as exc:
+    with pytest.raises(CorruptResult, match="is corrupt") as exc:
         D.load_addition(store_copy, _name("talos"))
     assert exc.value.level == "error"
     path.write_text(json.dumps({"columns": ["alpha"], "records": [{"alpha": 0.0}]}))
-    with pytest.raises(D.CorruptResult, match="lacks field"):
+    with pytest.raises(CorruptResult, match="lacks field"):
         D.load_addition(store_copy, _name("talos"))
-    loc = D.result_file(store_copy, "localization", _name("talos"))
+    loc = result_path(store_copy, "localization", _name("talos"))
     loc.write_text(json.dumps({"tasks": ["a", "b"], "matrix": [[1.0]]}))
-    with pytest.raises(D.CorruptResult, match="expected 2 × 2"):
+    with pytest.raises(CorruptResult, match="expected 2 × 2"):
         D.load_localization(store_copy, _name("talos"))
     arrays = store_copy / "results" / "preview" / f"{_name('talos')}.safetensors"
     arrays.write_bytes(b"garbage")
-    with pytest.raises(D.CorruptResult, match="corrupt"):
-        D.load_preview(store_copy, _name("talos"))
+    with pytest.raises(CorruptResult, match="corrupt"):
+        load_preview(store_copy, _name("talos"))
 
 
 def test_cached_get_sees_rewritten_file(store_copy):
     a1 = D.get("addition", store_copy, _name("talos"))
-    payload = json.loads(D.result_file(store_copy, "addition", _name("talos")).read_text())
+    payload = json.loads(result_path(store_copy, "addition", _name("talos")).read_text())
     payload["selected_alpha"] = 1.5
-    path = D.result_file(store_copy, "addition", _name("talos"))
+    path = result_path(store_copy, "addition", _name("talos"))
     path.write_text(json.dumps(payload))
     import os
 
@@ -114,36 +129,38 @@ def test_snap_and_addition_at(fixture_store):
 
 
 def test_preview_accuracy_is_base_plus_weighted_jvps(fixture_store):
-    pv = D.load_preview(fixture_store, _name("nonlinear"))
+    pv = load_preview(fixture_store, _name("nonlinear"))
     alphas = {TASKS[0]: 0.7, TASKS[1]: -0.2}
     e = TASKS[0]
     from safetensors.numpy import load_file
 
     raw = load_file(str(fixture_store / "results" / "preview" / f"{_name('nonlinear')}.safetensors"))
     logits = raw[f"base::{e}"] + 0.7 * raw[f"jvp::{e}::{TASKS[0]}"] - 0.2 * raw[f"jvp::{e}::{TASKS[1]}"]
-    labels = np.asarray(json.loads(D.result_file(fixture_store, "preview", _name("nonlinear")).read_text())
+    labels = np.asarray(json.loads(result_path(fixture_store, "preview", _name("nonlinear")).read_text())
                         ["labels"][e])
-    assert D.preview_accuracy(pv, alphas, [e])[e] == pytest.approx(float(np.mean(logits.argmax(1) == labels)))
+    assert preview_accuracy(pv, alphas, [e])[e] == pytest.approx(float(np.mean(logits.argmax(1) == labels)))
     # adding a task's own vector helps that task
-    assert D.preview_accuracy(pv, {e: 1.0})[e] > D.preview_accuracy(pv, {})[e]
+    assert preview_accuracy(pv, {e: 1.0})[e] > preview_accuracy(pv, {})[e]
 
 
 def test_preview_matches_engine_implementation(fixture_store):
-    """Same numbers as talos_core.evaluation.preview (when that module is available)."""
-    engine = pytest.importorskip("talos_core.evaluation.preview")
-    if not hasattr(engine, "PreviewCache"):
-        pytest.skip("engine preview API differs")
-    pv = D.load_preview(fixture_store, _name("talos"))
-    cache = engine.PreviewCache(tasks=pv.tasks, eval_tasks=pv.eval_tasks, labels=pv.labels, base=pv.base,
-                                jvp={(e, t): pv.jvp[e][i] for e in pv.eval_tasks for i, t in enumerate(pv.tasks)})
+    """The one reader (talos_core.schema, shared by engine and dashboard) gives the numbers of a cache built
+    by hand from the raw arrays file."""
+    from safetensors.numpy import load_file
+
+    pv = load_preview(fixture_store, _name("talos"))
+    raw = load_file(str(fixture_store / "results" / "preview" / f"{_name('talos')}.safetensors"))
+    cache = PreviewCache(tasks=pv.tasks, eval_tasks=pv.eval_tasks, labels=pv.labels,
+                         base={e: raw[array_key_base(e)] for e in pv.eval_tasks},
+                         jvp={(e, t): raw[array_key_jvp(e, t)] for e in pv.eval_tasks for t in pv.tasks})
     alphas = {t: 0.3 * (i + 1) for i, t in enumerate(pv.tasks)}
-    assert engine.preview_accuracy(cache, alphas) == pytest.approx(D.preview_accuracy(pv, alphas))
+    assert preview_accuracy(cache, alphas) == pytest.approx(preview_accuracy(pv, alphas))
 
 
 def test_addition_view_snaps_and_says_so(fixture_store):
     add = D.load_addition(fixture_store, _name("talos"))
     single = D.load_table(fixture_store, "single", _name())
-    pv = D.load_preview(fixture_store, _name("talos"))
+    pv = load_preview(fixture_store, _name("talos"))
     on_grid = addition_view(add, {t: 4.0 for t in TASKS}, single=single, preview=pv, method="talos")
     assert not on_grid.snapped and not on_grid.mixed and "on the cached grid" in on_grid.note()
     off = addition_view(add, {t: 4.2 for t in TASKS}, single=single, preview=pv, method="talos")
@@ -160,7 +177,7 @@ def test_addition_view_snaps_and_says_so(fixture_store):
 
 def test_negation_view(fixture_store):
     neg = D.load_negation(fixture_store, _name("talos"))
-    pv = D.load_preview(fixture_store, _name("talos"))
+    pv = load_preview(fixture_store, _name("talos"))
     v0 = negation_view(neg, {t: 0.0 for t in neg.targets}, preview=pv, method="talos")
     v1 = negation_view(neg, {t: 9.9 for t in neg.targets}, preview=pv, method="talos")
     assert (v1.exact["target_acc"] < v0.exact["target_acc"]).all()

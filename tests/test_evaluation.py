@@ -25,13 +25,12 @@ from talos_core.evaluation.linearization import linearization_table
 from talos_core.evaluation.localization import function_localization
 from talos_core.evaluation.maskstats import (block_indices, classify_layer, cross_method_iou, layer_info, mask_iou,
                                              mask_iou_matrix, mask_table)
-from talos_core.evaluation.preview import (PreviewCache, build_preview, load_preview, preview_accuracy,
-                                           preview_logits, save_preview)
+from talos_core.evaluation.preview import build_preview, save_preview
 from talos_core.evaluation.protocols import (AdditionSettings, DisentanglementSettings, MaskSettings,
                                              NegationSettings, PreviewSettings, evaluate)
 from talos_core.evaluation.sharing import low_sensitivity_mask, sharing_edit, sharing_matrix
 from talos_core.models.base import TaskModel
-from talos_core.schema import result_name
+from talos_core.schema import PreviewCache, load_preview, preview_accuracy, preview_logits, result_name
 from talos_core.store import Store
 from talos_core.tasks.base import Split, TaskData, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from dashboard_fixtures import MODEL, SUITE, TASKS, fixture_store  # noqa: F401
+from dashboard_fixtures import MODEL, SUITE, TASKS
 
 from dashboard import data as D
 from dashboard import figures as F

@@ -34,3 +34,25 @@ def test_guard_in_fresh_interpreter():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("ok")
+
+
+def test_guard_runs_lazily_before_torchvision():
+    """``import talos_core`` imports no torch; the guard runs when torchvision is first looked up."""
+    code = (
+        "import sys\n"
+        "import talos_core\n"
+        "from talos_core import _torchvision_guard as g\n"
+        "hooks = [f for f in sys.meta_path if isinstance(f, g._BeforeTorchvision)]\n"
+        "assert len(hooks) == 1 and 'torch' not in sys.modules, (hooks, 'torch' in sys.modules)\n"
+        "g.install_hook()\n"
+        "assert sum(isinstance(f, g._BeforeTorchvision) for f in sys.meta_path) == 1, 'idempotent'\n"
+        "import open_clip, torchvision\n"
+        "assert not any(isinstance(f, g._BeforeTorchvision) for f in sys.meta_path), 'hook removed itself'\n"
+        "assert g.missing_ops() == []\n"
+        "g.install_hook()\n"
+        "assert not any(isinstance(f, g._BeforeTorchvision) for f in sys.meta_path), 'no hook once imported'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"

@@ -10,6 +10,7 @@ from dashboard import data as D
 from dashboard import ui
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
+from talos_core.schema import MissingResult
 
 ctx = ui.context()
 st.title("Task arithmetic")
@@ -19,7 +20,7 @@ st.caption("Move the sliders: the left chart reads the exact results computed on
 
 methods = ctx.methods("addition") or ctx.methods("negation")
 if not methods:
-    ui.stop_on_problem(D.MissingResult(f"no addition or negation results for {ctx.model} in suite {ctx.suite}"))
+    ui.stop_on_problem(MissingResult(f"no addition or negation results for {ctx.model} in suite {ctx.suite}"))
 method = ui.pick("Method", methods, "method", default="talos")
 
 try:

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import figures as F
 from dashboard import ui
+from talos_core.schema import MissingResult, method_label
 
 ctx = ui.context()
 st.title("Weight disentanglement")
@@ -18,7 +19,7 @@ st.caption("ξ(α₁, α₂) = Σ_t E_x[pred(θ0 + α_t τ_t; x) ≠ pred(θ0 + 
 rows = ctx.idx[(ctx.idx["kind"] == "disentanglement") & (ctx.idx["suite"] == ctx.suite)
                & (ctx.idx["model"] == ctx.model)]
 if rows.empty:
-    ui.stop_on_problem(D.MissingResult(f"no disentanglement results for {ctx.model} in suite {ctx.suite}"))
+    ui.stop_on_problem(MissingResult(f"no disentanglement results for {ctx.model} in suite {ctx.suite}"))
 pairs = sorted({f"{r.task1} + {r.task2}" for r in rows.itertuples()})
 c1, c2 = st.columns([1, 2])
 pair = ui.pick("Task pair", pairs, "pair", container=c1)
@@ -39,11 +40,11 @@ p = panels[chosen.index(focus)]
 left, right = st.columns([3, 2])
 with left:
     ui.chart(F.xi_heatmap(p["alphas1"], p["alphas2"], p["xi"], task1=t1, task2=t2, search_region=p.get("search_region"),
-                          zmax=zmax, title=f"{F.method_label(focus)}: ξ({t1}, {t2})"), f"xi_{focus}_{t1}_{t2}",
+                          zmax=zmax, title=f"{method_label(focus)}: ξ({t1}, {t2})"), f"xi_{focus}_{t1}_{t2}",
              key="xi_one")
 with right:
     st.markdown("**Mean ξ inside each method's search region** (lower = more disentangled)")
-    st.dataframe(pd.DataFrame({"method": [F.method_label(q["method"]) for q in panels],
+    st.dataframe(pd.DataFrame({"method": [method_label(q["method"]) for q in panels],
                                "mean ξ in region": [D.xi_region_mean(q) for q in panels],
                                "search region": [str(q.get("search_region")) for q in panels]}), hide_index=True)
     ppt = p.get("points_per_task", "?")

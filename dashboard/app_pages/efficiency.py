@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import figures as F
 from dashboard import ui
+from talos_core.schema import method_label
 
 ctx = ui.context()
 st.title("Efficiency & comparison")
@@ -51,7 +52,7 @@ if ablations:
     m = ui.pick("Method", ablations, "amethod")
     tbl = ui.load("sparsity_ablation", ctx, m, stop=False)
     if tbl is not None:
-        ui.chart(F.sparsity_curve(tbl, method=m, title=f"{F.method_label(m)}: metrics vs sparsity"),
+        ui.chart(F.sparsity_curve(tbl, method=m, title=f"{method_label(m)}: metrics vs sparsity"),
                  f"sparsity_{m}", key="abl")
         ui.table(tbl, f"sparsity_ablation_{m}", key="abl_tbl", show=False)
 

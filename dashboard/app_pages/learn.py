@@ -12,6 +12,7 @@ from dashboard import figures as F
 from dashboard import ui
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
+from talos_core.schema import MissingResult, method_label, parse_result_name
 
 ctx = ui.context()
 st.title("Learn: task arithmetic, disentanglement, localization")
@@ -21,7 +22,7 @@ for kind in ("addition", "negation", "disentanglement", "localization", "masks")
     known |= set(ctx.methods(kind))
 methods = D.order_methods(known)
 if not methods:
-    ui.stop_on_problem(D.MissingResult(f"no per-method results for {ctx.model} in suite {ctx.suite}"))
+    ui.stop_on_problem(MissingResult(f"no per-method results for {ctx.model} in suite {ctx.suite}"))
 c1, c2 = st.columns(2)
 method = ui.pick("Method", methods, "method", default="talos", container=c1)
 others = [m for m in methods if m != method]
@@ -47,13 +48,13 @@ def section(title: str, text: str, draw: Callable[[], None], *, wide: bool = Fal
 
 def _task_vectors() -> None:
     if single is None:
-        raise D.MissingResult("single-task results are not in this store")
+        raise MissingResult("single-task results are not in this store")
     df = single[(single["method"] == method) & (single["split"] == "test")]
     if df.empty:
-        raise D.MissingResult(f"no single-task results for {method}")
+        raise MissingResult(f"no single-task results for {method}")
     tasks = df["task"].tolist()
     zs, ft = D.single_reference(single, method, tasks)
-    ui.chart(F.arithmetic_bars(tasks, ft, method=method, name=f"{F.method_label(method)} fine-tuned",
+    ui.chart(F.arithmetic_bars(tasks, ft, method=method, name=f"{method_label(method)} fine-tuned",
                                zero_shot=zs, title="Each task vector alone: θ0 + τ_t (test accuracy)"),
              "learn_task_vectors", key="l_tv")
 
@@ -98,8 +99,8 @@ dotted line: 95 % of zero-shot).
 def _xi() -> None:
     pairs = D.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model, method=method)
     if not pairs:
-        raise D.MissingResult(f"no disentanglement results for {method}")
-    f = D.parse_result_name("disentanglement", pairs[0])
+        raise MissingResult(f"no disentanglement results for {method}")
+    f = parse_result_name("disentanglement", pairs[0])
     panels = [D.get("disentanglement", ctx.root, ctx.name(m, f["task1"], f["task2"]))
               for m in [method, baseline] if m and ctx.has("disentanglement", m, f["task1"], f["task2"])]
     ui.chart(F.xi_side_by_side(panels, title=f"ξ for {f['task1']} + {f['task2']} (same colour scale)"),
@@ -118,12 +119,12 @@ def _localization() -> None:
     mats = [(m, D.get("localization", ctx.root, ctx.name(m))) for m in [method, baseline]
             if m and ctx.has("localization", m)]
     if not mats:
-        raise D.MissingResult(f"no localization results for {method}")
+        raise MissingResult(f"no localization results for {method}")
     lo, hi = F.shared_range(*[m.matrix for _, m in mats])
     cols = st.columns(len(mats))
     for col, (m, mat) in zip(cols, mats):
         with col:
-            ui.chart(F.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=F.method_label(m)),
+            ui.chart(F.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
                      f"learn_localization_{m}", key=f"l_loc_{m}")
 
 
@@ -136,11 +137,11 @@ accuracy. A **localized** vector is blue on the red-outlined diagonal (its task 
 
 def _masks() -> None:
     if not ctx.has("masks", method):
-        raise D.MissingResult(f"{method} has no masks (dense methods train every weight)")
+        raise MissingResult(f"{method} has no masks (dense methods train every weight)")
     masks = D.get("masks", ctx.root, ctx.name(method))
     task = masks["task"].iloc[0]
     ui.chart(F.mask_density_heatmap(masks[masks["task"] == task],
-                                    title=f"{F.method_label(method)} mask for {task}: trainable fraction"),
+                                    title=f"{method_label(method)} mask for {task}: trainable fraction"),
              "learn_mask", key="l_mask")
 
 

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import figures as F
 from dashboard import ui
+from talos_core.schema import MissingResult, method_label
 
 ctx = ui.context()
 st.title("Function localization")
@@ -17,7 +18,7 @@ st.caption("Row = task the vector was fine-tuned on, column = task evaluated, va
 
 methods = ctx.methods("localization")
 if not methods:
-    ui.stop_on_problem(D.MissingResult(f"no localization results for {ctx.model} in suite {ctx.suite}"))
+    ui.stop_on_problem(MissingResult(f"no localization results for {ctx.model} in suite {ctx.suite}"))
 chosen = ui.pick_many("Methods", methods, "methods", default=methods[:3])
 if not chosen:
     st.info("Pick at least one method.")
@@ -27,7 +28,7 @@ lo, hi = F.shared_range(*[m.matrix for m in mats.values()])
 cols = st.columns(min(3, len(mats)))
 for i, (m, mat) in enumerate(mats.items()):
     with cols[i % len(cols)]:
-        ui.chart(F.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=F.method_label(m)),
+        ui.chart(F.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
                  f"localization_{m}", key=f"loc_{m}")
 st.caption(f"Shared colour scale {lo:.2f} – {hi:.2f} across the methods shown.")
 with st.expander("Data"):

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import figures as F
 from dashboard import ui
+from talos_core.schema import MissingResult, method_label
 
 ctx = ui.context()
 st.title("Masks: which weights are trainable?")
@@ -15,7 +16,7 @@ st.caption("A mask marks the entries a sparse method may change. Colour = fracti
 
 methods = ctx.methods("masks")
 if not methods:
-    ui.stop_on_problem(D.MissingResult(f"no mask statistics for {ctx.model} in suite {ctx.suite} "
+    ui.stop_on_problem(MissingResult(f"no mask statistics for {ctx.model} in suite {ctx.suite} "
                                        "(only sparse methods have masks)"))
 
 compare = st.radio("Compare", ["two methods", "two tasks"], horizontal=True, key="mcompare", bind="query-params")
@@ -46,11 +47,11 @@ zmax = max(float(F.mask_density_grid(t).max().max()) for t in tables.values())
 cols = st.columns(2)
 for col, ((m, t), sub) in zip(cols, tables.items()):
     with col:
-        ui.chart(F.mask_density_heatmap(sub, zmax=zmax, title=f"{F.method_label(m)} · {t}"),
+        ui.chart(F.mask_density_heatmap(sub, zmax=zmax, title=f"{method_label(m)} · {t}"),
                  f"mask_heatmap_{m}_{t}", key=f"mh_{m}_{t}")
 st.caption("Both heatmaps share one colour scale.")
 
-series = {f"{F.method_label(m)} · {t}": sub for (m, t), sub in tables.items()}
+series = {f"{method_label(m)} · {t}": sub for (m, t), sub in tables.items()}
 combined = D.masks_with(series, column="series")
 colors = ({name: F.method_color(m) for name, (m, _) in zip(series, tables)} if compare == "two methods" else None)
 by = st.radio("Bars by", ["block", "layer_type"], horizontal=True, key="mby", bind="query-params")
@@ -64,7 +65,7 @@ with left:
     if ctx.has("mask_iou", m1):
         iou = ui.load("mask_iou", ctx, m1, stop=False)
         if isinstance(iou, D.Matrix):
-            ui.chart(F.mask_iou_heatmap(iou.tasks, iou.matrix, title=f"{F.method_label(m1)}: IoU between tasks"),
+            ui.chart(F.mask_iou_heatmap(iou.tasks, iou.matrix, title=f"{method_label(m1)}: IoU between tasks"),
                      f"mask_iou_{m1}", key="miou")
     else:
         st.info(f"No task × task mask IoU for {m1}.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-DEFAULT_STORE = "runs"
+from talos_core.schema import default_store, viewer_store
 
 
 def positive_int(text: str) -> int:
@@ -36,6 +36,20 @@ def option(text: str) -> tuple[str, object]:
     return key, value
 
 
+def add_store_argument(p: argparse.ArgumentParser, *, viewer: bool = False,
+                       help: str = "results store folder") -> None:
+    """``--store DIR`` with the one default-store rule of :mod:`talos_core.schema`.
+
+    Commands that compute (finetune, runs, evaluate, suite) default to :func:`~talos_core.schema.default_store`
+    (``$TALOS_STORE``, else ``./runs``); the viewers (dashboard, report, ``viewer=True``) to
+    :func:`~talos_core.schema.viewer_store` (``$TALOS_STORE``, else the shipped ``cached_results/``, else
+    ``./runs``). The default is resolved when the parser is built, i.e. on every :func:`talos_core.cli.main`.
+    """
+    default, rule = ((viewer_store(), "$TALOS_STORE, else the shipped cached_results/, else ./runs") if viewer
+                     else (default_store(), "$TALOS_STORE, else ./runs"))
+    p.add_argument("--store", default=str(default), help=f"{help} (default: {rule})")
+
+
 def add_eval_precision_argument(p: argparse.ArgumentParser,
                                 default_help: str = "$TALOS_EVAL_PRECISION or auto") -> None:
     """``--eval-precision auto|fp32|bf16`` (see :mod:`talos_core.inference.precision`); ``main`` applies it."""
@@ -51,7 +65,7 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
         p.add_argument("--task", required=True, help="task name (see `talos tasks`)")
     p.add_argument("--method", default="talos", help="fine-tuning method (default: talos)")
     p.add_argument("--sparsity", type=number, default=0.9, help="fraction of maskable entries frozen, in [0, 1)")
-    p.add_argument("--store", default=DEFAULT_STORE, help=f"results store folder (default: ./{DEFAULT_STORE})")
+    add_store_argument(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=positive_int, help="training steps (default: the model's)")
     p.add_argument("--batch-size", type=positive_int)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from talos_core.cli.common import DEFAULT_STORE, add_run_arguments, print_table, request_from_args
+from talos_core.cli.common import add_run_arguments, add_store_argument, print_table, request_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(p)
     p.set_defaults(handler=_finetune)
     p = sub.add_parser("runs", help="list the runs in a store")
-    p.add_argument("--store", default=DEFAULT_STORE)
+    add_store_argument(p)
     p.set_defaults(handler=_runs)
     p = sub.add_parser("export", help="copy a store's results and run manifests (no weights) into another store")
     p.add_argument("--store", required=True, help="source store")

@@ -37,7 +37,7 @@ _EXPORTS = {
     "mask_iou_matrix": "maskstats", "cross_method_iou": "maskstats",
     "sharing_matrix": "sharing", "low_sensitivity_mask": "sharing",
     "linearization_table": "linearization",
-    "PreviewCache": "preview", "preview_accuracy": "preview", "load_preview": "preview", "build_preview": "preview",
+    "build_preview": "preview", "save_preview": "preview",
     "efficiency_table": "reports", "comparison_table": "reports",
 }
 

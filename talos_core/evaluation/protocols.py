@@ -277,7 +277,8 @@ def _linearization(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
 
 
 def _preview(req: EvalRequest, s: PreviewSettings) -> EvalOutcome:
-    from talos_core.evaluation.preview import build_preview, preview_accuracy, save_preview
+    from talos_core.evaluation.preview import build_preview, save_preview
+    from talos_core.schema import preview_accuracy
 
     ev = _evaluated(req, s.batch_size)
     cache = build_preview(ev.ctx, ev.vectors, points=s.points, seed=s.seed)
