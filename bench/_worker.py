@@ -18,8 +18,7 @@ from pathlib import Path
 
 import torch
 
-from bench.common import (current_memory_mb, emit, peak_memory_mb, reset_peak_memory, rss_mb, sync, timed,
-                          trim_heap)
+from bench.common import current_memory_mb, emit, peak_memory_mb, reset_peak_memory, rss_mb, sync, timed, trim_heap
 
 SPARSITY = 0.9
 
@@ -324,7 +323,7 @@ def job_grid(a: dict) -> dict:
         keys = list(runs)
         for i in range(reps):  # rotate the order so that load changes hit every kind alike
             for k in keys[i % len(keys):] + keys[: i % len(keys)]:
-                times[k] += timed(lambda: runs[k](i), device)
+                times[k] += timed(lambda k=k, i=i: runs[k](i), device)
         fp32_pred = predict(model, task, split, batch_size=bs)
         bf16_pred = _in_precision("bf16", lambda: predict(model, task, split, batch_size=bs))
     out = {"examples": len(split), "plain_s": statistics.median(times["plain"]), "reps": reps,
@@ -335,7 +334,7 @@ def job_grid(a: dict) -> dict:
                          "agreement": float((fp32_pred == bf16_pred).mean()),
                          "native_bf16": native_bf16(device)}}
     for kind, (t1, t2) in vectors.items():
-        def apply_only() -> None:
+        def apply_only(t1=t1, t2=t2) -> None:
             with apply_vectors(model, [(t1, 0.3), (t2, -0.7)]):
                 pass
 

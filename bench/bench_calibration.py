@@ -16,8 +16,19 @@ Per model, in one worker process:
 
 from __future__ import annotations
 
-from bench.common import (Case, common_parser, error_rows, machine_line, markdown_table, mask_cache_path, ratio,
-                          resolve_device, run_cases, run_worker, select_cases)
+from bench.common import (
+    Case,
+    common_parser,
+    error_rows,
+    machine_line,
+    markdown_table,
+    mask_cache_path,
+    ratio,
+    resolve_device,
+    run_cases,
+    run_worker,
+    select_cases,
+)
 
 
 def run_case(case: Case, device: str, quick: bool) -> dict:

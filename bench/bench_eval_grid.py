@@ -16,8 +16,18 @@ autocast (:mod:`talos_core.inference.precision`) and reports the share of identi
 
 from __future__ import annotations
 
-from bench.common import (Case, common_parser, error_rows, machine_line, markdown_table, ratio, resolve_device,
-                          run_cases, run_worker, select_cases)
+from bench.common import (
+    Case,
+    common_parser,
+    error_rows,
+    machine_line,
+    markdown_table,
+    ratio,
+    resolve_device,
+    run_cases,
+    run_worker,
+    select_cases,
+)
 
 
 def run_case(case: Case, device: str, quick: bool) -> dict:
@@ -52,7 +62,8 @@ def precision_table(results: list[dict]) -> str:
         if not x:
             continue
         rows.append({"model": r["case"], "n": r["examples"], "native": "yes" if x["native_bf16"] else "no",
-                     "pf": x["plain_fp32_s"], "pb": x["plain_bf16_s"], "rp": ratio(x["plain_fp32_s"], x["plain_bf16_s"]),
+                     "pf": x["plain_fp32_s"], "pb": x["plain_bf16_s"],
+                     "rp": ratio(x["plain_fp32_s"], x["plain_bf16_s"]),
                      "jf": x["jvp_fp32_s"], "jb": x["jvp_bf16_s"], "rj": ratio(x["jvp_fp32_s"], x["jvp_bf16_s"]),
                      "agree": x["agreement"]})
     return "\n".join(["### Evaluation precision: fp32 vs bf16 autocast (seconds per pass)", "",

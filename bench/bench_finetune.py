@@ -17,15 +17,25 @@ the source of ``talos_core/masks.py``; its structure is printed too.
 
 from __future__ import annotations
 
-from bench.common import (Case, common_parser, error_rows, machine_line, markdown_table, mask_cache_path, ratio,
-                          resolve_device, run_cases, run_worker, select_cases)
+from bench.common import (
+    Case,
+    common_parser,
+    error_rows,
+    machine_line,
+    markdown_table,
+    mask_cache_path,
+    ratio,
+    resolve_device,
+    run_cases,
+    run_worker,
+    select_cases,
+)
 
 
 def ensure_mask(case: Case, device: str) -> dict:
     """Path and structure of the case's real TaLoS mask, calibrating it (in a worker) when not cached."""
-    from talos_core.store import load_mask
-
     from bench._worker import mask_structure
+    from talos_core.store import load_mask
 
     path = mask_cache_path(case, device)
     if not path.exists():

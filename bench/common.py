@@ -19,8 +19,6 @@ Memory (see :func:`reset_peak_memory` / :func:`peak_memory_mb`):
 
 from __future__ import annotations
 
-from talos_core.memory import peak_memory_mb, reset_peak_memory, trim_heap  # noqa: F401 (re-exported)
-
 import argparse
 import json
 import os
@@ -30,6 +28,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from talos_core.memory import peak_memory_mb, reset_peak_memory, trim_heap  # noqa: F401 (re-exported)
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARSITY_KEY = "0.9"

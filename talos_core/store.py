@@ -32,8 +32,14 @@ from typing import Any
 import pandas as pd
 import torch
 
-from talos_core.atomic import (atomic_save_safetensors, atomic_write_bytes, atomic_write_json, load_safetensors,
-                               read_json)
+from talos_core import schema
+from talos_core.atomic import (
+    atomic_save_safetensors,
+    atomic_write_bytes,
+    atomic_write_json,
+    load_safetensors,
+    read_json,
+)
 from talos_core.errors import TalosError
 
 STORE_FORMAT = "talos-store/1"
@@ -79,8 +85,7 @@ def run_id(model: str, task: str, method: str, config: dict) -> str:
     'tiny-clip__digits__talos__'
     """
     digest = hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    safe = lambda s: "".join(c if c.isalnum() or c in "-._" else "-" for c in s)  # noqa: E731
-    return f"{safe(model)}__{safe(task)}__{safe(method)}__{digest}"
+    return f"{schema.slug(model)}__{schema.slug(task)}__{schema.slug(method)}__{digest}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -262,7 +267,7 @@ class Store:
 
     # ----- results --------------------------------------------------------------------------
     def result_path(self, kind: str, name: str) -> Path:
-        return self.root / "results" / kind / f"{name}.json"
+        return schema.result_path(self.root, kind, name)
 
     def write_result(self, kind: str, name: str, payload: dict) -> Path:
         self.ensure()
@@ -274,7 +279,7 @@ class Store:
         return read_json(self.result_path(kind, name))
 
     def results(self, kind: str) -> list[str]:
-        folder = self.root / "results" / kind
+        folder = schema.results_dir(self.root) / kind
         if not folder.is_dir():
             return []
         return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))

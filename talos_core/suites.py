@@ -188,9 +188,16 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     """
     from talos_core.evaluation.ablation import AblationSettings
     from talos_core.evaluation.posthoc import PosthocSettings
-    from talos_core.evaluation.protocols import (AdditionSettings, DisentanglementSettings, EvalSettings,
-                                                 MaskSettings, NegationSettings, NoSettings, PreviewSettings,
-                                                 SharingSettings)
+    from talos_core.evaluation.protocols import (
+        AdditionSettings,
+        DisentanglementSettings,
+        EvalSettings,
+        MaskSettings,
+        NegationSettings,
+        NoSettings,
+        PreviewSettings,
+        SharingSettings,
+    )
     from talos_core.methods.posthoc import BASE_METHOD
 
     sc = spec.scales[scale]

@@ -140,7 +140,7 @@ def sum_vectors(vectors: Sequence[TaskVector], alphas: Sequence[float] | None = 
             if shapes.setdefault(n, s) != s:
                 raise TalosError(f"task vectors disagree on the shape of {n}: {shapes[n]} vs {s}")
     out: dict[str, torch.Tensor] = {}
-    for n, s in shapes.items():
+    for n in shapes:
         acc = None
         for tv, a in zip(vectors, alphas):
             if n not in tv.values:

@@ -23,11 +23,24 @@ from talos_core.evaluation.context import EvalContext, subset
 from talos_core.evaluation.disentanglement import disentanglement_alphas, disentanglement_error
 from talos_core.evaluation.linearization import linearization_table
 from talos_core.evaluation.localization import function_localization
-from talos_core.evaluation.maskstats import (block_indices, classify_layer, cross_method_iou, layer_info, mask_iou,
-                                             mask_iou_matrix, mask_table)
+from talos_core.evaluation.maskstats import (
+    block_indices,
+    classify_layer,
+    cross_method_iou,
+    layer_info,
+    mask_iou,
+    mask_iou_matrix,
+    mask_table,
+)
 from talos_core.evaluation.preview import build_preview, save_preview
-from talos_core.evaluation.protocols import (AdditionSettings, DisentanglementSettings, MaskSettings,
-                                             NegationSettings, PreviewSettings, evaluate)
+from talos_core.evaluation.protocols import (
+    AdditionSettings,
+    DisentanglementSettings,
+    MaskSettings,
+    NegationSettings,
+    PreviewSettings,
+    evaluate,
+)
 from talos_core.evaluation.sharing import low_sensitivity_mask, sharing_edit, sharing_matrix
 from talos_core.models.base import TaskModel
 from talos_core.schema import PreviewCache, load_preview, preview_accuracy, preview_logits, result_name

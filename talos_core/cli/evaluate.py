@@ -24,6 +24,7 @@ from typing import Any
 from talos_core.cli.common import add_run_arguments, number, positive_int, request_from_args
 from talos_core.errors import TalosError
 
+
 def numbers(text: str) -> tuple[float, ...]:
     """``"0.5,0.9"`` → ``(0.5, 0.9)``."""
     try:

@@ -8,19 +8,17 @@ else ``$TALOS_STORE``, else ``./runs``; ``talos report`` is a viewer and reads `
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from talos_core.cli.common import add_eval_precision_argument
+from talos_core.cli.common import add_eval_precision_argument, add_store_argument
 from talos_core.errors import TalosError, unknown
-from talos_core.schema import STORE_ENV, default_store, shipped_store
 from talos_core.suites import SUITES, results_markdown, run_suite
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("suite", help="run a whole suite (all methods and analyses) into a store")
     p.add_argument("name", help=f"suite name: {', '.join(SUITES)}")
-    p.add_argument("--store", default=None, help=f"store to write (default: ${STORE_ENV}, else ./runs)")
+    add_store_argument(p, help="store to write")
     p.add_argument("--scale", default="full", help="full (documented) or mini (down-scaled)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
@@ -33,22 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_suite)
     p = sub.add_parser("report", help="print the README results table of a suite from a store")
     p.add_argument("name")
-    p.add_argument("--store", default=None,
-                   help=f"store to read (default: ${STORE_ENV}, else the shipped cached_results)")
+    add_store_argument(p, viewer=True, help="store to read")
     p.set_defaults(handler=_report)
-
-
-def viewer_store(given: str | None) -> Path:
-    """The store a viewer reads: ``given``, else ``$TALOS_STORE``, else the shipped ``cached_results``."""
-    if given:
-        return Path(given)
-    if os.environ.get(STORE_ENV, "").strip():
-        return default_store()
-    shipped = shipped_store()
-    if shipped is None:
-        raise TalosError(f"no store to read: pass --store or set ${STORE_ENV} (this installation ships no "
-                         f"cached_results)")
-    return shipped
 
 
 def _suite(args: argparse.Namespace) -> int:
@@ -56,7 +40,7 @@ def _suite(args: argparse.Namespace) -> int:
     posthoc = [m for m in args.posthoc.split(",") if m] if args.posthoc is not None else None
     if args.name not in SUITES:
         raise unknown("suite", args.name, SUITES)
-    store = Path(args.store) if args.store else default_store()
+    store = Path(args.store)
     run_suite(args.name, store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
               posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
               eval_precision=args.eval_precision)
@@ -65,7 +49,7 @@ def _suite(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    store = viewer_store(args.store)
+    store = Path(args.store)
     try:
         print(results_markdown(store, args.name))
     except KeyError as exc:

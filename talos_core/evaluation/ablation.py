@@ -11,8 +11,14 @@ import pandas as pd
 
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation import arithmetic as arith
-from talos_core.evaluation.request import (EvalOutcome, EvalRequest, check_control_task, check_positive_int,
-                                           check_positive_number, fmt)
+from talos_core.evaluation.request import (
+    EvalOutcome,
+    EvalRequest,
+    check_control_task,
+    check_positive_int,
+    check_positive_number,
+    fmt,
+)
 from talos_core.evaluation.runs import run_alpha_grid
 from talos_core.schema import result_name
 from talos_core.store import Store

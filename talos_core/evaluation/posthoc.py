@@ -13,8 +13,16 @@ from dataclasses import dataclass
 
 from talos_core.errors import TalosError
 from talos_core.evaluation import arithmetic as arith
-from talos_core.evaluation.request import (EvalOutcome, EvalRequest, check_control_task, check_positive_int,
-                                           check_positive_number, eval_data, fmt, upsert)
+from talos_core.evaluation.request import (
+    EvalOutcome,
+    EvalRequest,
+    check_control_task,
+    check_positive_int,
+    check_positive_number,
+    eval_data,
+    fmt,
+    upsert,
+)
 
 
 @dataclass(frozen=True)

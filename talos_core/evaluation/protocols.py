@@ -28,9 +28,20 @@ from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.ablation import AblationSettings, sparsity_ablation
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.posthoc import PosthocSettings, evaluate_posthoc
-from talos_core.evaluation.request import (EvalOutcome, EvalRequest, check_control_task, check_positive_int,
-                                           check_positive_number, check_seed, common_mode, eval_data, fmt,
-                                           merged_rows, same_data, upsert)
+from talos_core.evaluation.request import (
+    EvalOutcome,
+    EvalRequest,
+    check_control_task,
+    check_positive_int,
+    check_positive_number,
+    check_seed,
+    common_mode,
+    eval_data,
+    fmt,
+    merged_rows,
+    same_data,
+    upsert,
+)
 from talos_core.evaluation.runs import run_alpha_grid, run_eval_mode
 from talos_core.schema import check_suite, slug
 from talos_core.store import Run, Store
@@ -310,8 +321,13 @@ def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
 
 
 def _masks(req: EvalRequest, s: MaskSettings) -> EvalOutcome:
-    from talos_core.evaluation.maskstats import (cross_method_iou, density_by_layer, mask_iou_matrix, mask_table,
-                                                 run_mask)
+    from talos_core.evaluation.maskstats import (
+        cross_method_iou,
+        density_by_layer,
+        mask_iou_matrix,
+        mask_table,
+        run_mask,
+    )
 
     runs = req.runs()
     masks = {t: run_mask(r) for t, r in runs.items()}

@@ -10,14 +10,13 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from talos_core import schema
 from talos_core.errors import TalosError
 from talos_core.schema import result_name, slug
 from talos_core.store import Run, Store
 
-EFFICIENCY_COLUMNS = ["method", "task", "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std",
-                      "calibration_s", "train_s", "peak_memory_mb", "peak_memory_kind", "trainable_entries"]
-COMPARISON_COLUMNS = ["method", "addition_abs", "addition_norm", "negation_target", "negation_control",
-                      "single_task_acc", "zero_shot_acc", "time_per_step_s", "peak_memory_mb"]
+EFFICIENCY_COLUMNS = list(schema.KINDS["efficiency"].columns)
+COMPARISON_COLUMNS = list(schema.KINDS["comparison"].columns)
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,8 +55,8 @@ def head_for(model: TaskModel, name: str, task: TaskSpec) -> dict:
 _ZERO_SHOT_MEMO: dict[tuple, float] = {}
 """Zero-shot accuracies of contexts built by :meth:`EvalContext.for_model`, shared across the contexts of
 one process (a suite builds one per protocol step). The key holds everything the value depends on:
-model name, device, resolved evaluation precision, task, split, data limits and batch size; θ0 itself is the cached, never-mutated
-pre-trained model (edits and fine-tuning restore it bitwise)."""
+model name, device, resolved evaluation precision, task, split, data limits and batch size; θ0 itself is
+the cached, never-mutated pre-trained model (edits and fine-tuning restore it bitwise)."""
 
 
 def clear_zero_shot_memo() -> None:

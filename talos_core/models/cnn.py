@@ -261,7 +261,8 @@ def convert_lite0_state_dict(state: dict[str, torch.Tensor],
                 new = f"{_TOP_KEYS[parts[0]]}.{'.'.join(parts[1:])}"
         except (KeyError, IndexError, ValueError):
             raise TalosError(f"unexpected key {key!r} in the EfficientNet-Lite0 checkpoint; expected "
-                             f"efficientnet_pytorch names (_conv_stem, _bn0, _blocks.N.*, _conv_head, _bn1, _fc)")
+                             "efficientnet_pytorch names (_conv_stem, _bn0, _blocks.N.*, _conv_head, _bn1, "
+                             "_fc)") from None
         out[new] = value
     return out
 
