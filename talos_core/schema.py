@@ -497,11 +497,16 @@ METHODS: dict[str, MethodInfo] = {m.name: m for m in (
 """Every fine-tuning and post-hoc method, in the paper's table order (controls last)."""
 
 
-def method_info(name: str) -> MethodInfo:
-    """The catalogue entry of ``name``; an unknown name is one :class:`TalosError` listing the choices."""
+def method_info(name: str, kind: MethodKind | None = None) -> MethodInfo:
+    """The catalogue entry of ``name``; an unknown name, or one of another ``kind`` than asked for, is one
+    :class:`TalosError`."""
     if name not in METHODS:
         raise unknown("method", name, METHODS)
-    return METHODS[name]
+    info = METHODS[name]
+    if kind is not None and info.kind != kind:
+        what = {"finetune": "fine-tuning", "posthoc": "post-hoc"}
+        raise TalosError(f"method {name!r} is a {what[info.kind]} method in the catalogue, not {what[kind]}")
+    return info
 
 
 def method_label(name: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from talos_core.errors import unknown
+from talos_core.errors import TalosError, unknown
 from talos_core.store import Store
 
 
@@ -336,6 +336,9 @@ def results_markdown(store: Store | str, suite: str) -> str:
     from talos_core.schema import result_name
 
     store = Store(store) if not isinstance(store, Store) else store
+    if suite not in store.results("suite"):
+        raise TalosError(f"no results of suite {suite!r} in {store.root}; pass --store or set $TALOS_STORE to the "
+                         f"store that holds them")
     meta = store.read_result("suite", suite)
     table = store.read_table("comparison", result_name(suite, meta["model"]))
     pct = lambda v: "–" if v is None or pd.isna(v) else f"{100 * float(v):.2f}"  # noqa: E731

@@ -91,9 +91,12 @@ def test_suite_and_report_default_stores(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("TALOS_STORE")
     assert main(["report", "tiny"]) == 0
     assert capsys.readouterr().out.strip() == "table of cached_results"
-    monkeypatch.setattr(cli_suite, "shipped_store", lambda: None)  # e.g. installed from a wheel
-    assert main(["report", "tiny"]) == 2
-    assert "pass --store or set $TALOS_STORE" in capsys.readouterr().err
+    monkeypatch.setattr("talos_core.schema.shipped_store", lambda: None)  # e.g. installed from a wheel
+    assert main(["report", "tiny"]) == 0  # the viewer falls back to the user's store
+    assert capsys.readouterr().out.strip() == "table of runs"
+    monkeypatch.undo()  # the real report: a store without this suite is one sentence
+    assert main(["report", "tiny", "--store", str(tmp_path / "empty")]) == 2
+    assert "no results of suite 'tiny'" in capsys.readouterr().err
 
 
 def _metrics(store: Store) -> dict:

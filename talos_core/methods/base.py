@@ -80,8 +80,7 @@ class FinetuneMethod:
     run: Callable[[MethodContext], MethodOutput] = field(repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.info.kind != "finetune":
-            raise TalosError(f"method {self.name!r} is a {self.info.kind} method in the catalogue, not fine-tuning")
+        method_info(self.name, "finetune")  # a catalogue entry of this kind
 
     @property
     def info(self) -> MethodInfo:
