@@ -735,24 +735,73 @@ def best_per_column(df: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+INTERVAL_SUFFIXES = ("_lo", "_hi")
+
+
+def interval_of(df: pd.DataFrame, col: str) -> tuple[pd.Series, pd.Series] | None:
+    """The ``<col>_lo``, ``<col>_hi`` columns (numeric) of a mean column, or ``None`` when the table has
+    none (stores written before intervals existed)."""
+    lo, hi = (f"{col}{sfx}" for sfx in INTERVAL_SUFFIXES)
+    if lo not in df.columns or hi not in df.columns:
+        return None
+    return pd.to_numeric(df[lo], errors="coerce"), pd.to_numeric(df[hi], errors="coerce")
+
+
+def has_intervals(df: pd.DataFrame) -> bool:
+    """Whether any mean of the table has a (finite) 95% interval beside it."""
+    return any(iv is not None and (iv[0].notna() & iv[1].notna()).any()
+               for iv in (interval_of(df, c) for c in df.columns))
+
+
+def _is_accuracy(col: str) -> bool:
+    return col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith(("_acc", "_norm", "_abs"))
+
+
+def comparison_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """The comparison table as display strings (pure; what :func:`comparison_styler` shows): accuracies as
+    percentages with their 95% bootstrap interval over test examples beside them where the table has one
+    (``45.00% [41.2, 48.9]``), seconds in ms, memory in MB; the ``_lo``/``_hi`` columns folded into their means.
+
+    >>> comparison_cells(pd.DataFrame({"method": ["talos"], "addition_abs": [0.45],
+    ...                                "addition_abs_lo": [0.412], "addition_abs_hi": [0.489]})).iloc[0].tolist()
+    ['talos', '45.00% [41.2, 48.9]']
+    """
+    folded = {f"{c}{sfx}" for c in df.columns if interval_of(df, c) is not None for sfx in INTERVAL_SUFFIXES}
+    out = pd.DataFrame(index=df.index)
+    for col in df.columns:
+        if col in folded:
+            continue
+        values = df[col]
+        if _is_accuracy(col):
+            num = pd.to_numeric(values, errors="coerce")
+            iv = interval_of(df, col)
+            cells = []
+            for i, v in zip(df.index, num):
+                text = "—" if pd.isna(v) else f"{100 * v:.2f}%"
+                if iv is not None and not pd.isna(v) and not (pd.isna(iv[0][i]) or pd.isna(iv[1][i])):
+                    text += f" [{100 * iv[0][i]:.1f}, {100 * iv[1][i]:.1f}]"
+                cells.append(text)
+            out[col] = cells
+        elif col == "time_per_step_s":
+            out[col] = ["—" if pd.isna(v) else f"{1000 * v:.1f} ms" for v in pd.to_numeric(values, errors="coerce")]
+        elif col == "peak_memory_mb":
+            out[col] = ["—" if pd.isna(v) else f"{v:.0f} MB" for v in pd.to_numeric(values, errors="coerce")]
+        else:
+            out[col] = values
+    return out
+
+
 def comparison_styler(df: pd.DataFrame):
     """A pandas ``Styler`` for the comparison table: best value per column bold on a green background,
-    accuracies as percentages, seconds and MB with sensible precision."""
+    accuracies as percentages with their 95% interval beside them where the table has one
+    (:func:`comparison_cells`), seconds and MB with sensible precision."""
     best = best_per_column(df)
 
     def _highlight(col: pd.Series) -> list[str]:
         return ["font-weight: bold; background-color: #d9f0d3" if best.get(col.name) == idx else ""
                 for idx in col.index]
 
-    fmt: dict[str, Any] = {}
-    for col in df.columns:
-        if col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith(("_acc", "_norm", "_abs")):
-            fmt[col] = lambda v: "—" if pd.isna(v) else f"{100 * v:.2f}%"
-        elif col == "time_per_step_s":
-            fmt[col] = lambda v: "—" if pd.isna(v) else f"{1000 * v:.1f} ms"
-        elif col == "peak_memory_mb":
-            fmt[col] = lambda v: "—" if pd.isna(v) else f"{v:.0f} MB"
-    return df.style.apply(_highlight, axis=0).format(fmt)
+    return comparison_cells(df).style.apply(_highlight, axis=0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -79,6 +79,9 @@ class ResultKind:
     table ``{"columns": [...], "records": [...], ...}`` (writers may add more, readers may rely on these).
     ``fields``: other top-level keys every payload has. ``pair_columns``: ``mask_iou`` only: its results
     may also be named ``<suite>__<model>__<method>__vs__<method2>``, a table with these columns.
+    ``optional_columns`` / ``optional_fields``: columns and keys that current writers add but results
+    written before them lack (per-example test correctness and 95% bootstrap intervals); readers must
+    accept their absence (a missing interval column reads as NaN: :func:`interval_columns`).
     """
 
     name: str
@@ -86,6 +89,8 @@ class ResultKind:
     columns: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     pair_columns: tuple[str, ...] = ()
+    optional_columns: tuple[str, ...] = ()
+    optional_fields: tuple[str, ...] = ()
 
     @property
     def table(self) -> bool:
@@ -95,11 +100,31 @@ class ResultKind:
 PAIR = "vs"
 """The literal part between the two methods of a cross-method ``mask_iou`` name."""
 
+INTERVAL_SUFFIXES: tuple[str, str] = ("_lo", "_hi")
+"""Suffixes of the columns holding a mean's 95% bootstrap interval (``addition_abs_lo``, ``addition_abs_hi``)."""
+
+
+def interval_columns(*metrics: str) -> tuple[str, ...]:
+    """``<metric>_lo, <metric>_hi`` for each metric, in order.
+
+    >>> interval_columns("addition_abs")
+    ('addition_abs_lo', 'addition_abs_hi')
+    """
+    return tuple(f"{m}{sfx}" for m in metrics for sfx in INTERVAL_SUFFIXES)
+
+
+COMPARISON_MEANS: tuple[str, ...] = ("addition_abs", "addition_norm", "negation_target", "negation_control",
+                                     "single_task_acc", "zero_shot_acc")
+"""The comparison table's accuracy means, each with an interval (:func:`interval_columns`)."""
+
 KINDS: dict[str, ResultKind] = {k.name: k for k in (
-    ResultKind("single", ("model",), columns=("method", "task", "zero_shot_acc", "finetuned_acc", "split")),
+    ResultKind("single", ("model",), columns=("method", "task", "zero_shot_acc", "finetuned_acc", "split"),
+               optional_fields=("examples",)),
     ResultKind("addition", ("model", "method"), columns=("alpha", "split", "task", "accuracy", "normalized_accuracy"),
-               fields=("selected_alpha", "alpha_grid")),
-    ResultKind("negation", ("model", "method"), columns=("target", "alpha", "split", "target_acc", "control_acc")),
+               fields=("selected_alpha", "alpha_grid"),
+               optional_fields=("ci95", "examples", "reference_examples", "bootstrap")),
+    ResultKind("negation", ("model", "method"), columns=("target", "alpha", "split", "target_acc", "control_acc"),
+               optional_fields=("ci95", "examples", "bootstrap")),
     ResultKind("disentanglement", ("model", "method", "task1", "task2"), fields=("alphas1", "alphas2", "xi")),
     ResultKind("localization", ("model", "method"), fields=("tasks", "matrix")),
     ResultKind("masks", ("model", "method"),
@@ -113,10 +138,12 @@ KINDS: dict[str, ResultKind] = {k.name: k for k in (
                         "calibration_s", "train_s", "peak_memory_mb", "peak_memory_kind", "trainable_entries")),
     ResultKind("comparison", ("model",),
                columns=("method", "addition_abs", "addition_norm", "negation_target", "negation_control",
-                        "single_task_acc", "zero_shot_acc", "time_per_step_s", "peak_memory_mb")),
+                        "single_task_acc", "zero_shot_acc", "time_per_step_s", "peak_memory_mb"),
+               optional_columns=interval_columns(*COMPARISON_MEANS)),
     ResultKind("sparsity_ablation", ("model", "method"),
                columns=("sparsity", "addition_abs", "addition_norm", "negation_target", "negation_control",
-                        "single_task_acc")),
+                        "single_task_acc"),
+               optional_columns=interval_columns(*COMPARISON_MEANS[:5]), optional_fields=("examples", "bootstrap")),
     ResultKind("suite", ()),
 )}
 """Every result kind of a store, in SCHEMA.md's order."""

@@ -332,7 +332,11 @@ def _jsonable(value: Any) -> Any:
 
 
 def results_markdown(store: Store | str, suite: str) -> str:
-    """The README results table of ``suite`` (from the store's ``comparison`` result)."""
+    """The README results table of ``suite`` (from the store's ``comparison`` result).
+
+    Accuracies are percentages; where the comparison carries a mean's 95% bootstrap interval over test
+    examples (``<column>_lo``, ``<column>_hi``) the cell reads ``45.00 [41.2, 48.9]``, else ``45.00``.
+    """
     from talos_core.schema import result_name
 
     store = Store(store) if not isinstance(store, Store) else store
@@ -342,6 +346,13 @@ def results_markdown(store: Store | str, suite: str) -> str:
     meta = store.read_result("suite", suite)
     table = store.read_table("comparison", result_name(suite, meta["model"]))
     pct = lambda v: "–" if v is None or pd.isna(v) else f"{100 * float(v):.2f}"  # noqa: E731
+
+    def acc(r: dict, col: str) -> str:
+        lo, hi = r.get(f"{col}_lo"), r.get(f"{col}_hi")
+        if pct(r.get(col)) == "–" or lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+            return pct(r.get(col))
+        return f"{pct(r.get(col))} [{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
+
     num = lambda v, f: "–" if v is None or pd.isna(v) else format(float(v), f)  # noqa: E731
     lines = [f"**{suite}** — `{meta['model']}` on {', '.join(meta['tasks'])} (control: {meta['control_task']}); "
              f"scale `{meta['scale']}`, seed {meta['seed']}, {meta['wall_time_s'] / 60:.1f} min on {meta['device']}",
@@ -352,8 +363,11 @@ def results_markdown(store: Store | str, suite: str) -> str:
     rank = {m: i for i, m in enumerate(order)}
     records = sorted(table.to_dict(orient="records"), key=lambda r: (rank.get(r["method"], len(rank)), r["method"]))
     for r in records:
-        lines.append(f"| {r['method']} | {pct(r.get('addition_abs'))} | {pct(r.get('addition_norm'))} | "
-                     f"{pct(r.get('negation_target'))} | {pct(r.get('negation_control'))} | "
-                     f"{pct(r.get('single_task_acc'))} | {pct(r.get('zero_shot_acc'))} | "
+        lines.append(f"| {r['method']} | {acc(r, 'addition_abs')} | {acc(r, 'addition_norm')} | "
+                     f"{acc(r, 'negation_target')} | {acc(r, 'negation_control')} | "
+                     f"{acc(r, 'single_task_acc')} | {acc(r, 'zero_shot_acc')} | "
                      f"{num(r.get('time_per_step_s'), '.3f')} | {num(r.get('peak_memory_mb'), '.0f')} |")
+    if any(c.endswith("_lo") and table[c].notna().any() for c in table.columns):
+        lines += ["", "Accuracies in %; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples "
+                      "within each task)."]
     return "\n".join(lines)

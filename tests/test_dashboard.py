@@ -158,6 +158,39 @@ def test_empty_store_shows_a_sentence(monkeypatch, tmp_path, page):
     assert not figures(at)
 
 
+def _comparison_frame(at: AppTest):
+    for d in at.dataframe:
+        if "addition_abs" in d.value.columns and "time_per_step_s" in d.value.columns:
+            return d.value
+    raise AssertionError("the Efficiency page shows no comparison table")
+
+
+def test_comparison_table_shows_intervals_beside_means(monkeypatch, fixture_store, tmp_path):
+    """The comparison table shows "mean [lo, hi]" where the store has intervals, the bare mean otherwise."""
+    from talos_core.store import Store
+
+    at = open_app(monkeypatch, fixture_store, "efficiency")
+    plain = _comparison_frame(at)
+    assert not plain["addition_abs"].str.contains(r"\[").any()
+    assert not any("bootstrap interval" in c.value for c in at.caption)
+
+    store = Store(shutil.copytree(fixture_store, tmp_path / "store"))
+    name = "default__tiny-clip"
+    comp = store.read_table("comparison", name)
+    for col in ("addition_abs", "negation_target"):
+        comp[f"{col}_lo"], comp[f"{col}_hi"] = comp[col] - 0.05, comp[col] + 0.05
+    store.write_table("comparison", name, comp)
+    at = open_app(monkeypatch, store.root, "efficiency")
+    shown = _comparison_frame(at).set_index("method")
+    want = comp.set_index("method").loc["talos"]
+    lo, hi = 100 * want.addition_abs_lo, 100 * want.addition_abs_hi
+    assert shown.loc["talos", "addition_abs"] == f"{100 * want.addition_abs:.2f}% [{lo:.1f}, {hi:.1f}]"
+    assert shown["negation_target"].str.contains(r"\[").all()
+    assert not shown["addition_norm"].str.contains(r"\[").any()  # no interval stored for it
+    assert "addition_abs_lo" not in shown.columns
+    assert any("95% bootstrap interval over test examples" in c.value for c in at.caption)
+
+
 def test_missing_store_folder_is_an_error_message(monkeypatch, tmp_path):
     at = open_app(monkeypatch, tmp_path / "does-not-exist")
     assert any("does not exist" in e.value for e in at.error)

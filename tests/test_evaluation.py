@@ -671,3 +671,162 @@ def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
     assert plain_calls == []
     for key in ("zero_shot_test_acc", "zero_shot_val_acc"):
         assert second.manifest.metrics[key] == first.manifest.metrics[key]
+
+
+# --------------------------------------------------------------------------------------------
+# per-example correctness and 95% bootstrap intervals (issue 13, item 5)
+# --------------------------------------------------------------------------------------------
+def _decode(text: str) -> np.ndarray:
+    from talos_core.evaluation.stats import decode_examples
+
+    return decode_examples(text)
+
+
+def _inside(interval, value) -> bool:
+    lo, hi = interval
+    return lo - 1e-12 <= value <= hi + 1e-12
+
+
+@pytest.mark.parametrize("mode", ["nonlinear", "linearized"])
+def test_addition_and_negation_keep_the_test_examples_behind_their_means(mode):
+    """At the selected α the results keep the per-example test correctness whose means are exactly the
+    reported accuracies, and 95% intervals around the summary means (both evaluation modes)."""
+    ctx = _linear_ctx(3)
+    vecs = {t: _random_vector(ctx.model, ["proj.weight", "proj.bias"], 0.6, seed=i)
+            for i, t in enumerate(["lin0", "lin1"])}
+    ref = arith.finetuned_accuracies(ctx, vecs, mode)
+    for key, acc in ref.items():
+        assert ref.correct[key].dtype == bool and ref.correct[key].mean() == acc
+    res = arith.task_addition(ctx, vecs, ref, [0.0, 0.5, 1.0, 1.5], mode=mode)
+    at = res.table[(res.table.split == "test") & np.isclose(res.table.alpha, res.selected_alpha)]
+    for row in at.itertuples():
+        assert res.examples[row.task].mean() == row.accuracy
+        assert res.reference_examples[row.task].mean() == ref[(row.task, "test")]
+    assert _inside(res.ci95["abs_acc"], res.summary["abs_acc"])
+    assert _inside(res.ci95["norm_acc"], res.summary["norm_acc"])
+    extra = res.extra()
+    assert set(res.summary) == {"abs_acc", "norm_acc"}  # the summary itself is unchanged
+    assert extra["ci95"] == res.ci95 and extra["bootstrap"]["resamples"] == 1000
+    for t in vecs:
+        np.testing.assert_array_equal(_decode(extra["examples"][t]), res.examples[t])
+        np.testing.assert_array_equal(_decode(extra["reference_examples"][t]), ref.correct[(t, "test")])
+
+    neg = arith.task_negation(ctx, vecs, "lin2", [0.0, 0.5, 1.0], mode=mode)
+    for r in neg.per_task.itertuples():
+        assert neg.examples[r.target]["target"].mean() == r.target_acc
+        assert neg.examples[r.target]["control"].mean() == r.control_acc
+    assert _inside(neg.ci95["target_acc"], neg.summary["target_acc"])
+    assert _inside(neg.ci95["control_acc"], neg.summary["control_acc"])
+    extra = neg.extra()
+    assert set(extra["examples"]["lin0"]) == {"target", "control"} and set(neg.summary) == {"target_acc",
+                                                                                           "control_acc"}
+
+
+def test_alpha_zero_examples_come_from_the_zero_shot_pass():
+    """α = 0 is read from the memoized zero-shot accuracy; its examples from the zero-shot pass (same mean)."""
+    ctx = _linear_ctx(2)
+    vecs = {"lin0": _random_vector(ctx.model, ["proj.weight"], 0.5, seed=3)}
+    res = arith.task_addition(ctx, vecs, arith.finetuned_accuracies(ctx, vecs, "nonlinear"), [0.0])
+    assert res.selected_alpha == 0.0
+    assert res.examples["lin0"].mean() == ctx.zero_shot("lin0", "test") == res.summary["abs_acc"]
+    neg = arith.task_negation(ctx, vecs, "lin1", [0.0])
+    assert neg.examples["lin0"]["control"].mean() == ctx.zero_shot("lin1", "test")
+    single = arith.single_task_result(ctx, vecs, "m", "nonlinear")
+    row = single.table[(single.table.split == "test")].iloc[0]
+    assert _decode(single.examples["lin0"]["zero_shot"]).mean() == row["zero_shot_acc"]
+    assert _decode(single.examples["lin0"]["finetuned"]).mean() == row["finetuned_acc"]
+    pd.testing.assert_frame_equal(single.table, arith.single_task_table(ctx, vecs, "m", "nonlinear"))
+    # accuracies given without their per-example correctness: no fine-tuned examples, no normalized interval
+    plain = dict(arith.finetuned_accuracies(ctx, vecs, "nonlinear"))
+    assert "finetuned" not in arith.single_task_result(ctx, vecs, "m", finetuned=plain).examples["lin0"]
+    assert set(arith.task_addition(ctx, vecs, plain, [0.0, 1.0]).ci95) == {"abs_acc"}
+
+
+def test_upsert_keeps_examples_per_method(tmp_path):
+    from talos_core.evaluation.request import upsert
+
+    st = Store(tmp_path)
+    rows = lambda m: pd.DataFrame([{"method": m, "task": "t", "zero_shot_acc": 0.5, "finetuned_acc": 1.0,  # noqa: E731
+                                    "split": "test"}])
+    data = {"max_val": 8, "max_test": 8, "eval_precision": "fp32"}
+    upsert(st, "single", "s__m", rows("a"), "a", data=data, examples={"t": {"zero_shot": "01"}})
+    upsert(st, "single", "s__m", rows("b"), "b", data=data, examples={"t": {"zero_shot": "10"}})
+    assert st.read_result("single", "s__m")["examples"] == {"a": {"t": {"zero_shot": "01"}},
+                                                            "b": {"t": {"zero_shot": "10"}}}
+    upsert(st, "single", "s__m", rows("a"), "a", data=data)  # a's rows replaced without examples: a's go
+    assert set(st.read_result("single", "s__m")["examples"]) == {"b"}
+    upsert(st, "single", "s__m", rows("c"), "c", data={**data, "max_test": 16}, examples={"t": {"zero_shot": "1"}})
+    assert st.read_result("single", "s__m")["examples"] == {"c": {"t": {"zero_shot": "1"}}}  # other data: dropped
+
+
+def _write_comparison_inputs(st: Store, *, with_examples: bool) -> None:
+    add = {"summary": {"abs_acc": 0.5, "norm_acc": 0.8}, "selected_alpha": 0.5, "alpha_grid": [0.0, 0.5]}
+    neg = {"summary": {"target_acc": 0.2, "control_acc": 0.7}}
+    single = pd.DataFrame([{"method": "talos", "task": t, "zero_shot_acc": 0.5, "finetuned_acc": 1.0, "split": s}
+                           for t in ("a", "b") for s in ("val", "test")])
+    extra = {}
+    if with_examples:
+        add["ci95"] = {"abs_acc": [0.4, 0.6], "norm_acc": [0.7, 0.9]}
+        neg["ci95"] = {"target_acc": [0.1, 0.3], "control_acc": [0.6, 0.8]}
+        extra["examples"] = {"talos": {t: {"zero_shot": "1100", "finetuned": "1111"} for t in ("a", "b")}}
+    st.write_table("addition", "s__m__talos", pd.DataFrame({"alpha": [0.5]}), **add)
+    st.write_table("negation", "s__m__talos", pd.DataFrame({"target": ["a"]}), **neg)
+    st.write_table("single", "s__m", single, **extra)
+
+
+def test_comparison_interval_columns_from_examples_and_nan_for_old_stores(tmp_path):
+    from talos_core.evaluation.reports import COMPARISON_COLUMNS, INTERVAL_COLUMNS, comparison_table
+    from talos_core.schema import KINDS
+
+    old, new = Store(tmp_path / "old"), Store(tmp_path / "new")
+    _write_comparison_inputs(old, with_examples=False)
+    _write_comparison_inputs(new, with_examples=True)
+    assert INTERVAL_COLUMNS == list(KINDS["comparison"].optional_columns)
+    t_old = comparison_table(old, "s", "m")
+    assert list(t_old.columns) == [*COMPARISON_COLUMNS, *INTERVAL_COLUMNS]
+    assert t_old[INTERVAL_COLUMNS].isna().all().all() and t_old["addition_abs"].iloc[0] == 0.5
+    row = comparison_table(new, "s", "m").iloc[0]
+    assert (row["addition_abs_lo"], row["addition_abs_hi"], row["addition_norm_lo"]) == (0.4, 0.6, 0.7)
+    assert (row["negation_target_lo"], row["negation_control_hi"]) == (0.1, 0.8)
+    assert (row["single_task_acc_lo"], row["single_task_acc_hi"]) == (1.0, 1.0)  # every example right
+    assert row["zero_shot_acc_lo"] < 0.5 < row["zero_shot_acc_hi"]
+    pd.testing.assert_series_equal(t_old.iloc[0][COMPARISON_COLUMNS], row[COMPARISON_COLUMNS], check_names=False)
+
+
+def test_protocols_write_examples_and_intervals(store):
+    """single, addition, negation, post-hoc and the sparsity ablation write per-example correctness and
+    intervals; the comparison table shows them."""
+    kw = dict(overrides=OVERRIDES, train=False, suite="ci")
+    evaluate(store, "single", MODEL, TASKS, "talos", **kw)
+    evaluate(store, "addition", MODEL, TASKS, "talos", settings=AdditionSettings(alpha_step=0.5), **kw)
+    evaluate(store, "negation", MODEL, TASKS, "talos", settings=NegationSettings(control_task=CONTROL, alpha_step=0.5),
+             **kw)
+    evaluate(store, "posthoc", MODEL, TASKS, "ties", settings={"control_task": CONTROL, "alpha_step": 0.5,
+                                                               "max_points": 1}, **kw)
+    single = store.read_result("single", "ci__tiny-text")
+    assert set(single["examples"]) == {"talos", "ties"}
+    test = store.read_table("single", "ci__tiny-text").query("split == 'test'")
+    for r in test.itertuples():
+        ex = single["examples"][r.method][r.task]
+        assert len(ex["zero_shot"]) == OVERRIDES["max_test"]
+        assert _decode(ex["zero_shot"]).mean() == pytest.approx(r.zero_shot_acc)
+        assert _decode(ex["finetuned"]).mean() == pytest.approx(r.finetuned_acc)
+    for method in ("talos", "ties"):
+        add = store.read_result("addition", f"ci__tiny-text__{method}")
+        assert set(add["examples"]) == set(TASKS) and set(add["ci95"]) == {"abs_acc", "norm_acc"}
+        mean = np.mean([_decode(add["examples"][t]).mean() for t in TASKS])
+        assert mean == pytest.approx(add["summary"]["abs_acc"]) and _inside(add["ci95"]["abs_acc"], mean)
+        neg = store.read_result("negation", f"ci__tiny-text__{method}")
+        assert set(neg["examples"]) == set(TASKS) and set(neg["ci95"]) == {"target_acc", "control_acc"}
+    evaluate(store, "sparsity-ablation", MODEL, TASKS, "talos",
+             settings={"sparsities": (0.9,), "control_task": CONTROL, "alpha_step": 0.5}, **kw)
+    abl = store.read_result("sparsity_ablation", "ci__tiny-text__talos")
+    assert set(abl["examples"]["0.9"]) == {"addition", "single", "negation"}
+    row = store.read_table("sparsity_ablation", "ci__tiny-text__talos").iloc[0]
+    assert row["addition_abs_lo"] <= row["addition_abs"] <= row["addition_abs_hi"]
+    assert row["single_task_acc_lo"] <= row["single_task_acc"] <= row["single_task_acc_hi"]
+    evaluate(store, "comparison", MODEL, [], **kw)
+    comp = store.read_table("comparison", "ci__tiny-text").set_index("method")
+    for m in ("talos", "ties"):
+        for col in ("addition_abs", "negation_target", "single_task_acc", "zero_shot_acc"):
+            assert comp.loc[m, f"{col}_lo"] <= comp.loc[m, col] <= comp.loc[m, f"{col}_hi"], (m, col)

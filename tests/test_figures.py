@@ -205,6 +205,26 @@ def test_comparison_styler_highlights_best(fixture_store):
     assert "font-weight: bold" in html and "%" in html
 
 
+def test_comparison_cells_show_the_interval_beside_each_mean():
+    """Pure builder of the comparison table shown on the Efficiency page: "45.00% [41.2, 48.9]" where the
+    table has a mean's interval, the mean alone where it has none (stores written before intervals)."""
+    df = pd.DataFrame({"method": ["talos", "ties"], "addition_abs": [0.45, 0.5], "addition_abs_lo": [0.412, None],
+                       "addition_abs_hi": [0.489, None], "negation_target": [0.2, float("nan")],
+                       "negation_target_lo": [0.15, 0.1], "negation_target_hi": [0.25, 0.3],
+                       "time_per_step_s": [0.0125, None], "peak_memory_mb": [900.0, None]})
+    cells = F.comparison_cells(df)
+    assert list(cells.columns) == ["method", "addition_abs", "negation_target", "time_per_step_s", "peak_memory_mb"]
+    assert cells.loc[0].tolist() == ["talos", "45.00% [41.2, 48.9]", "20.00% [15.0, 25.0]", "12.5 ms", "900 MB"]
+    assert cells.loc[1].tolist() == ["ties", "50.00%", "—", "—", "—"]  # no interval / no mean
+    assert F.has_intervals(df)
+    plain = df.drop(columns=[c for c in df.columns if c.endswith(("_lo", "_hi"))])
+    assert not F.has_intervals(plain)
+    assert F.comparison_cells(plain).loc[0, "addition_abs"] == "45.00%"
+    html = F.comparison_styler(df).to_html()  # best per column still chosen on the numbers
+    assert "45.00% [41.2, 48.9]" in html and "font-weight: bold" in html
+    assert F.best_per_column(df)["addition_abs"] == 1
+
+
 def test_sparsity_and_linearization_figures(fixture_store):
     tbl = D.load_table(fixture_store, "sparsity_ablation", _name("talos"))
     fig = F.sparsity_curve(tbl, method="talos")

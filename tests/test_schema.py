@@ -70,6 +70,28 @@ def test_schema_md_row_matches_kind(kind):
         assert _columns(pair.group(1)) == info.pair_columns
 
 
+@pytest.mark.parametrize("kind", list(schema.KINDS))
+def test_schema_md_row_names_the_optional_columns_and_fields(kind):
+    """Optional columns/fields (per-example correctness, 95% intervals) are in SCHEMA.md's row too."""
+    _, content = _schema_rows()[kind]
+    info = schema.KINDS[kind]
+    optional = re.search(r"optional columns `([^`]+)`", content)
+    assert (optional is not None) == bool(info.optional_columns), content
+    if optional:
+        assert _columns(optional.group(1)) == info.optional_columns
+    assert not set(info.optional_columns) & set(info.columns)
+    for key in info.optional_fields:
+        assert re.search(rf'optional.*[`"]{key}[`":]', content), f"SCHEMA.md's {kind} row lacks optional {key!r}"
+
+
+def test_interval_columns_follow_the_means():
+    comp = schema.KINDS["comparison"]
+    assert comp.optional_columns == schema.interval_columns(*schema.COMPARISON_MEANS)
+    assert all(m in comp.columns for m in schema.COMPARISON_MEANS)
+    abl = schema.KINDS["sparsity_ablation"]
+    assert all(c[: -len("_lo")] in abl.columns for c in abl.optional_columns)
+
+
 def test_schema_md_method_lists_match_the_catalogue():
     text = SCHEMA_MD.read_text()
     sparse = re.search(r"for sparse methods \(([^)]*)\)", text).group(1)

@@ -99,6 +99,28 @@ def test_suite_and_report_default_stores(tmp_path, monkeypatch, capsys):
     assert "no results of suite 'tiny'" in capsys.readouterr().err
 
 
+def test_report_prints_intervals_beside_means_when_the_comparison_has_them(tmp_path):
+    """``talos report``: "45.00 [41.2, 48.9]" where the comparison carries a mean's 95% interval,
+    the bare mean where it does not (stores written before intervals existed)."""
+    store = Store(tmp_path)
+    store.write_result("suite", "s", {"model": "m", "tasks": ["a", "b"], "control_task": "c", "scale": "mini",
+                                      "seed": 0, "wall_time_s": 60.0, "device": "cpu", "methods": ["talos"]})
+    base = {"method": "talos", "addition_abs": 0.45, "addition_norm": 0.8, "negation_target": 0.2,
+            "negation_control": 0.7, "single_task_acc": 0.9, "zero_shot_acc": 0.3, "time_per_step_s": 0.5,
+            "peak_memory_mb": 1000.0}
+    store.write_table("comparison", "s__m", pd.DataFrame([base]))
+    plain = results_markdown(store, "s")
+    assert "| talos | 45.00 | 80.00 | 20.00 | 70.00 | 90.00 | 30.00 | 0.500 | 1000 |" in plain
+    assert "[" not in plain and "bootstrap" not in plain
+    ci = {"addition_abs_lo": 0.412, "addition_abs_hi": 0.489, "single_task_acc_lo": 0.85,
+          "single_task_acc_hi": 0.94, "negation_target_lo": float("nan"), "negation_target_hi": float("nan")}
+    store.write_table("comparison", "s__m", pd.DataFrame([{**base, **ci}]))
+    table = results_markdown(store, "s")
+    assert ("| talos | 45.00 [41.2, 48.9] | 80.00 | 20.00 | 70.00 | 90.00 [85.0, 94.0] | 30.00 | 0.500 | 1000 |"
+            in table)
+    assert "95% bootstrap interval over test examples" in table
+
+
 def _metrics(store: Store) -> dict:
     out = {}
     for kind in ("single", "addition", "negation", "localization", "disentanglement", "sparsity_ablation"):

@@ -40,8 +40,10 @@ if ctx.has("comparison"):
     if comp is not None:
         comp = comp.set_index("method").loc[D.order_methods(comp["method"].astype(str))].reset_index()
         st.dataframe(F.comparison_styler(comp), hide_index=True)
-        st.caption("Accuracies on test at the α selected on validation. Best per column in bold (lowest for "
-                   "negation target accuracy, time and memory).")
+        st.caption("Accuracies on test at the α selected on validation"
+                   + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
+                      if F.has_intervals(comp) else "")
+                   + ". Best per column in bold (lowest for negation target accuracy, time and memory).")
         ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
 else:
     st.info("No comparison table in this store for this suite/model.")

@@ -14,6 +14,7 @@ lazily, so ``import talos_core.evaluation.preview`` stays light):
 * :mod:`~talos_core.evaluation.linearization` — fine-tuned vs post-hoc linearized accuracy;
 * :mod:`~talos_core.evaluation.preview` — linearized preview cache + numpy :func:`preview_accuracy`;
 * :mod:`~talos_core.evaluation.reports` — efficiency and comparison tables;
+* :mod:`~talos_core.evaluation.stats` — bootstrap intervals over test examples (numpy only);
 * :mod:`~talos_core.evaluation.request` — :class:`EvalRequest` / :class:`EvalOutcome`, per-model table upserts;
 * :mod:`~talos_core.evaluation.posthoc` — the ``posthoc`` protocol (post-hoc methods, hyperparameters on val);
 * :mod:`~talos_core.evaluation.ablation` — the ``sparsity-ablation`` protocol;
@@ -30,7 +31,8 @@ _EXPORTS = {
     "EvalOutcome": "request", "EvalRequest": "request",
     "EvalContext": "context",
     "alpha_grid": "arithmetic", "task_addition": "arithmetic", "task_negation": "arithmetic",
-    "single_task_table": "arithmetic", "finetuned_accuracies": "arithmetic",
+    "single_task_table": "arithmetic", "single_task_result": "arithmetic", "finetuned_accuracies": "arithmetic",
+    "bootstrap_ci": "stats",
     "disentanglement_error": "disentanglement", "disentanglement_alphas": "disentanglement",
     "function_localization": "localization",
     "layer_info": "maskstats", "classify_layer": "maskstats", "mask_table": "maskstats", "mask_iou": "maskstats",

@@ -1,5 +1,9 @@
 """The ``sparsity-ablation`` protocol: task addition, negation and single-task summaries of a sparse
 method at several sparsities (paper App. k ablation), one row per sparsity (``sparsity_ablation``).
+
+Each row also carries the 95% bootstrap intervals over test examples of its means (``<metric>_lo``,
+``<metric>_hi``; :mod:`talos_core.evaluation.stats`), and the payload the per-example test correctness
+behind them (``examples: {sparsity: {"addition", "single", "negation"}}``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import pandas as pd
 
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation import arithmetic as arith
+from talos_core.evaluation import stats
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
@@ -52,36 +57,67 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     tasks = list(req.tasks)
     control = check_control_task(s.control_task or arith.default_control_task(tasks), tasks)
     ctx = req.context(None, s.batch_size, [control])
-    rows = []
+    rows, examples = [], {}
     for sparsity in s.sparsities:
         runs = req.runs(overrides={**req.overrides, "sparsity": sparsity})
         alphas, _ = run_alpha_grid(runs, s.alpha_step)
         known = _stored_summaries(req.store, req.suite, req.model, req.method, {t: r.id for t, r in runs.items()},
                                   alphas, control)
         if known is not None:  # these very runs were already evaluated by the suite (the method's own sparsity)
-            add_summary, neg_summary, single = known
+            add_summary, neg_summary, single, ex, ci95 = known
         else:
             vectors = {t: r.task_vector() for t, r in runs.items()}
             ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
-            add_summary = arith.task_addition(ctx, vectors, ref, alphas, sparsity=sparsity).summary
-            neg_summary = arith.task_negation(ctx, vectors, control, alphas).summary
+            add = arith.task_addition(ctx, vectors, ref, alphas, sparsity=sparsity)
+            neg = arith.task_negation(ctx, vectors, control, alphas)
+            add_summary, neg_summary = add.summary, neg.summary
             single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
-        rows.append({"sparsity": sparsity, "addition_abs": add_summary["abs_acc"],
-                     "addition_norm": add_summary["norm_acc"], "negation_target": neg_summary["target_acc"],
-                     "negation_control": neg_summary["control_acc"], "single_task_acc": single})
+            ex = {"addition": arith.encode_all(add.examples),
+                  "single": arith.encode_all({t: ref.correct[(t, "test")] for t in tasks}),
+                  "negation": {t: arith.encode_all(e) for t, e in neg.examples.items()}}
+            ci95 = {"addition": add.ci95, "negation": neg.ci95}
+        row = {"sparsity": sparsity, "addition_abs": add_summary["abs_acc"],
+               "addition_norm": add_summary["norm_acc"], "negation_target": neg_summary["target_acc"],
+               "negation_control": neg_summary["control_acc"], "single_task_acc": single}
+        if ex is not None:
+            single_ci = stats.mean_interval({t: stats.decode_examples(c) for t, c in ex["single"].items()})
+            row.update(interval_columns(ci95["addition"], ci95["negation"], single_ci))
+            examples[f"{sparsity:g}"] = ex
+        rows.append(row)
     table = pd.DataFrame(rows)
     name = req.name(req.method)
-    req.store.write_table("sparsity_ablation", name, table, method=req.method, model=req.model, suite=req.suite)
+    extra = {"examples": examples, "bootstrap": stats.bootstrap_settings()} if examples else {}
+    req.store.write_table("sparsity_ablation", name, table, method=req.method, model=req.model, suite=req.suite,
+                          **extra)
     lines = [f"sparsity {r.sparsity:g}: addition abs {fmt(r.addition_abs)} | norm {fmt(r.addition_norm)} | "
              f"negation target {fmt(r.negation_target)} | control {fmt(r.negation_control)} | "
              f"single-task {fmt(r.single_task_acc)}" for r in table.itertuples()]
     return EvalOutcome("sparsity-ablation", table, [("sparsity_ablation", name)], lines)
 
 
+INTERVAL_METRICS = (("addition_abs", "addition", "abs_acc"), ("addition_norm", "addition", "norm_acc"),
+                    ("negation_target", "negation", "target_acc"), ("negation_control", "negation", "control_acc"))
+"""``(column, result, key)`` of the interval columns read from the addition/negation results' ``ci95``."""
+
+
+def interval_columns(add_ci95: Mapping | None, neg_ci95: Mapping | None, single_ci: Sequence[float | None]) -> dict:
+    """``{<metric>_lo, <metric>_hi}`` of an ablation row (NaN where a result has no interval)."""
+    out = {}
+    intervals = {"addition": add_ci95 or {}, "negation": neg_ci95 or {}}
+    for col, result, key in INTERVAL_METRICS:
+        iv = intervals[result].get(key) or [None, None]
+        out[f"{col}_lo"], out[f"{col}_hi"] = (float("nan") if v is None else float(v) for v in iv)
+    out["single_task_acc_lo"], out["single_task_acc_hi"] = (float("nan") if v is None else float(v)
+                                                            for v in single_ci)
+    return out
+
+
 def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids: Mapping[str, str],
-                      alphas: Sequence[float], control_task: str) -> tuple[dict, dict, float] | None:
-    """``(addition summary, negation summary, mean single-task test acc)`` already in ``store`` for
-    exactly these runs, α grid and control task (non-linear evaluation), else ``None``.
+                      alphas: Sequence[float], control_task: str) -> tuple | None:
+    """``(addition summary, negation summary, mean single-task test acc, examples, ci95)`` already in
+    ``store`` for exactly these runs, α grid and control task (non-linear evaluation), else ``None``.
+    ``examples`` (``{"addition", "single", "negation"}``, as the ablation stores them) and ``ci95``
+    (``{"addition", "negation"}``) are ``None`` when the stored results were written without them.
 
     Evaluation is deterministic, so re-evaluating the same runs would give the same numbers; the
     sparsity ablation uses this for the method's own sparsity, which the suite has just evaluated.
@@ -102,9 +138,16 @@ def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids
             or [float(a) for a in neg.get("alpha_grid") or []] != grid
             or neg.get("control_task") != control_task or (single.get("runs") or {}).get(method) != ids):
         return None
-    test = {r["task"]: float(r["finetuned_acc"]) for r in single.get("records", [])
-            if r.get("method") == method and r.get("split") == "test"}
+    records = [r for r in single.get("records", []) if r.get("method") == method and r.get("split") == "test"]
+    test = {r["task"]: float(r["finetuned_acc"]) for r in records}
     if sorted(test) != sorted(ids):
         return None
+    fine = {t: ((single.get("examples") or {}).get(method) or {}).get(t, {}).get("finetuned") for t in ids}
+    examples, ci95 = None, None
+    if (add.get("examples") and neg.get("examples") and add.get("ci95") and neg.get("ci95")
+            and all(isinstance(fine[t], str) for t in ids)):
+        examples = {"addition": dict(add["examples"]), "single": fine,
+                    "negation": {t: dict(e) for t, e in neg["examples"].items()}}
+        ci95 = {"addition": add["ci95"], "negation": neg["ci95"]}
     # same order of summation as a re-evaluation
-    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids)
+    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids), examples, ci95

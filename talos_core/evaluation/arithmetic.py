@@ -13,6 +13,10 @@ Definitions (paper Sec. 4.1 and App. "Implementation details"; official-code not
 * **Task negation** — per target t, ``f(·, θ0 − α τ_t)``; α is chosen on validation to minimize the
   target accuracy subject to ``control_acc ≥ 0.95 × zero-shot control_acc``; reported on test.
 
+Uncertainty: at the selected α(s) the results keep the per-example test correctness behind every
+reported mean (``examples``, a ``"0101…"`` string per task) and the 95% percentile-bootstrap interval over
+test examples of each summary mean (``ci95``, same keys as ``summary``; :mod:`talos_core.evaluation.stats`).
+
 Speed: a non-linear α curve costs one in-place edit per α (``apply_vectors``, bitwise restore) and
 one pass per evaluated (task, split) with the head swapped in; a linearized one costs ONE JVP per
 (task, split): ``logits(α) = f(x, θ0) + α · (Στ)ᵀ∇f(x, θ0)`` for every α at once.
@@ -28,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from talos_core.errors import TalosError, check_range
-from talos_core.evaluation.context import SPLITS, EvalContext, accuracy_of
+from talos_core.evaluation import stats
+from talos_core.evaluation.context import SPLITS, EvalContext, correct_of, mean_correct
 from talos_core.inference.forward import Mode
 from talos_core.vectors import TaskVector, sum_vectors
 
@@ -77,14 +82,26 @@ def alpha_curve(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: Task
     process and data). Linearized: one ``base, jvp`` per item, then ``argmax(base + sign · α · jvp)``
     for every α (no more forwards).
     """
+    return alpha_curve_examples(ctx, items, vector, alphas, sign=sign, mode=mode, progress=progress)[0]
+
+
+def alpha_curve_examples(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: TaskVector,
+                         alphas: Sequence[float], *, sign: float = 1.0, mode: Mode = "nonlinear",
+                         progress: bool = False) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+    """:func:`alpha_curve` and the per-example correctness behind it: ``correct[i][j]`` (bool ``[N]``) of
+    ``alphas[i]`` on ``items[j]``, whose mean is the accuracy; ``None`` where the accuracy came from the
+    memoized zero-shot pass (non-linear α = 0: :meth:`EvalContext.zero_shot_correct` gives it).
+    """
     out = np.zeros((len(alphas), len(items)))
+    correct: list[list[np.ndarray | None]] = [[None] * len(items) for _ in alphas]
     if mode == "linearized":
         for j, (task, split) in enumerate(items):
             base, (jv,) = ctx.base_and_jvps(task, split, [vector])
             labels = ctx.labels(task, split)
             for i, a in enumerate(alphas):
-                out[i, j] = accuracy_of(base + (sign * a) * jv, labels)
-        return out
+                correct[i][j] = correct_of(base + (sign * a) * jv, labels)
+                out[i, j] = mean_correct(correct[i][j])
+        return out, correct
     if mode != "nonlinear":
         raise TalosError(f"evaluation mode must be 'nonlinear' or 'linearized', got {mode!r}")
     rows = enumerate(alphas)
@@ -97,22 +114,78 @@ def alpha_curve(ctx: EvalContext, items: Sequence[tuple[str, str]], vector: Task
         if a == 0.0 and named_splits:
             out[i] = [ctx.zero_shot(t, s) for t, s in items]  # θ0 itself: the (memoized) zero-shot pass
         else:
-            out[i] = ctx.accuracies(items, [(vector, sign * a)], mode)
-    return out
+            correct[i] = ctx.correct_many(items, [(vector, sign * a)], mode)
+            out[i] = [mean_correct(c) for c in correct[i]]
+    return out, correct
+
+
+def _at(ctx: EvalContext, correct: list[list[np.ndarray | None]], i: int, j: int, task: str, split: str) -> np.ndarray:
+    """The correctness of α_i on item j, from the curve or (α = 0) from the memoized zero-shot pass."""
+    c = correct[i][j]
+    return c if c is not None else ctx.zero_shot_correct(task, split)
+
+
+def encode_all(examples: Mapping[str, np.ndarray]) -> dict[str, str]:
+    """``{task: "0101…"}`` (:func:`talos_core.evaluation.stats.encode_examples`)."""
+    return {t: stats.encode_examples(c) for t, c in examples.items()}
 
 
 # --------------------------------------------------------------------------------------------
 # single-task and zero-shot accuracy
 # --------------------------------------------------------------------------------------------
+class Accuracies(dict):
+    """``{(task, split): accuracy}`` plus ``correct``: ``{(task, split): bool [N]}``, the per-example
+    correctness each accuracy is the mean of (used for bootstrap intervals)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.correct: dict[tuple[str, str], np.ndarray] = {}
+
+
 def finetuned_accuracies(ctx: EvalContext, vectors: Mapping[str, TaskVector], modes: Mapping[str, Mode] | Mode,
-                         splits: Sequence[str] = SPLITS) -> dict[tuple[str, str], float]:
-    """``Acc[f(D_t, θ0 + τ_t)]`` per task and split (one edit per task, in the method's eval mode)."""
-    out: dict[tuple[str, str], float] = {}
+                         splits: Sequence[str] = SPLITS) -> Accuracies:
+    """``Acc[f(D_t, θ0 + τ_t)]`` per task and split (one edit per task, in the method's eval mode); the
+    per-example correctness is in ``.correct``."""
+    out = Accuracies()
     for task, tv in vectors.items():
         mode = modes if isinstance(modes, str) else modes[task]
-        accs = ctx.accuracies([(task, s) for s in splits], [(tv, 1.0)], mode)
-        out.update({(task, s): a for s, a in zip(splits, accs)})
+        for s, c in zip(splits, ctx.correct_many([(task, s) for s in splits], [(tv, 1.0)], mode)):
+            out[(task, s)] = mean_correct(c)
+            out.correct[(task, s)] = c
     return out
+
+
+@dataclass
+class SingleTaskResult:
+    """The ``single`` table of one method and the per-example test correctness behind its test rows."""
+
+    table: pd.DataFrame  # method, task, zero_shot_acc, finetuned_acc, split
+    examples: dict[str, dict[str, str]]  # {task: {"zero_shot": "0101…", "finetuned": "0101…"}} (test split)
+
+
+def single_task_result(ctx: EvalContext, vectors: Mapping[str, TaskVector], method: str,
+                       modes: Mapping[str, Mode] | Mode = "nonlinear", splits: Sequence[str] = SPLITS,
+                       zero_shot: Mapping[tuple[str, str], float] | None = None,
+                       finetuned: Mapping[tuple[str, str], float] | None = None) -> SingleTaskResult:
+    """:func:`single_task_table` and, for the test split, the per-example correctness of θ0 and θ0 + τ_t
+    (``examples[task]["finetuned"]`` is left out for ``finetuned`` accuracies given without ``.correct``)."""
+    if finetuned is not None and all((t, s) in finetuned for t in vectors for s in splits):
+        fine = finetuned
+    else:
+        fine = finetuned_accuracies(ctx, vectors, modes, splits)
+    fine_correct = getattr(fine, "correct", {})
+    rows, examples = [], {}
+    for task in vectors:
+        for s in splits:
+            zs = zero_shot[(task, s)] if zero_shot and (task, s) in zero_shot else ctx.zero_shot(task, s)
+            rows.append({"method": method, "task": task, "zero_shot_acc": zs, "finetuned_acc": fine[(task, s)],
+                         "split": s})
+        if "test" in splits:
+            examples[task] = {"zero_shot": stats.encode_examples(ctx.zero_shot_correct(task, "test"))}
+            if (task, "test") in fine_correct:
+                examples[task]["finetuned"] = stats.encode_examples(fine_correct[(task, "test")])
+    table = pd.DataFrame(rows, columns=["method", "task", "zero_shot_acc", "finetuned_acc", "split"])
+    return SingleTaskResult(table, examples)
 
 
 def single_task_table(ctx: EvalContext, vectors: Mapping[str, TaskVector], method: str,
@@ -123,19 +196,10 @@ def single_task_table(ctx: EvalContext, vectors: Mapping[str, TaskVector], metho
 
     ``zero_shot_acc`` = Acc[f(D_t, θ0)], ``finetuned_acc`` = Acc[f(D_t, θ0 + τ_t)]; ``zero_shot``
     may supply already known zero-shot accuracies (they depend on the model only), ``finetuned``
-    the already measured :func:`finetuned_accuracies` of these vectors.
+    the already measured :func:`finetuned_accuracies` of these vectors. :func:`single_task_result`
+    also gives the per-example test correctness.
     """
-    if finetuned is not None and all((t, s) in finetuned for t in vectors for s in splits):
-        fine = finetuned
-    else:
-        fine = finetuned_accuracies(ctx, vectors, modes, splits)
-    rows = []
-    for task in vectors:
-        for s in splits:
-            zs = zero_shot[(task, s)] if zero_shot and (task, s) in zero_shot else ctx.zero_shot(task, s)
-            rows.append({"method": method, "task": task, "zero_shot_acc": zs, "finetuned_acc": fine[(task, s)],
-                         "split": s})
-    return pd.DataFrame(rows, columns=["method", "task", "zero_shot_acc", "finetuned_acc", "split"])
+    return single_task_result(ctx, vectors, method, modes, splits, zero_shot, finetuned).table
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,12 +216,22 @@ class AdditionResult:
     summary: dict  # {"abs_acc", "norm_acc"} on test at the selected α
     eval_mode: str = "nonlinear"
     sparsity: float | None = None
+    examples: dict[str, np.ndarray] = field(default_factory=dict)  # test correctness at the selected α, per task
+    reference_examples: dict[str, np.ndarray] = field(default_factory=dict)  # of θ0 + τ_t (the normalizer)
+    ci95: dict = field(default_factory=dict)  # {"abs_acc": [lo, hi], "norm_acc": [lo, hi]} (95% bootstrap)
 
     def extra(self) -> dict:
         """The SCHEMA.md extras of ``addition/<suite>__<model>__<method>``."""
-        return {"selected_alpha": self.selected_alpha, "alpha_grid": self.alphas, "summary": self.summary,
-                "tasks": self.tasks, "sparsity": self.sparsity, "eval_mode": self.eval_mode,
-                "search_region": search_region(self.alphas)}
+        out = {"selected_alpha": self.selected_alpha, "alpha_grid": self.alphas, "summary": self.summary,
+               "tasks": self.tasks, "sparsity": self.sparsity, "eval_mode": self.eval_mode,
+               "search_region": search_region(self.alphas)}
+        if self.examples:
+            out["ci95"] = self.ci95
+            out["examples"] = encode_all(self.examples)
+            if self.reference_examples:
+                out["reference_examples"] = encode_all(self.reference_examples)
+            out["bootstrap"] = stats.bootstrap_settings()
+        return out
 
 
 def select_addition_alpha(table: pd.DataFrame) -> float:
@@ -179,10 +253,14 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
     """Task addition ``θ0 + α Σ_t τ_t`` over ``alphas`` on val and test (paper Sec. 4.1, App. Eq. norm. acc).
 
     ``reference[(t, split)]`` is the single-task fine-tuned accuracy ``Acc[f(D_t, θ0 + τ_t)]`` used
-    to normalize. ``merged`` replaces ``Σ_t τ_t`` by another multi-task vector (e.g. a post-hoc
-    TIES/DARE merge of the same tasks' vectors); the α curve is then ``θ0 + α · merged``.
+    to normalize (with its per-example ``.correct`` when it comes from :func:`finetuned_accuracies`,
+    for the normalized accuracy's interval). ``merged`` replaces ``Σ_t τ_t`` by another multi-task
+    vector (e.g. a post-hoc TIES/DARE merge of the same tasks' vectors); the α curve is then ``θ0 + α · merged``.
     ``splits=("val",)`` evaluates validation only (a hyperparameter search that needs just the α
-    choice); the summary is then NaN, since it is a test-split summary. Example::
+    choice); the summary is then NaN, since it is a test-split summary. With the test split, the result
+    keeps the test correctness at the selected α (``examples``) and ``ci95``, the 95% bootstrap
+    intervals over test examples of both summary means (:func:`talos_core.evaluation.stats.addition_intervals`).
+    Example::
 
         ref = finetuned_accuracies(ctx, vectors, "nonlinear")
         res = task_addition(ctx, vectors, ref, alpha_grid(0.9, sparse=True))
@@ -198,7 +276,7 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
     if merged is None:
         merged = sum_vectors([vectors[t] for t in tasks])
     items = [(t, s) for s in SPLITS if s in splits for t in tasks]
-    accs = alpha_curve(ctx, items, merged, alphas, mode=mode, progress=progress)
+    accs, correct = alpha_curve_examples(ctx, items, merged, alphas, mode=mode, progress=progress)
     rows = []
     for i, a in enumerate(alphas):
         for j, (t, s) in enumerate(items):
@@ -209,7 +287,16 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
     best = select_addition_alpha(table)
     at = table[(table["split"] == "test") & np.isclose(table["alpha"], best)]
     summary = {"abs_acc": float(at["accuracy"].mean()), "norm_acc": float(at["normalized_accuracy"].mean())}
-    return AdditionResult(table, best, [float(a) for a in alphas], tasks, summary, mode, sparsity)
+    examples, ref_examples, ci95 = {}, {}, {}
+    if "test" in splits:
+        i = int(np.argmin(np.abs(np.asarray(alphas, dtype=float) - best)))
+        examples = {t: _at(ctx, correct, i, j, t, s) for j, (t, s) in enumerate(items) if s == "test"}
+        known = getattr(reference, "correct", {})
+        if all((t, "test") in known for t in tasks):
+            ref_examples = {t: known[(t, "test")] for t in tasks}
+        ci95 = stats.addition_intervals(examples, ref_examples or None)
+    return AdditionResult(table, best, [float(a) for a in alphas], tasks, summary, mode, sparsity, examples,
+                          ref_examples, ci95)
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,13 +315,21 @@ class NegationResult:
     threshold: float = CONTROL_THRESHOLD
     alphas: list[float] = field(default_factory=list)
     eval_mode: str = "nonlinear"
+    # test correctness at each target's selected α: {target: {"target": [N_t], "control": [N_control]}}
+    examples: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    ci95: dict = field(default_factory=dict)  # {"target_acc": [lo, hi], "control_acc": [lo, hi]} (95% bootstrap)
 
     def extra(self) -> dict:
         """The SCHEMA.md extras of ``negation/<suite>__<model>__<method>``."""
-        return {"control_task": self.control_task, "selected": self.selected,
-                "control_zero_shot_acc": self.control_zero_shot_acc, "summary": self.summary,
-                "per_task": self.per_task.to_dict(orient="records"), "threshold": self.threshold,
-                "alpha_grid": self.alphas, "eval_mode": self.eval_mode}
+        out = {"control_task": self.control_task, "selected": self.selected,
+               "control_zero_shot_acc": self.control_zero_shot_acc, "summary": self.summary,
+               "per_task": self.per_task.to_dict(orient="records"), "threshold": self.threshold,
+               "alpha_grid": self.alphas, "eval_mode": self.eval_mode}
+        if self.examples:
+            out["ci95"] = self.ci95
+            out["examples"] = {t: encode_all(e) for t, e in self.examples.items()}
+            out["bootstrap"] = stats.bootstrap_settings()
+        return out
 
 
 def select_negation_alpha(curve: pd.DataFrame, control_zero_shot: float,
@@ -266,7 +361,9 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
 
     For each target and α, target and control accuracies are measured on val and test under ONE
     edit. α is chosen on val: minimal target accuracy with control ≥ ``threshold`` × the
-    pre-trained control accuracy; test values at that α are reported.
+    pre-trained control accuracy; test values at that α are reported, with the test correctness
+    behind them (``examples``) and their 95% bootstrap intervals (``ci95``,
+    :func:`talos_core.evaluation.stats.negation_intervals`).
     """
     if control_task in vectors:
         raise TalosError(f"control task {control_task!r} is also a negation target; pick another control task")
@@ -274,10 +371,10 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
     if not alphas:
         raise TalosError("the alpha grid is empty")
     zs = {s: ctx.zero_shot(control_task, s) for s in SPLITS}
-    rows, selected, per_task = [], {}, []
+    rows, selected, per_task, examples = [], {}, [], {}
     for target, tv in vectors.items():
         items = [(target, "val"), (target, "test"), (control_task, "val"), (control_task, "test")]
-        accs = alpha_curve(ctx, items, tv, alphas, sign=-1.0, mode=mode, progress=progress)
+        accs, correct = alpha_curve_examples(ctx, items, tv, alphas, sign=-1.0, mode=mode, progress=progress)
         for i, a in enumerate(alphas):
             for k, s in enumerate(SPLITS):
                 rows.append({"target": target, "alpha": float(a), "split": s, "target_acc": accs[i, k],
@@ -287,11 +384,15 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
         selected[target] = best
         i = int(np.argmin(np.abs(np.asarray(alphas, dtype=float) - best)))
         per_task.append({"target": target, "alpha": best, "target_acc": accs[i, 1], "control_acc": accs[i, 3]})
+        examples[target] = {"target": _at(ctx, correct, i, 1, target, "test"),
+                            "control": _at(ctx, correct, i, 3, control_task, "test")}
     table = pd.DataFrame(rows, columns=["target", "alpha", "split", "target_acc", "control_acc"])
     per = pd.DataFrame(per_task, columns=["target", "alpha", "target_acc", "control_acc"])
     summary = {"target_acc": float(per["target_acc"].mean()), "control_acc": float(per["control_acc"].mean())}
+    ci95 = stats.negation_intervals({t: e["target"] for t, e in examples.items()},
+                                    {t: e["control"] for t, e in examples.items()})
     return NegationResult(table, control_task, selected, zs, per, summary, threshold,
-                          [float(a) for a in alphas], mode)
+                          [float(a) for a in alphas], mode, examples, ci95)
 
 
 def default_control_task(tasks: Sequence[str]) -> str:

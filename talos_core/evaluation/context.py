@@ -125,6 +125,30 @@ class EvalContext:
         outs = self.logits_many(items, terms, mode)
         return [accuracy_of(lg, self.labels(t, s)) for lg, (t, s) in zip(outs, items)]
 
+    def correct_many(self, items: Sequence[tuple[str, "str | Split"]], terms: Terms = (),
+                     mode: Mode = "nonlinear") -> list[np.ndarray]:
+        """Per-example correctness (bool ``[N]``) on several ``(task, split)`` of one vector mix, with one
+        edit; its mean is exactly :meth:`accuracies`."""
+        outs = self.logits_many(items, terms, mode)
+        return [correct_of(lg, self.labels(t, s)) for lg, (t, s) in zip(outs, items)]
+
+    def zero_shot_correct(self, task: str, split: str) -> np.ndarray:
+        """Per-example correctness of ``θ0`` (cached like :meth:`zero_shot`, under the key ``<split>#examples``)."""
+        from talos_core.inference.precision import model_precision
+
+        precision = model_precision(self.model)
+        key = (task, f"{split}#examples", precision)
+        if key not in self._zero_shot:
+            compute = lambda: self.correct_many([(task, split)])[0]  # noqa: E731
+            if self.share_zero_shot:
+                self._zero_shot[key] = memoized_zero_shot(
+                    compute, model=self.model_name, device=self.model.device, precision=precision,
+                    max_val=self.limits.get("max_val"), max_test=self.limits.get("max_test"),
+                    batch_size=self.batch_size, task=task, split=f"{split}#examples")
+            else:
+                self._zero_shot[key] = compute()
+        return self._zero_shot[key]
+
     def zero_shot(self, task: str, split: str) -> float:
         """Accuracy of ``θ0`` (cached per task, split and evaluation precision)."""
         from talos_core.inference.precision import model_precision
@@ -165,6 +189,22 @@ def accuracy_of(logits: "torch.Tensor | np.ndarray", labels: np.ndarray) -> floa
         return float("nan")
     preds = np.asarray(logits.argmax(-1)) if not isinstance(logits, torch.Tensor) else logits.argmax(-1).numpy()
     return float((preds == labels).mean())
+
+
+def correct_of(logits: "torch.Tensor | np.ndarray", labels: np.ndarray) -> np.ndarray:
+    """Per-example correctness ``argmax(logits) == labels`` (bool ``[N]``); its mean is :func:`accuracy_of`.
+
+    >>> correct_of(np.array([[0.1, 0.9], [2.0, 1.0]]), np.array([1, 1])).tolist()
+    [True, False]
+    """
+    labels = np.asarray(labels)
+    preds = np.asarray(logits.argmax(-1)) if not isinstance(logits, torch.Tensor) else logits.argmax(-1).numpy()
+    return np.asarray(preds == labels, dtype=bool).reshape(len(labels))
+
+
+def mean_correct(correct: np.ndarray) -> float:
+    """Accuracy from per-example correctness (NaN for an empty split), equal to :func:`accuracy_of`."""
+    return float(correct.mean()) if len(correct) else float("nan")
 
 
 def subset(split: Split, points: int, seed: int) -> Split:

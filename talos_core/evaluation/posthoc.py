@@ -4,7 +4,9 @@
 Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
 for each grid point the merged vector's task-addition curve is computed and the point with the best
 validation normalized accuracy (at its own best α) is kept; negation then uses the same point (the
-paper insists on one choice per method for both benchmarks).
+paper insists on one choice per method for both benchmarks). Through the shared arithmetic functions the
+results keep the per-example test correctness and the 95% bootstrap intervals (``examples``, ``ci95``;
+the single-task table's ``examples[method]``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from talos_core.evaluation.request import (
     fmt,
     upsert,
 )
+from talos_core.evaluation.stats import interval_text
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,14 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     req.store.write_table("addition", name, add.table, **add.extra(), **common)
     neg = arith.task_negation(ctx, singles, control, alphas)
     req.store.write_table("negation", name, neg.table, **neg.extra(), **common)
-    single = arith.single_task_table(ctx, singles, method, "nonlinear", finetuned=fine)
-    upsert(req.store, "single", req.name(), single, method, data=eval_data(ctx), run_ids=run_ids, model=req.model,
-           suite=req.suite)
+    single = arith.single_task_result(ctx, singles, method, "nonlinear", finetuned=fine)
+    upsert(req.store, "single", req.name(), single.table, method, data=eval_data(ctx), run_ids=run_ids,
+           model=req.model, suite=req.suite, examples=single.examples)
+    ci = interval_text
     lines = [f"hyperparameters {hp} (chosen on val among {len(grid)}), on {BASE_METHOD} runs",
-             f"addition: alpha {add.selected_alpha:g} | absolute acc {fmt(add.summary['abs_acc'])} | "
-             f"normalized acc {fmt(add.summary['norm_acc'])}",
-             f"negation (control {control}): target {fmt(neg.summary['target_acc'])} | "
-             f"control {fmt(neg.summary['control_acc'])}"]
+             f"addition: alpha {add.selected_alpha:g} | absolute acc {fmt(add.summary['abs_acc'])}"
+             f"{ci(add.ci95, 'abs_acc')} | normalized acc {fmt(add.summary['norm_acc'])}{ci(add.ci95, 'norm_acc')}",
+             f"negation (control {control}): target {fmt(neg.summary['target_acc'])}{ci(neg.ci95, 'target_acc')} | "
+             f"control {fmt(neg.summary['control_acc'])}{ci(neg.ci95, 'control_acc')}"]
     return EvalOutcome("posthoc", add.table, [("addition", name), ("negation", name), ("single", req.name())],
                        lines)

@@ -175,9 +175,10 @@ def _single(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
     name = req.name()
     data = eval_data(ev.ctx)
     known = _known_zero_shot(req.store, name, data)
-    table = arith.single_task_table(ev.ctx, ev.vectors, req.method, ev.modes, zero_shot=known)
+    res = arith.single_task_result(ev.ctx, ev.vectors, req.method, ev.modes, zero_shot=known)
+    table = res.table
     upsert(req.store, "single", name, table, req.method, data=data, run_ids=_run_ids(ev.runs), model=req.model,
-           suite=req.suite)
+           suite=req.suite, examples=res.examples)
     lines = [f"{r.task}: zero-shot {fmt(r.zero_shot_acc)} -> fine-tuned {fmt(r.finetuned_acc)} ({r.split})"
              for r in table.itertuples()]
     return EvalOutcome("single", table, [("single", name)], lines)

@@ -148,18 +148,26 @@ def merged_rows(store: Store, kind: str, name: str, table: pd.DataFrame, method:
 
 
 def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str, *, data: dict | None = None,
-           run_ids: Mapping[str, str] | None = None, **extra: Any) -> None:
+           run_ids: Mapping[str, str] | None = None, examples: Mapping[str, Any] | None = None,
+           **extra: Any) -> None:
     """Replace ``method``'s rows in the per-model table ``kind/name``, keeping other methods (see
-    :func:`merged_rows`); ``run_ids`` (``{task: run id}``) become ``runs[method]``.
+    :func:`merged_rows`); ``run_ids`` (``{task: run id}``) become ``runs[method]``, ``examples`` (the
+    per-example test correctness behind the rows, SCHEMA.md) ``examples[method]`` (dropped when ``None``).
 
-    The payload keeps the stored keys, then ``extra``, then ``data`` (the new one, else the stored one)
-    and ``runs`` last.
+    The payload keeps the stored keys, then ``extra``, then ``data`` (the new one, else the stored one),
+    ``examples`` and ``runs`` last.
     """
     merged, kept = merged_rows(store, kind, name, table, method, data=data)
     old_data, runs = kept.pop("data", None), dict(kept.pop("runs", None) or {})
+    by_method = dict(kept.pop("examples", None) or {})
     payload = {**kept, **extra}
     if data is not None or old_data is not None:
         payload["data"] = data if data is not None else old_data
+    by_method.pop(method, None)
+    if examples is not None:
+        by_method[method] = dict(examples)
+    if by_method:
+        payload["examples"] = by_method
     if run_ids is not None:
         runs[method] = dict(run_ids)
     if runs:
