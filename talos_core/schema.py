@@ -11,7 +11,9 @@ Engine and dashboard both import this module (and nothing heavier) to agree on w
   with one sentence naming the file) and the linearized preview (:class:`PreviewCache`,
   :func:`load_preview`, :func:`preview_logits`, :func:`preview_accuracy`; numpy only);
 * **where stores are**: :func:`default_store` (commands that write), :func:`viewer_store` (the viewers);
-* **the method catalogue**: :data:`METHODS` (:class:`MethodInfo`), :func:`method_label`, :func:`method_family`.
+* **the method catalogue**: :data:`METHODS` (:class:`MethodInfo`), :func:`method_label`, :func:`method_family`;
+  variant ids (a method with fixed hyperparameters as its own row): :func:`variant_id`, :func:`parse_variant`,
+  :func:`base_method_of`.
 
 ``talos_core/evaluation/SCHEMA.md`` describes the same layout for people; this module is its code twin,
 and ``tests/test_schema.py`` keeps the two in step. Importing it never imports torch (nor pandas).
@@ -26,6 +28,7 @@ and ``tests/test_schema.py`` keeps the two in step. Importing it never imports t
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -144,6 +147,10 @@ KINDS: dict[str, ResultKind] = {k.name: k for k in (
                columns=("sparsity", "addition_abs", "addition_norm", "negation_target", "negation_control",
                         "single_task_acc"),
                optional_columns=interval_columns(*COMPARISON_MEANS[:5]), optional_fields=("examples", "bootstrap")),
+    ResultKind("selection", ("model", "method"),
+               columns=("task", "value", "best_alpha", "target_val_acc", "control_val_acc", "score",
+                        "single_val_acc", "chosen", "run_id"),
+               fields=("param", "values", "choices", "overrides", "runs", "rule")),
     ResultKind("suite", ()),
 )}
 """Every result kind of a store, in SCHEMA.md's order."""
@@ -537,19 +544,106 @@ def method_info(name: str, kind: MethodKind | None = None) -> MethodInfo:
 
 
 def method_label(name: str) -> str:
-    """Display name as in the paper's tables (``"talos"`` → ``"TaLoS"``); unknown names are returned as given.
+    """Display name as in the paper's tables (``"talos"`` → ``"TaLoS"``), variants (:func:`variant_id`) with
+    their fixed hyperparameters; unknown names are returned as given.
 
-    >>> method_label("tall_consensus"), method_label("my-method")
-    ('TALL Mask / Consensus', 'my-method')
+    >>> method_label("tall_consensus"), method_label("talos-k0.9"), method_label("my-method")
+    ('TALL Mask / Consensus', 'TaLoS (k = 0.9)', 'my-method')
     """
     info = METHODS.get(name)
-    return info.label if info else name
+    if info is not None:
+        return info.label
+    parsed = parse_variant(name)
+    if parsed is None:
+        return name
+    base, params = parsed
+    return f"{METHODS[base].label} ({', '.join(f'{VARIANT_SYMBOLS[k]} = {v:g}' for k, v in params.items())})"
 
 
 def method_family(name: str) -> str:
-    """The family of a fine-tuning or post-hoc method (see :data:`FAMILIES`).
+    """The family of a fine-tuning or post-hoc method or of a variant of one (see :data:`FAMILIES`).
 
-    >>> method_family("linearized")
-    'full fine-tuning'
+    >>> method_family("linearized"), method_family("llora-r64")
+    ('full fine-tuning', 'parameter-efficient')
     """
-    return method_info(name).family
+    return method_info(base_method_of(name) or name).family
+
+
+# --------------------------------------------------------------------------------------------
+# method variants: a method with fixed hyperparameters, reported as its own row
+# --------------------------------------------------------------------------------------------
+VARIANT_PARAMS: dict[str, str] = {"sparsity": "k", "rank": "r", "lr": "lr"}
+"""Hyperparameters a variant id may fix, and their tag in the id (``talos-k0.9``, ``llora-r16``, ``talos-lr0.001``)."""
+
+VARIANT_SYMBOLS: dict[str, str] = {"sparsity": "k", "rank": "r", "lr": "lr"}
+"""How a variant's label names each hyperparameter (``TaLoS (k = 0.9)``)."""
+
+_VARIANT_PART = re.compile(r"^(k|r|lr)([0-9]+(?:\.[0-9]+)?)$")
+
+
+def _num_text(value: float) -> str:
+    """Positional notation, no exponent (so no ``-`` inside a part): ``1e-05`` → ``0.00001``."""
+    from decimal import Decimal
+
+    if isinstance(value, int):
+        return str(value)
+    text = format(Decimal(repr(float(value))), "f")
+    return text[:-2] if text.endswith(".0") else text
+
+
+def variant_id(method: str, **params: float) -> str:
+    """The result id of ``method`` with fixed hyperparameters (one of :data:`VARIANT_PARAMS`), e.g. the
+    fixed-sparsity TaLoS row next to the per-task selected one (issue 13: "the fixed-0.9 TaLoS row stays
+    available as a separate, labelled row"). Result names use it as their ``<method>`` part.
+
+    >>> variant_id("talos", sparsity=0.9), variant_id("llora", rank=16), variant_id("talos", sparsity=0.9, lr=1e-3)
+    ('talos-k0.9', 'llora-r16', 'talos-k0.9-lr0.001')
+    >>> base_method_of("talos-k0.9"), base_method_of("talos-top-k0.5"), base_method_of("talos")
+    ('talos', 'talos-top', 'talos')
+    """
+    method_info(method)
+    if not params:
+        raise TalosError(f"a variant of {method!r} fixes at least one of {', '.join(VARIANT_PARAMS)}")
+    parts = [method]
+    for key, value in params.items():
+        if key not in VARIANT_PARAMS:
+            raise unknown("variant hyperparameter", key, VARIANT_PARAMS)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise TalosError(f"variant {key} must be a non-negative finite number, got {value!r}")
+        parts.append(f"{VARIANT_PARAMS[key]}{_num_text(value)}")
+    return "-".join(parts)
+
+
+def parse_variant(name: str) -> tuple[str, dict[str, float]] | None:
+    """``(method, {param: value})`` of a variant id (:func:`variant_id`), ``None`` for anything else
+    (catalogue methods included).
+
+    >>> parse_variant("llora-r64"), parse_variant("talos"), parse_variant("talos-x1")
+    (('llora', {'rank': 64}), None, None)
+    """
+    if not isinstance(name, str) or name in METHODS:
+        return None
+    by_tag = {tag: key for key, tag in VARIANT_PARAMS.items()}
+    for base in sorted(METHODS, key=len, reverse=True):  # "talos-top-k0.5" is a variant of talos-top
+        if not name.startswith(base + "-"):
+            continue
+        params: dict[str, float] = {}
+        for part in name[len(base) + 1:].split("-"):
+            m = _VARIANT_PART.match(part)
+            if m is None or by_tag[m.group(1)] in params:
+                params = {}
+                break
+            value = float(m.group(2))
+            params[by_tag[m.group(1)]] = int(value) if by_tag[m.group(1)] == "rank" and value.is_integer() else value
+        if params:
+            return base, params
+    return None
+
+
+def base_method_of(name: str) -> str | None:
+    """The catalogue method a result id stands for: itself for a catalogue method, the method of a
+    variant id (:func:`variant_id`), ``None`` for anything else."""
+    if name in METHODS:
+        return name
+    parsed = parse_variant(name)
+    return parsed[0] if parsed else None

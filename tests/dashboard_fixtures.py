@@ -2,7 +2,8 @@
 
 :func:`write_fixture_store` writes every result kind of ``talos_core/evaluation/SCHEMA.md`` for
 2 fine-tuning methods (``nonlinear``, ``talos``) × 3 tasks, plus masks for ``talos`` and ``lota``, a
-preview cache, efficiency, comparison, sharing, linearization, sparsity ablation and a suite record.
+preview cache, efficiency, comparison, sharing, linearization, sparsity ablation, a sparsity selection
+and a suite record.
 Numbers are plausible (TaLoS is more disentangled than non-linear FT) but made up.
 
 ``tests/conftest.py`` registers this module as a pytest plugin (``pytest_plugins``), so every test module
@@ -182,7 +183,7 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
         store.write_result("preview", name, {"tasks": list(TASKS), "eval_tasks": eval_tasks, "n_per_task": n,
                                              "labels": labels, "arrays": f"{name}.safetensors"})
 
-    # efficiency, comparison, sparsity ablation, suite
+    # efficiency, comparison, sparsity ablation, selection, suite
     eff = []
     for m in METHODS:
         for t in TASKS:
@@ -207,6 +208,20 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
         [{"sparsity": s, "addition_abs": 0.6 + 0.2 * s, "addition_norm": 0.7 + 0.25 * s,
           "negation_target": 0.3 - 0.2 * s, "negation_control": 0.58, "single_task_acc": 0.95 - 0.05 * s}
          for s in (0.5, 0.9, 0.99)]))
+    sel, values = [], (0.5, 0.9, 0.99)  # TaLoS sparsity chosen per task by validation negation
+    for i, t in enumerate(TASKS):
+        for j, k in enumerate(values):
+            target = 0.2 + 0.05 * abs(i - j)
+            sel.append({"task": t, "value": k, "best_alpha": round(0.5 / (1 - k), 4), "target_val_acc": target,
+                        "control_val_acc": 0.57, "score": target, "single_val_acc": 0.9, "chosen": i == j,
+                        "run_id": f"run-{t}-{k}"})
+    store.write_table("selection", _name("talos"), pd.DataFrame(sel), param="sparsity", values=list(values),
+                      choices={t: {"sparsity": values[i]} for i, t in enumerate(TASKS)},
+                      overrides={t: {"sparsity": values[i]} for i, t in enumerate(TASKS)},
+                      runs={t: f"run-{t}-{values[i]}" for i, t in enumerate(TASKS)},
+                      rule="lowest validation target accuracy of task negation with the control at >= 0.95 x "
+                           "its zero-shot accuracy", keep=0.95, control_task=CONTROL, method="talos", model=MODEL,
+                      suite=SUITE)
     store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
                                         "methods": list(METHODS), "command": "synthetic fixture (tests)",
                                         "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})

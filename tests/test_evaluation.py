@@ -158,6 +158,48 @@ def test_alpha_grid_paper_and_sparse():
         disentanglement_alphas(0)
 
 
+def _fake_runs(sparsities: dict, sparse: bool = True) -> dict:
+    from types import SimpleNamespace
+
+    return {t: SimpleNamespace(manifest=SimpleNamespace(sparse_method=sparse, sparsity=k if sparse else None))
+            for t, k in sparsities.items()}
+
+
+def test_run_alpha_grid_mixed_sparsities_is_the_union_of_the_tasks_grids():
+    from talos_core.evaluation.runs import run_alpha_grid, run_sparsities, task_alpha_grids
+
+    same = _fake_runs({"a": 0.9, "b": 0.9})
+    assert run_alpha_grid(same, 0.25) == ([0.0, 2.5, 5.0, 7.5, 10.0], 0.9)
+    assert run_alpha_grid(_fake_runs({"a": None, "b": None}, sparse=False), 0.5) == ([0.0, 0.5, 1.0], None)
+    mixed = _fake_runs({"a": 0.5, "b": 0.9, "c": 0.5})
+    alphas, sparsity = run_alpha_grid(mixed, 0.25)
+    assert sparsity is None and alphas == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 5.0, 7.5, 10.0]
+    assert set(arith.alpha_grid(0.5, sparse=True, step=0.25)) <= set(alphas)  # every task's own grid is in it
+    assert alphas[-1] == arith.alpha_grid(0.9, sparse=True, step=0.25)[-1]  # reaching 1/(1 - k_max)
+    assert task_alpha_grids(mixed, 0.25) == {"a": [0.0, 0.5, 1.0, 1.5, 2.0], "b": [0.0, 2.5, 5.0, 7.5, 10.0],
+                                             "c": [0.0, 0.5, 1.0, 1.5, 2.0]}
+    assert run_sparsities(mixed) == {"a": 0.5, "b": 0.9, "c": 0.5}
+    with pytest.raises(TalosError, match="mix sparse and dense"):
+        run_alpha_grid({**same, "d": _fake_runs({"d": None}, sparse=False)["d"]})
+
+
+def test_task_negation_with_a_grid_per_target():
+    ctx = _linear_ctx(n_tasks=3)
+    vecs = {t: _random_vector(ctx.model, ["proj.weight"], 0.5, seed=i) for i, t in enumerate(["lin0", "lin1"])}
+    grids = {"lin0": [0.0, 0.5, 1.0], "lin1": [0.0, 2.0, 4.0, 6.0]}
+    res = arith.task_negation(ctx, vecs, "lin2", grids)
+    for t, g in grids.items():
+        for split in ("val", "test"):
+            part = res.table[(res.table.target == t) & (res.table.split == split)]
+            assert part["alpha"].tolist() == g
+        assert res.selected[t] in g
+        alone = arith.task_negation(ctx, {t: vecs[t]}, "lin2", g)  # the same as negating it on its own grid
+        assert alone.selected[t] == res.selected[t]
+        assert np.allclose(alone.table["target_acc"], res.table[res.table.target == t]["target_acc"])
+    assert res.alphas == [0.0, 0.5, 1.0, 2.0, 4.0, 6.0]
+    assert arith.task_negation(ctx, vecs, "lin2", [0.0, 1.0]).alphas == [0.0, 1.0]
+
+
 def test_layer_types_all_three_families():
     from talos_core.models import load_model
 

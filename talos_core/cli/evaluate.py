@@ -11,6 +11,13 @@ Example::
     talos evaluate addition --model tiny-text --tasks tweets,drug-reviews --method talos \\
         --steps 20 --max-train 256 --max-test 128 --store /tmp/store --quiet
     talos evaluate posthoc --method ties --model tiny-text --tasks tweets,drug-reviews --steps 20 --quiet
+
+Per-task hyperparameter selection (paper App. "Hyperparameter selection"), then the selected runs, then
+the fixed-sparsity row beside them::
+
+    talos evaluate selection --method talos --param sparsity --values 0.5,0.8,0.9,0.95,0.99 ...
+    talos evaluate addition --method talos --use-selection ...
+    talos evaluate addition --method talos --sparsity 0.9 --result-method talos-k0.9 ...
 """
 
 from __future__ import annotations
@@ -25,6 +32,22 @@ from talos_core.cli.common import add_run_arguments, number, positive_int, reque
 from talos_core.errors import TalosError
 
 
+def candidate_values(text: str) -> tuple[int | float, ...]:
+    """``"8,16,64"`` → ``(8, 16, 64)``, ``"0.5,1e-4"`` → ``(0.5, 0.0001)``: integers stay integers (ranks)."""
+    out: list[int | float] = []
+    for v in (v.strip() for v in text.split(",")):
+        if not v:
+            continue
+        try:
+            out.append(int(v))
+        except ValueError:
+            try:
+                out.append(float(v))
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    return tuple(out)
+
+
 def numbers(text: str) -> tuple[float, ...]:
     """``"0.5,0.9"`` → ``(0.5, 0.9)``."""
     try:
@@ -36,7 +59,7 @@ def numbers(text: str) -> tuple[float, ...]:
 #: the flags of protocol settings: (flag, the settings field it sets, type, help, the protocols it applies to
 #: (None: every protocol whose settings have that field)); a flag not given leaves the protocol's default
 SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] | None], ...] = (
-    ("--control-task", "control_task", str, "control task of negation, posthoc and sparsity-ablation "
+    ("--control-task", "control_task", str, "control task of negation, posthoc, sparsity-ablation and selection "
                                             "(default: the registered control task)", None),
     ("--grid", "grid", positive_int, "disentanglement grid size per axis (default: 20, as the paper)", None),
     ("--range", "alpha_range", number, "disentanglement alpha range [-R, R] (default: 3, as the paper)", None),
@@ -47,12 +70,17 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
     ("--samples", "samples", positive_int, "sharing: Fisher examples per task (default: 128)", None),
     ("--compare-method", "compare_method", str, "masks: also compute per-task mask IoU against this method", None),
     ("--preview-points", "points", positive_int, "preview: test points per task (default: 512)", ("preview",)),
-    ("--alpha-step", "alpha_step", number, "alpha grid step of addition, negation, posthoc and sparsity-ablation "
-                                           "(default: 0.05, as the paper; x 1/(1-sparsity) for sparse methods)", None),
+    ("--alpha-step", "alpha_step", number, "alpha grid step of addition, negation, posthoc, sparsity-ablation and "
+                                           "selection (default: 0.05, as the paper; x 1/(1-sparsity) for sparse "
+                                           "methods)", None),
     ("--posthoc-points", "max_points", positive_int, "posthoc: hyperparameter grid points tried, spread evenly "
                                                      "(default: the whole grid)", None),
     ("--sparsities", "sparsities", numbers, "sparsity-ablation: comma-separated sparsities "
                                             "(default: 0.5,0.9,0.95,0.99)", None),
+    ("--param", "param", str, "selection: the hyperparameter chosen per task: sparsity (sparse methods), rank "
+                              "(llora) or lr (default: sparsity)", None),
+    ("--values", "values", candidate_values, "selection: comma-separated candidates (default: 0.5,0.8,0.9,0.95,0.99 "
+                                             "for sparsity, 8,16,64 for rank; lr needs them)", None),
     ("--eval-seed", "seed", int, "seed of evaluation subsets and noise (default: 0)", None),
     ("--eval-batch-size", "batch_size", positive_int, "evaluation batch size (default: 128; posthoc and "
                                                       "sparsity-ablation: the device's)", None),
@@ -82,6 +110,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     for flag, _name, kind, text, _only in SETTING_FLAGS:
         p.add_argument(flag, type=kind, help=text)
     p.add_argument("--no-train", action="store_true", help="fail instead of fine-tuning missing runs")
+    p.add_argument("--use-selection", action="store_true",
+                   help="evaluate the run chosen per task by the stored selection of this method, suite and model "
+                        "(talos evaluate selection)")
+    p.add_argument("--result-method", default=None,
+                   help="write the results under this id instead of the method: a variant id such as talos-k0.9 "
+                        "(a separate, labelled row)")
     p.set_defaults(handler=_evaluate)
 
 
@@ -123,8 +157,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     overrides = overrides_from_args(args, tasks[0] if tasks else "tweets")
     t0 = time.perf_counter()
     store = Store(args.store)
+    task_overrides = None
+    if args.use_selection:
+        from talos_core.evaluation.selection import selected_overrides
+        from talos_core.methods.posthoc import BASE_METHOD
+
+        of = BASE_METHOD if protocol.method_kind == "posthoc" else args.method  # post-hoc merges its runs
+        task_overrides = selected_overrides(store, args.suite, args.model, of, tasks)
     out = evaluate(store, protocol.name, args.model, tasks, args.method, suite=args.suite, settings=settings,
-                   overrides=overrides, train=not args.no_train, progress=not args.quiet, force=args.force)
+                   overrides=overrides, train=not args.no_train, progress=not args.quiet, force=args.force,
+                   task_overrides=task_overrides, result_method=args.result_method)
     print(f"{protocol.name} | {args.model} | {args.method} | tasks: {', '.join(tasks) or '-'}")
     print(out.summary())
     for kind, name in out.results:

@@ -18,6 +18,8 @@ lazily, so ``import talos_core.evaluation.preview`` stays light):
 * :mod:`~talos_core.evaluation.request` — :class:`EvalRequest` / :class:`EvalOutcome`, per-model table upserts;
 * :mod:`~talos_core.evaluation.posthoc` — the ``posthoc`` protocol (post-hoc methods, hyperparameters on val);
 * :mod:`~talos_core.evaluation.ablation` — the ``sparsity-ablation`` protocol;
+* :mod:`~talos_core.evaluation.selection` — the ``selection`` protocol (per-task hyperparameters by validation
+  task negation) and :func:`selected_overrides`;
 * :mod:`~talos_core.evaluation.protocols` — the protocol registry and :func:`evaluate`, used by
   ``talos evaluate`` and the suites.
 """
@@ -41,6 +43,7 @@ _EXPORTS = {
     "linearization_table": "linearization",
     "build_preview": "preview", "save_preview": "preview",
     "efficiency_table": "reports", "comparison_table": "reports",
+    "select_by_negation": "selection", "selected_overrides": "selection",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -25,7 +25,7 @@ from talos_core.evaluation.request import (
     fmt,
 )
 from talos_core.evaluation.runs import run_alpha_grid
-from talos_core.schema import result_name
+from talos_core.schema import result_name, variant_id
 from talos_core.store import Store
 
 
@@ -61,8 +61,10 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     for sparsity in s.sparsities:
         runs = req.runs(overrides={**req.overrides, "sparsity": sparsity})
         alphas, _ = run_alpha_grid(runs, s.alpha_step)
-        known = _stored_summaries(req.store, req.suite, req.model, req.method, {t: r.id for t, r in runs.items()},
-                                  alphas, control)
+        ids = {t: r.id for t, r in runs.items()}
+        known = None  # the suite may have evaluated these runs under the method or its fixed-sparsity variant
+        for rid in dict.fromkeys((req.result_id, variant_id(req.method, sparsity=sparsity))):
+            known = known or _stored_summaries(req.store, req.suite, req.model, rid, ids, alphas, control)
         if known is not None:  # these very runs were already evaluated by the suite (the method's own sparsity)
             add_summary, neg_summary, single, ex, ci95 = known
         else:
@@ -85,10 +87,10 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
             examples[f"{sparsity:g}"] = ex
         rows.append(row)
     table = pd.DataFrame(rows)
-    name = req.name(req.method)
+    name = req.name(req.result_id)
     extra = {"examples": examples, "bootstrap": stats.bootstrap_settings()} if examples else {}
-    req.store.write_table("sparsity_ablation", name, table, method=req.method, model=req.model, suite=req.suite,
-                          **extra)
+    req.store.write_table("sparsity_ablation", name, table, method=req.result_id, model=req.model, suite=req.suite,
+                          **req.result_meta(), **extra)
     lines = [f"sparsity {r.sparsity:g}: addition abs {fmt(r.addition_abs)} | norm {fmt(r.addition_norm)} | "
              f"negation target {fmt(r.negation_target)} | control {fmt(r.negation_control)} | "
              f"single-task {fmt(r.single_task_acc)}" for r in table.itertuples()]

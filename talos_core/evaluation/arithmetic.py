@@ -355,34 +355,38 @@ def select_negation_alpha(curve: pd.DataFrame, control_zero_shot: float,
 
 
 def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_task: str,
-                  alphas: Sequence[float], *, mode: Mode = "nonlinear", threshold: float = CONTROL_THRESHOLD,
-                  progress: bool = False) -> NegationResult:
+                  alphas: Sequence[float] | Mapping[str, Sequence[float]], *, mode: Mode = "nonlinear",
+                  threshold: float = CONTROL_THRESHOLD, progress: bool = False) -> NegationResult:
     """Task negation ``θ0 − α τ_t`` per target t (paper Sec. 4.1 "Task Negation", App. α tuning).
 
     For each target and α, target and control accuracies are measured on val and test under ONE
     edit. α is chosen on val: minimal target accuracy with control ≥ ``threshold`` × the
     pre-trained control accuracy; test values at that α are reported, with the test correctness
     behind them (``examples``) and their 95% bootstrap intervals (``ci95``,
-    :func:`talos_core.evaluation.stats.negation_intervals`).
+    :func:`talos_core.evaluation.stats.negation_intervals`). ``alphas`` is one grid, or
+    ``{target: grid}`` (each target's own grid, e.g. per-task sparsities); ``alphas`` of the result is
+    then their union.
     """
     if control_task in vectors:
         raise TalosError(f"control task {control_task!r} is also a negation target; pick another control task")
     ctx.spec(control_task)
-    if not alphas:
+    grids = {t: list(alphas[t] if isinstance(alphas, Mapping) else alphas) for t in vectors}
+    if not all(grids.values()):
         raise TalosError("the alpha grid is empty")
     zs = {s: ctx.zero_shot(control_task, s) for s in SPLITS}
     rows, selected, per_task, examples = [], {}, [], {}
     for target, tv in vectors.items():
+        alphas_t = grids[target]
         items = [(target, "val"), (target, "test"), (control_task, "val"), (control_task, "test")]
-        accs, correct = alpha_curve_examples(ctx, items, tv, alphas, sign=-1.0, mode=mode, progress=progress)
-        for i, a in enumerate(alphas):
+        accs, correct = alpha_curve_examples(ctx, items, tv, alphas_t, sign=-1.0, mode=mode, progress=progress)
+        for i, a in enumerate(alphas_t):
             for k, s in enumerate(SPLITS):
                 rows.append({"target": target, "alpha": float(a), "split": s, "target_acc": accs[i, k],
                              "control_acc": accs[i, 2 + k]})
         curve = pd.DataFrame([r for r in rows if r["target"] == target and r["split"] == "val"])
         best = select_negation_alpha(curve, zs["val"], threshold)
         selected[target] = best
-        i = int(np.argmin(np.abs(np.asarray(alphas, dtype=float) - best)))
+        i = int(np.argmin(np.abs(np.asarray(alphas_t, dtype=float) - best)))
         per_task.append({"target": target, "alpha": best, "target_acc": accs[i, 1], "control_acc": accs[i, 3]})
         examples[target] = {"target": _at(ctx, correct, i, 1, target, "test"),
                             "control": _at(ctx, correct, i, 3, control_task, "test")}
@@ -391,8 +395,10 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
     summary = {"target_acc": float(per["target_acc"].mean()), "control_acc": float(per["control_acc"].mean())}
     ci95 = stats.negation_intervals({t: e["target"] for t, e in examples.items()},
                                     {t: e["control"] for t, e in examples.items()})
+    union = sorted({float(a) for g in grids.values() for a in g})
     return NegationResult(table, control_task, selected, zs, per, summary, threshold,
-                          [float(a) for a in alphas], mode, examples, ci95)
+                          union if isinstance(alphas, Mapping) else [float(a) for a in alphas], mode, examples,
+                          ci95)
 
 
 def default_control_task(tasks: Sequence[str]) -> str:

@@ -82,14 +82,14 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     _, hp, merged, singles = best
     fine = arith.finetuned_accuracies(ctx, singles, "nonlinear")
     add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
-    name = req.name(method)
-    common = dict(method=method, model=req.model, suite=req.suite, hyperparameters=hp, base_method=BASE_METHOD,
-                  runs=run_ids)
+    name = req.name(req.result_id)
+    common = dict(method=req.result_id, model=req.model, suite=req.suite, hyperparameters=hp,
+                  base_method=BASE_METHOD, runs=run_ids, **req.result_meta())
     req.store.write_table("addition", name, add.table, **add.extra(), **common)
     neg = arith.task_negation(ctx, singles, control, alphas)
     req.store.write_table("negation", name, neg.table, **neg.extra(), **common)
-    single = arith.single_task_result(ctx, singles, method, "nonlinear", finetuned=fine)
-    upsert(req.store, "single", req.name(), single.table, method, data=eval_data(ctx), run_ids=run_ids,
+    single = arith.single_task_result(ctx, singles, req.result_id, "nonlinear", finetuned=fine)
+    upsert(req.store, "single", req.name(), single.table, req.result_id, data=eval_data(ctx), run_ids=run_ids,
            model=req.model, suite=req.suite, examples=single.examples)
     ci = interval_text
     lines = [f"hyperparameters {hp} (chosen on val among {len(grid)}), on {BASE_METHOD} runs",

@@ -10,8 +10,15 @@ built: one-sentence :class:`~talos_core.errors.TalosError`) and a ``run(request,
 :data:`PROTOCOLS` lists them. Runs are found in the store (or fine-tuned first, see
 :mod:`talos_core.evaluation.runs`); all evaluation happens on one shared model instance at ``θ0``
 through an :class:`~talos_core.evaluation.context.EvalContext` (in-place edits, bitwise restore, no
-copies). Post-hoc methods (:mod:`talos_core.evaluation.posthoc`) and the sparsity ablation
-(:mod:`talos_core.evaluation.ablation`) are protocols too.
+copies). Post-hoc methods (:mod:`talos_core.evaluation.posthoc`), the sparsity ablation
+(:mod:`talos_core.evaluation.ablation`) and the per-task hyperparameter selection
+(:mod:`talos_core.evaluation.selection`) are protocols too.
+
+Per-task runs: ``evaluate(..., task_overrides={task: {...}})`` merges fine-tuning overrides per task over
+``overrides`` (e.g. :func:`~talos_core.evaluation.selection.selected_overrides`, the per-task choices of a
+stored ``selection``); ``result_method`` writes the results under another id than the method (a variant
+id such as ``talos-k0.9``, :func:`talos_core.schema.variant_id`), so a fixed-hyperparameter row can sit
+next to the selected one.
 """
 
 from __future__ import annotations
@@ -42,8 +49,9 @@ from talos_core.evaluation.request import (
     same_data,
     upsert,
 )
-from talos_core.evaluation.runs import run_alpha_grid, run_eval_mode
-from talos_core.schema import check_suite, slug
+from talos_core.evaluation.runs import run_alpha_grid, run_eval_mode, run_sparsities, task_alpha_grids
+from talos_core.evaluation.selection import SelectionSettings, run_selection
+from talos_core.schema import base_method_of, check_suite, slug
 from talos_core.store import Run, Store
 from talos_core.vectors import TaskVector
 
@@ -175,9 +183,9 @@ def _single(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
     name = req.name()
     data = eval_data(ev.ctx)
     known = _known_zero_shot(req.store, name, data)
-    res = arith.single_task_result(ev.ctx, ev.vectors, req.method, ev.modes, zero_shot=known)
+    res = arith.single_task_result(ev.ctx, ev.vectors, req.result_id, ev.modes, zero_shot=known)
     table = res.table
-    upsert(req.store, "single", name, table, req.method, data=data, run_ids=_run_ids(ev.runs), model=req.model,
+    upsert(req.store, "single", name, table, req.result_id, data=data, run_ids=_run_ids(ev.runs), model=req.model,
            suite=req.suite, examples=res.examples)
     lines = [f"{r.task}: zero-shot {fmt(r.zero_shot_acc)} -> fine-tuned {fmt(r.finetuned_acc)} ({r.split})"
              for r in table.itertuples()]
@@ -202,15 +210,22 @@ def _known_zero_shot(store: Store, name: str, data: dict) -> dict[tuple[str, str
     return out
 
 
+def _mixed_sparsities(runs: Mapping[str, Run]) -> dict:
+    """``{"sparsities": {task: k}}`` when the runs' sparsities differ (per-task selection), else ``{}``."""
+    ks = run_sparsities(runs)
+    return {"sparsities": ks} if len(set(ks.values())) > 1 else {}
+
+
 def _addition(req: EvalRequest, s: AdditionSettings) -> EvalOutcome:
     ev = _evaluated(req, s.batch_size)
-    alphas, sparsity = run_alpha_grid(ev.runs, s.alpha_step)
+    alphas, sparsity = run_alpha_grid(ev.runs, s.alpha_step)  # one α for all; mixed sparsities: the grids' union
     mode = common_mode(ev.runs)
     ref = arith.finetuned_accuracies(ev.ctx, ev.vectors, mode)
     res = arith.task_addition(ev.ctx, ev.vectors, ref, alphas, mode=mode, sparsity=sparsity, progress=req.progress)
-    name = req.name(req.method)
-    req.store.write_table("addition", name, res.table, **res.extra(), method=req.method, model=req.model,
-                          suite=req.suite, runs=_run_ids(ev.runs))
+    name = req.name(req.result_id)
+    req.store.write_table("addition", name, res.table, **res.extra(), **_mixed_sparsities(ev.runs),
+                          method=req.result_id, model=req.model, suite=req.suite, runs=_run_ids(ev.runs),
+                          **req.result_meta())
     lines = [f"selected alpha {res.selected_alpha:g} (on val, grid {alphas[0]:g}..{alphas[-1]:g})",
              f"test: absolute acc {fmt(res.summary['abs_acc'])} | normalized acc {fmt(res.summary['norm_acc'])}"]
     return EvalOutcome("addition", res.table, [("addition", name)], lines)
@@ -219,12 +234,15 @@ def _addition(req: EvalRequest, s: AdditionSettings) -> EvalOutcome:
 def _negation(req: EvalRequest, s: NegationSettings) -> EvalOutcome:
     control = check_control_task(s.control_task or arith.default_control_task(req.tasks), req.tasks)
     ev = _evaluated(req, s.batch_size, [control])
-    alphas, _sparsity = run_alpha_grid(ev.runs, s.alpha_step)
+    grids = task_alpha_grids(ev.runs, s.alpha_step)  # α is chosen per target, on that target's own grid
+    mixed = len({tuple(g) for g in grids.values()}) > 1
+    alphas = grids if mixed else next(iter(grids.values()))
     mode = common_mode(ev.runs)
     res = arith.task_negation(ev.ctx, ev.vectors, control, alphas, mode=mode, progress=req.progress)
-    name = req.name(req.method)
-    req.store.write_table("negation", name, res.table, **res.extra(), method=req.method, model=req.model,
-                          suite=req.suite, runs=_run_ids(ev.runs))
+    name = req.name(req.result_id)
+    req.store.write_table("negation", name, res.table, **res.extra(), **({"alpha_grids": grids} if mixed else {}),
+                          **_mixed_sparsities(ev.runs), method=req.result_id, model=req.model, suite=req.suite,
+                          runs=_run_ids(ev.runs), **req.result_meta())
     lines = [f"control {control}: zero-shot test acc {fmt(res.control_zero_shot_acc['test'])}"]
     lines += [f"{r.target}: alpha {r.alpha:g} | target acc {fmt(r.target_acc)} | control acc {fmt(r.control_acc)}"
               for r in res.per_task.itertuples()]
@@ -245,10 +263,10 @@ def _disentanglement(req: EvalRequest, s: DisentanglementSettings) -> EvalOutcom
     for t1, t2 in itertools.combinations(list(ev.vectors), 2):
         res = disentanglement_error(ev.ctx, t1, t2, ev.vectors[t1], ev.vectors[t2], alphas1=alphas, points=s.points,
                                     seed=s.seed, mode=mode, progress=req.progress)
-        name = req.name(req.method, t1, t2)
+        name = req.name(req.result_id, t1, t2)
         req.store.write_result("disentanglement", name, {
-            **res.payload(model=req.model, method=req.method, search_region=arith.search_region(add_alphas)),
-            "suite": req.suite})
+            **res.payload(model=req.model, method=req.result_id, search_region=arith.search_region(add_alphas)),
+            "suite": req.suite, **req.result_meta()})
         written.append(("disentanglement", name))
         for i, a1 in enumerate(res.alphas1):
             for j, a2 in enumerate(res.alphas2):
@@ -264,9 +282,10 @@ def _localization(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
 
     ev = _evaluated(req, s.batch_size)
     res = function_localization(ev.ctx, ev.vectors, ev.modes)
-    name = req.name(req.method)
-    req.store.write_result("localization", name, {**res.payload(), "method": req.method, "model": req.model,
-                                                   "suite": req.suite, "runs": _run_ids(ev.runs)})
+    name = req.name(req.result_id)
+    req.store.write_result("localization", name, {**res.payload(), "method": req.result_id, "model": req.model,
+                                                   "suite": req.suite, "runs": _run_ids(ev.runs),
+                                                   **req.result_meta()})
     table = pd.DataFrame(res.matrix, index=res.rows, columns=res.tasks)
     lines = ["rows = fine-tuned on, cols = evaluated on (acc / zero-shot acc):",
              table.round(4).to_string()]
@@ -279,9 +298,9 @@ def _linearization(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
     from talos_core.evaluation.linearization import linearization_table
 
     ev = _evaluated(req, s.batch_size)
-    table = linearization_table(ev.ctx, ev.vectors, req.method, ev.modes)
+    table = linearization_table(ev.ctx, ev.vectors, req.result_id, ev.modes)
     name = req.name()
-    upsert(req.store, "linearization", name, table, req.method, model=req.model, suite=req.suite,
+    upsert(req.store, "linearization", name, table, req.result_id, model=req.model, suite=req.suite,
            data=eval_data(ev.ctx))
     lines = [f"{r.task}: fine-tuned {fmt(r.finetuned_acc)} | post-hoc linearized {fmt(r.linearized_acc)}"
              for r in table.itertuples()]
@@ -294,8 +313,8 @@ def _preview(req: EvalRequest, s: PreviewSettings) -> EvalOutcome:
 
     ev = _evaluated(req, s.batch_size)
     cache = build_preview(ev.ctx, ev.vectors, points=s.points, seed=s.seed)
-    name = req.name(req.method)
-    save_preview(req.store, name, cache, method=req.method, model=req.model, suite=req.suite)
+    name = req.name(req.result_id)
+    save_preview(req.store, name, cache, method=req.result_id, model=req.model, suite=req.suite, **req.result_meta())
     rows = []
     for a in (0.0, 0.5, 1.0):
         accs = preview_accuracy(cache, {t: a for t in cache.tasks})
@@ -311,12 +330,13 @@ def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
     from talos_core.evaluation.reports import EFFICIENCY_COLUMNS, efficiency_summary, efficiency_table
 
     full = efficiency_table(req.runs().values())
+    full["method"] = req.result_id
     name = req.name()
-    merged, _ = merged_rows(req.store, "efficiency", name, full, req.method)
+    merged, _ = merged_rows(req.store, "efficiency", name, full, req.result_id)
     summary = efficiency_summary(merged)
     req.store.write_table("efficiency", name, merged, summary=summary, model=req.model, suite=req.suite)
-    m = summary.get(req.method, {})
-    lines = [f"{req.method}: {fmt(m.get('time_per_step_s'))} s/step (fwd+bwd {fmt(m.get('fwd_bwd_s_mean'))} "
+    m = summary.get(req.result_id, {})
+    lines = [f"{req.result_id}: {fmt(m.get('time_per_step_s'))} s/step (fwd+bwd {fmt(m.get('fwd_bwd_s_mean'))} "
              f"+ opt {fmt(m.get('opt_s_mean'))}), peak memory {fmt(m.get('peak_memory_mb'))} MB"]
     return EvalOutcome("efficiency", full[EFFICIENCY_COLUMNS], [("efficiency", name)], lines)
 
@@ -333,13 +353,13 @@ def _masks(req: EvalRequest, s: MaskSettings) -> EvalOutcome:
     runs = req.runs()
     masks = {t: run_mask(r) for t, r in runs.items()}
     table = mask_table(masks)
-    name = req.name(req.method)
+    name = req.name(req.result_id)
     source = "mask" if all(r.mask() is not None for r in runs.values()) else "task_vector_support"
-    common = dict(model=req.model, suite=req.suite, source=source)
-    req.store.write_table("masks", name, table, method=req.method, **common)
+    common = dict(model=req.model, suite=req.suite, source=source, **req.result_meta())
+    req.store.write_table("masks", name, table, method=req.result_id, **common)
     names_iou, matrix = mask_iou_matrix(masks)
-    req.store.write_result("mask_iou", name, {"tasks": names_iou, "matrix": matrix.tolist(), "method": req.method,
-                                              **common})
+    req.store.write_result("mask_iou", name, {"tasks": names_iou, "matrix": matrix.tolist(),
+                                              "method": req.result_id, **common})
     written = [("masks", name), ("mask_iou", name)]
     agg = density_by_layer(table).groupby("layer_type")[["numel", "trainable"]].sum()
     lines = [f"{t}: density {table[table.task == t].trainable.sum() / max(table[table.task == t].numel.sum(), 1):.4f}"
@@ -348,13 +368,15 @@ def _masks(req: EvalRequest, s: MaskSettings) -> EvalOutcome:
     lines.append("IoU between tasks: " + "; ".join(
         f"{a}~{b} {matrix[i, j]:.3f}" for (i, a), (j, b) in itertools.combinations(enumerate(names_iou), 2)))
     if s.compare_method:
-        other = req.runs(s.compare_method, s.compare_overrides, force=False)
+        # the compared method's runs: its own overrides (the request's task overrides are for req.method)
+        other = req.runs(s.compare_method, dict(req.overrides) if s.compare_overrides is None else s.compare_overrides,
+                         force=False)
         cmp = cross_method_iou(masks, {t: run_mask(r) for t, r in other.items()})
         cname = f"{name}__vs__{slug(s.compare_method)}"
-        req.store.write_table("mask_iou", cname, cmp, methods=[req.method, s.compare_method], model=req.model,
+        req.store.write_table("mask_iou", cname, cmp, methods=[req.result_id, s.compare_method], model=req.model,
                               suite=req.suite)
         written.append(("mask_iou", cname))
-        lines += [f"IoU {req.method} vs {s.compare_method} on {r.task}: {r.iou:.4f}" for r in cmp.itertuples()]
+        lines += [f"IoU {req.result_id} vs {s.compare_method} on {r.task}: {r.iou:.4f}" for r in cmp.itertuples()]
     return EvalOutcome("masks", table, written, lines)
 
 
@@ -468,6 +490,8 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              method_kind="posthoc"),
     Protocol("sparsity-ablation", "addition, negation and single-task summaries of a sparse method at several "
              "sparsities", AblationSettings, sparsity_ablation),
+    Protocol("selection", "per task, choose a hyperparameter (sparsity, rank or lr) by validation task negation: "
+             "lowest target acc with the control at >= 95% of zero-shot", SelectionSettings, run_selection),
 )}
 """Every evaluation protocol, by name."""
 
@@ -497,12 +521,17 @@ def _check_tasks(tasks: Sequence[str]) -> tuple[str, ...]:
 # --------------------------------------------------------------------------------------------
 def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str] = (), method: str = "talos", *,
              suite: str = "default", settings: Any = None, overrides: Mapping[str, Any] | None = None,
-             train: bool = True, progress: bool = False, force: bool = False) -> EvalOutcome:
+             train: bool = True, progress: bool = False, force: bool = False,
+             task_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+             result_method: str | None = None) -> EvalOutcome:
     """Run ``protocol`` (see :data:`PROTOCOLS`) and write its results into ``store`` per SCHEMA.md.
 
     ``settings`` are the protocol's (its settings dataclass, or a dict of its fields; default: the
     defaults), validated before any (slow) fine-tuning starts. ``overrides``, ``train``, ``progress``
-    and ``force`` identify and create the runs (see :class:`~talos_core.evaluation.request.EvalRequest`).
+    and ``force`` identify and create the runs (see :class:`~talos_core.evaluation.request.EvalRequest`);
+    ``task_overrides[task]`` is merged over ``overrides`` for that task (a different run per task, e.g.
+    :func:`~talos_core.evaluation.selection.selected_overrides`); ``result_method`` is the id results are
+    written under (default: ``method``; a variant id of it such as ``talos-k0.9``).
     """
     store = Store(store) if not isinstance(store, Store) else store
     proto = get_protocol(protocol)
@@ -511,11 +540,53 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
     if proto.needs_tasks:
         tasks = _check_tasks(tasks)
     proto.check_method(method)
+    _check_result_method(result_method, method)
+    per_task = _check_task_overrides(task_overrides, model, tuple(tasks), method, proto, overrides)
     req = EvalRequest(store, suite, model, tuple(tasks), method, dict(overrides or {}), train=train,
-                      progress=progress, force=force)
+                      progress=progress, force=force, task_overrides=per_task, result_method=result_method)
     return proto.run(req, chosen)
+
+
+def _check_result_method(result_method: str | None, method: str) -> None:
+    """``result_method`` must be ``method`` or a variant id of it (:func:`talos_core.schema.variant_id`)."""
+    if result_method is None or result_method == method:
+        return
+    if not isinstance(result_method, str) or base_method_of(result_method) != method:
+        raise TalosError(f"result method {result_method!r} must be {method!r} or a variant id of it such as "
+                         f"'{method}-k0.9', '{method}-r16' or '{method}-lr0.0001'")
+
+
+#: fine-tuning settings that would change the evaluation data or device, which all tasks share
+_SHARED_SETTINGS = ("max_val", "max_test", "device", "eval_batch_size")
+
+
+def _check_task_overrides(task_overrides: Mapping[str, Mapping[str, Any]] | None, model: str,
+                          tasks: tuple[str, ...], method: str, proto: Protocol,
+                          overrides: Mapping[str, Any] | None) -> dict[str, dict]:
+    """Per-task overrides as plain dicts, every one checked (a valid request) before anything runs."""
+    from talos_core.evaluation.runs import build_request, merge_overrides
+    from talos_core.schema import METHODS
+
+    if not task_overrides:
+        return {}
+    if not isinstance(task_overrides, Mapping):
+        raise TalosError(f"task overrides must map task names to overrides, got {type(task_overrides).__name__}")
+    if proto.method_kind == "posthoc":
+        method = METHODS[method].base_method  # post-hoc methods merge this method's runs
+    out = {}
+    for task, extra in task_overrides.items():
+        if not isinstance(extra, Mapping):
+            raise TalosError(f"the overrides of task {task!r} must be a mapping, got {type(extra).__name__}")
+        shared = [k for k in _SHARED_SETTINGS if k in extra]
+        if shared:
+            raise TalosError(f"task overrides may not set {shared[0]!r} (task {task!r}): all tasks share the "
+                             f"evaluation data and device; set it in the overrides")
+        if task in tasks and proto.method_kind is not None:
+            build_request(model, task, method, merge_overrides(overrides, extra))
+        out[str(task)] = dict(extra)
+    return out
 
 
 __all__ = ["PROTOCOLS", "Protocol", "EvalOutcome", "EvalRequest", "evaluate", "get_protocol", "NoSettings",
            "EvalSettings", "AdditionSettings", "NegationSettings", "DisentanglementSettings", "MaskSettings",
-           "SharingSettings", "PreviewSettings", "PosthocSettings", "AblationSettings"]
+           "SharingSettings", "PreviewSettings", "PosthocSettings", "AblationSettings", "SelectionSettings"]

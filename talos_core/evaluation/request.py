@@ -33,8 +33,12 @@ class EvalRequest:
 
     ``overrides`` are :class:`~talos_core.pipeline.FinetuneRequest` fields (``steps``, ``max_train``,
     ``max_val``, ``max_test``, ``sparsity``, ...) identifying — or used to create — the runs;
-    ``max_val``/``max_test`` also set the evaluation data. ``train=False`` refuses to fine-tune missing
-    runs; ``force=True`` re-fine-tunes them; ``progress`` shows progress bars.
+    ``max_val``/``max_test`` also set the evaluation data. ``task_overrides`` (``{task: {...}}``) are
+    merged over ``overrides`` for their task: a different run per task, e.g. the per-task choices of a
+    ``selection`` result (:func:`~talos_core.evaluation.selection.selected_overrides`). ``result_method``
+    is the id results are written under (default: ``method``; a variant id such as ``talos-k0.9``, see
+    :func:`talos_core.schema.variant_id`). ``train=False`` refuses to fine-tune missing runs;
+    ``force=True`` re-fine-tunes them; ``progress`` shows progress bars.
     """
 
     store: Store
@@ -46,13 +50,33 @@ class EvalRequest:
     train: bool = True
     progress: bool = False
     force: bool = False
+    task_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    result_method: str | None = None
+
+    @property
+    def result_id(self) -> str:
+        """The method id results are written under (``result_method``, else ``method``)."""
+        return self.result_method or self.method
+
+    def result_meta(self) -> dict:
+        """Payload keys recording how the runs were chosen and under which id: ``variant_of`` when results
+        are written under another id than the method, ``task_overrides`` when runs differ per task."""
+        out: dict[str, Any] = {}
+        if self.result_id != self.method:
+            out["variant_of"] = self.method
+        if self.task_overrides:
+            out["task_overrides"] = {t: _jsonable(dict(o)) for t, o in self.task_overrides.items()
+                                     if t in self.tasks}
+        return out
 
     def runs(self, method: str | None = None, overrides: Mapping[str, Any] | None = None, *,
              force: bool | None = None) -> dict[str, Run]:
-        """``{task: run}`` of ``method`` (default: the request's) with ``overrides`` (default: the request's)."""
+        """``{task: run}`` of ``method`` (default: the request's) with ``overrides`` (default: the request's,
+        with its ``task_overrides`` merged in per task; explicit ``overrides`` are used as given)."""
         return resolve_runs(self.store, self.model, self.tasks, method or self.method,
                             overrides=self.overrides if overrides is None else overrides, train=self.train,
-                            progress=self.progress, force=self.force if force is None else force)
+                            progress=self.progress, force=self.force if force is None else force,
+                            task_overrides=self.task_overrides if overrides is None else None)
 
     def context(self, runs: Mapping[str, Run] | None, batch_size: int | None,
                 extra_tasks: Sequence[str] = ()) -> EvalContext:
@@ -173,6 +197,15 @@ def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str,
     if runs:
         payload["runs"] = runs
     store.write_table(kind, name, merged, **payload)
+
+
+def _jsonable(value: Any) -> Any:
+    """Tuples → lists, mappings → dicts, recursively (what a JSON round trip gives back)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------------------------

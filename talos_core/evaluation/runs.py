@@ -4,8 +4,13 @@ For each task the run is, in order of preference:
 
 1. the run of the exact request ``FinetuneRequest(model, task, method, **overrides)`` (same run id);
 2. otherwise the newest run in the store with the same model, task and method whose recorded request
-   agrees with every given override (and, for sparse methods, the same sparsity);
+   agrees with every given override (and, for sparse methods, the same sparsity; always the same method
+   options, e.g. the L-LoRA rank);
 3. otherwise it is fine-tuned now with :func:`talos_core.pipeline.run_finetune` (unless ``train=False``).
+
+``task_overrides`` (``{task: {...}}``, e.g. the per-task choices of a ``selection`` result,
+:func:`talos_core.evaluation.selection.selected_overrides`) are merged over ``overrides`` for their task
+(:func:`merge_overrides`), so a method can be evaluated with a different run per task.
 """
 
 from __future__ import annotations
@@ -19,6 +24,31 @@ from talos_core.store import Run, Store
 
 #: request fields that do not change what a run is
 _IRRELEVANT = {"device", "checkpoint_every", "eval_batch_size", "options"}
+
+
+def _options_dict(options: Any) -> dict:
+    if options is None:
+        return {}
+    if isinstance(options, Mapping):
+        return dict(options)
+    try:
+        return dict(options)
+    except (TypeError, ValueError):
+        raise TalosError(f"options must be a mapping or (key, value) pairs, got {options!r}") from None
+
+
+def merge_overrides(base: Mapping[str, Any] | None, extra: Mapping[str, Any] | None) -> dict:
+    """``extra`` over ``base``; method ``options`` are merged key by key (a dict in the result).
+
+    >>> merge_overrides({"steps": 5, "options": (("rank", 16), ("lora_alpha", 8))}, {"options": {"rank": 8}})
+    {'steps': 5, 'options': {'rank': 8, 'lora_alpha': 8}}
+    >>> merge_overrides({"steps": 5, "sparsity": 0.9}, {"sparsity": 0.5})
+    {'steps': 5, 'sparsity': 0.5}
+    """
+    out = dict(base or {})
+    for key, value in (extra or {}).items():
+        out[key] = {**_options_dict(out.get("options")), **_options_dict(value)} if key == "options" else value
+    return out
 
 
 def build_request(model: str, task: str, method: str, overrides: Mapping[str, Any] | None = None):
@@ -48,7 +78,7 @@ def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
             return False
     if get_method(req.method).sparse and run.manifest.sparsity != req.sparsity:
         return False
-    if dict(req.options) and run.manifest.config.get("options") != dict(req.options):
+    if (run.manifest.config.get("options") or {}) != dict(req.options):  # e.g. another L-LoRA rank
         return False
     return True
 
@@ -68,12 +98,19 @@ def find_run(store: Store, model: str, task: str, method: str,
 
 def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
                  overrides: Mapping[str, Any] | None = None, train: bool = True,
-                 progress: bool = False, force: bool = False) -> dict[str, Run]:
-    """``{task: run}`` for every task, fine-tuning the missing ones (``train=True``; all with ``force``)."""
+                 progress: bool = False, force: bool = False,
+                 task_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Run]:
+    """``{task: run}`` for every task, fine-tuning the missing ones (``train=True``; all with ``force``).
+
+    ``task_overrides[task]`` is merged over ``overrides`` for that task (:func:`merge_overrides`).
+    """
     from talos_core.pipeline import run_finetune
 
+    base = overrides
     out: dict[str, Run] = {}
     for task in tasks:
+        overrides = merge_overrides(base, task_overrides[task]) if task_overrides and task in task_overrides \
+            else base
         run = None if force else find_run(store, model, task, method, overrides)
         if force:
             run = run_finetune(build_request(model, task, method, overrides), store, force=True, progress=progress)
@@ -94,13 +131,38 @@ def run_eval_mode(run: Run) -> str:
     return mode
 
 
+def run_sparsity(run: Run) -> float | None:
+    """The sparsity that scales a run's α grid: its manifest's for sparse methods, else ``None``."""
+    return run.manifest.sparsity if run.manifest.sparse_method else None
+
+
 def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05) -> tuple[list[float], float | None]:
-    """The α grid for these runs (extended by 1/(1 − sparsity) for sparse methods) and the sparsity."""
+    """The α grid for these runs and their common sparsity (``None`` when mixed or not sparse).
+
+    Paper App. "Tuning of α": ``{0, step, …, 1}``, × ``1/(1 − k)`` for sparse methods, where ``k`` is the
+    sparsity of the task vector. ONE α scales every vector (``α_1 = … = α_T``); when the runs' sparsities
+    differ (per-task selection), the grid is the union of the tasks' own grids — it reaches
+    ``1/(1 − k_max)`` like the widest of them and keeps each task's resolution near 0 (a single grid
+    ``{0, step, …, 1} / (1 − k_max)`` would step by 5 for k_max = 0.99, skipping every useful α of a
+    k = 0.5 vector). Runs of sparse and dense methods cannot be mixed.
+    """
     from talos_core.evaluation.arithmetic import alpha_grid
 
     sparse = {r.manifest.sparse_method for r in runs.values()}
-    sparsities = {r.manifest.sparsity for r in runs.values()}
-    if len(sparse) > 1 or len(sparsities) > 1:
-        raise TalosError(f"runs disagree on sparsity ({sorted(map(str, sparsities))}); evaluate them separately")
-    is_sparse, sparsity = sparse.pop(), sparsities.pop()
-    return alpha_grid(sparsity, sparse=is_sparse and sparsity is not None, step=step), sparsity
+    if len(sparse) > 1:
+        raise TalosError("runs mix sparse and dense methods; evaluate one method at a time")
+    sparsities = sorted({run_sparsity(r) for r in runs.values()}, key=lambda k: -1.0 if k is None else k)
+    grids = [alpha_grid(k, sparse=k is not None, step=step) for k in sparsities]
+    if len(grids) == 1:
+        return grids[0], sparsities[0]
+    return sorted({a for g in grids for a in g}), None
+
+
+def task_alpha_grids(runs: Mapping[str, Run], step: float = 0.05) -> dict[str, list[float]]:
+    """Each task's own α grid (paper App. "Tuning of α"; task negation chooses α per target on it)."""
+    return {t: run_alpha_grid({t: r}, step)[0] for t, r in runs.items()}
+
+
+def run_sparsities(runs: Mapping[str, Run]) -> dict[str, float | None]:
+    """``{task: sparsity}`` of sparse methods' runs (``None`` for dense ones)."""
+    return {t: run_sparsity(r) for t, r in runs.items()}
