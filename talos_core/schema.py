@@ -117,6 +117,8 @@ KINDS: dict[str, ResultKind] = {k.name: k for k in (
     ResultKind("sparsity_ablation", ("model", "method"),
                columns=("sparsity", "addition_abs", "addition_norm", "negation_target", "negation_control",
                         "single_task_acc")),
+    ResultKind("learning_curve", ("model", "method"), columns=("method", "task", "step", "val_acc"),
+               fields=("budget", "rule")),
     ResultKind("suite", ()),
 )}
 """Every result kind of a store, in SCHEMA.md's order."""

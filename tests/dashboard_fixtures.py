@@ -2,7 +2,8 @@
 
 :func:`write_fixture_store` writes every result kind of ``talos_core/evaluation/SCHEMA.md`` for
 2 fine-tuning methods (``nonlinear``, ``talos``) × 3 tasks, plus masks for ``talos`` and ``lota``, a
-preview cache, efficiency, comparison, sharing, linearization, sparsity ablation and a suite record.
+preview cache, efficiency, comparison, sharing, linearization, sparsity ablation, learning curves and a suite
+record.
 Numbers are plausible (TaLoS is more disentangled than non-linear FT) but made up.
 
 ``tests/conftest.py`` registers this module as a pytest plugin (``pytest_plugins``), so every test module
@@ -207,6 +208,12 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
         [{"sparsity": s, "addition_abs": 0.6 + 0.2 * s, "addition_norm": 0.7 + 0.25 * s,
           "negation_target": 0.3 - 0.2 * s, "negation_control": 0.58, "single_task_acc": 0.95 - 0.05 * s}
          for s in (0.5, 0.9, 0.99)]))
+    for m in METHODS:  # saturating learning curves, every 10 steps up to 60
+        curve = [{"method": m, "task": t, "step": k,
+                  "val_acc": round(zs[t] + (ft[m][t] - zs[t]) * (1 - 0.5 ** (k / 10)), 4)}
+                 for t in TASKS for k in range(10, 61, 10)]
+        store.write_table("learning_curve", _name(m), pd.DataFrame(curve), budget=50, rule="synthetic fixture",
+                          tolerance=0.01, eval_every=10, steps=60)
     store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
                                         "methods": list(METHODS), "command": "synthetic fixture (tests)",
                                         "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})

@@ -53,6 +53,8 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
                                                      "(default: the whole grid)", None),
     ("--sparsities", "sparsities", numbers, "sparsity-ablation: comma-separated sparsities "
                                             "(default: 0.5,0.9,0.95,0.99)", None),
+    ("--tolerance", "tolerance", number, "learning-curve: accuracy gain below which a curve counts as plateaued "
+                                         "(default: 0.01); --eval-every and --steps set the curve", None),
     ("--eval-seed", "seed", int, "seed of evaluation subsets and noise (default: 0)", None),
     ("--eval-batch-size", "batch_size", positive_int, "evaluation batch size (default: 128; posthoc and "
                                                       "sparsity-ablation: the device's)", None),

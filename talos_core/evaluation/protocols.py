@@ -27,6 +27,7 @@ from talos_core.errors import TalosError, check_range, unknown
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.ablation import AblationSettings, sparsity_ablation
 from talos_core.evaluation.context import EvalContext
+from talos_core.evaluation.learning_curve import LearningCurveSettings, learning_curve
 from talos_core.evaluation.posthoc import PosthocSettings, evaluate_posthoc
 from talos_core.evaluation.request import (
     EvalOutcome,
@@ -467,6 +468,8 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              method_kind="posthoc"),
     Protocol("sparsity-ablation", "addition, negation and single-task summaries of a sparse method at several "
              "sparsities", AblationSettings, sparsity_ablation),
+    Protocol("learning-curve", "validation accuracy every eval_every steps while fine-tuning each task, and the "
+             "step budget where every curve has plateaued (within tolerance)", LearningCurveSettings, learning_curve),
 )}
 """Every evaluation protocol, by name."""
 
@@ -517,4 +520,4 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
 
 __all__ = ["PROTOCOLS", "Protocol", "EvalOutcome", "EvalRequest", "evaluate", "get_protocol", "NoSettings",
            "EvalSettings", "AdditionSettings", "NegationSettings", "DisentanglementSettings", "MaskSettings",
-           "SharingSettings", "PreviewSettings", "PosthocSettings", "AblationSettings"]
+           "SharingSettings", "PreviewSettings", "PosthocSettings", "AblationSettings", "LearningCurveSettings"]
