@@ -2,7 +2,8 @@
 
 Jobs: ``mask`` (calibrate and save a real TaLoS mask), ``train`` (time fine-tuning steps of one
 plan), ``calib`` (per-sample Fisher vmap vs loop, calibration vs fine-tuning time), ``grid`` (one
-evaluation-grid point vs one plain evaluation pass). Each prints ``RESULT {json}`` (see
+evaluation-grid point vs one plain evaluation pass), ``train_precision`` (a method trained in fp32 and
+bf16 side by side: time per step and validation accuracy). Each prints ``RESULT {json}`` (see
 :func:`bench.common.emit`). Workers call only the public engine API, so the same benchmark code
 measures the engine before and after an optimization.
 """
@@ -345,8 +346,102 @@ def job_grid(a: dict) -> dict:
     return out
 
 
+def job_train_precision(a: dict) -> dict:
+    """One method trained in fp32 and in bf16 autocast side by side: per-step wall times and validation accuracy.
+
+    Two model instances (one per precision) train in two threads that take turns step by step (lock-step:
+    exactly one trains at any moment, the order of ``a["order"]`` first), so a shared CPU's load changes hit
+    both alike. Each thread runs the method as ``talos finetune`` does (``MethodContext`` from a
+    ``FinetuneRequest``: calibration, schedule, the method's own forward), with ``train_config.precision`` set
+    to its precision. A step's time runs from when the thread gets its turn to the end of its step
+    (``on_step``); the first step, which also holds the method's set-up (TaLoS calibration), is left out of the
+    median. Afterwards each task vector is evaluated on the validation split in fp32, as the run would be.
+    """
+    import threading
+    from dataclasses import replace
+
+    from talos_core.inference.forward import accuracy
+    from talos_core.inference.precision import eval_precision, native_bf16
+    from talos_core.methods import get_method
+    from talos_core.methods.base import MethodContext
+    from talos_core.pipeline import FinetuneRequest, load_request_data
+
+    order = list(a["order"])
+    req = FinetuneRequest(model=a["model"], task=a["task"], method=a["method"], steps=a["steps"],
+                          batch_size=a["batch"], lr=a["lr"], max_train=a["max_train"], max_val=a["max_val"],
+                          max_test=8, calib_samples=a["calib_samples"], device=a["device"])
+    req.validate()
+    method = get_method(req.method)
+    data = load_request_data(req)
+    models = {}
+    for p in order:
+        models[p], task, _, _ = setup(a["model"], a["task"], a["device"], max_train=8, max_val=8, max_test=8)
+    cond = threading.Condition()
+    state = {"turn": 0, "done": set()}
+    times: dict[str, list[float]] = {p: [] for p in order}
+    outs, errors = {}, []
+
+    def hand_over(i: int, finished: bool = False) -> None:
+        with cond:
+            if finished:
+                state["done"].add(i)
+            others = [j for j in range(len(order)) if j not in state["done"] and j != i]
+            state["turn"] = others[0] if others else (i if i not in state["done"] else -1)
+            cond.notify_all()
+
+    def wait_turn(i: int) -> None:
+        with cond:
+            cond.wait_for(lambda: state["turn"] == i)
+
+    def train(i: int, p: str) -> None:
+        clock = {"start": 0.0}
+
+        def on_step(step: int, record: dict) -> None:
+            times[p].append(time.perf_counter() - clock["start"])
+            if step < req.train_config().steps:
+                hand_over(i)
+                wait_turn(i)
+                clock["start"] = time.perf_counter()
+
+        ctx = MethodContext(models[p], task, data, replace(req.train_config(), precision=p), sparsity=req.sparsity,
+                            seed=req.seed, calib_config=req.calib_config() if method.calibrates else None,
+                            progress=False, on_step=on_step)
+        wait_turn(i)
+        clock["start"] = time.perf_counter()
+        try:
+            outs[p] = method.run(ctx)
+        except BaseException as exc:  # reported by the parent; the other thread goes on alone
+            errors.append(f"{p}: {type(exc).__name__}: {exc}")
+        finally:
+            hand_over(i, finished=True)
+
+    threads = [threading.Thread(target=train, args=(i, p)) for i, p in enumerate(order)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    out = {"native_bf16": native_bf16(a["device"]), "val_examples": len(data.val), "train_examples": len(data.train),
+           "order": order}
+    with eval_precision("fp32"):
+        zero_shot = accuracy(models[order[0]], task, data.val, batch_size=32)
+        for p in order:
+            res = outs[p]
+            losses = [h["loss"] for h in res.history]
+            out[p] = {"step_s_median": statistics.median(times[p][1:] or times[p]), "step_s": times[p],
+                      "val_acc": accuracy(models[p], task, data.val, [(res.vector, 1.0)], mode=method.eval_mode,
+                                          batch_size=32),
+                      "final_loss_mean5": sum(losses[-5:]) / len(losses[-5:]), "vector_norm": res.vector.norm()}
+    ref, other = outs[order[0]].vector.to_dense(), outs[order[1]].vector.to_dense()
+    diff = math.sqrt(sum(float((ref[n] - other[n]).pow(2).sum()) for n in ref))
+    out["zero_shot_val_acc"] = zero_shot
+    out["vector_rel_diff"] = diff / max(outs[order[0]].vector.norm(), 1e-12)
+    return out
+
+
 JOBS = {"mask": job_mask, "train_time": job_train_time, "train_mem": job_train_mem, "calib": job_calib,
-        "grid": job_grid}
+        "grid": job_grid, "train_precision": job_train_precision}
 
 
 def main() -> None:

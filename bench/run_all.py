@@ -1,4 +1,4 @@
-"""Run every benchmark: calibration (which also caches the real TaLoS masks), fine-tuning, eval grid.
+"""Run every benchmark: calibration (also caches the real TaLoS masks), fine-tuning, eval grid, training precision.
 
 ``python -m bench.run_all [--device cuda] [--quick] [--models ...] [--json results.json]``
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from bench import bench_calibration, bench_eval_grid, bench_finetune
+from bench import bench_calibration, bench_eval_grid, bench_finetune, bench_train_precision
 from bench.common import common_parser, write_json
 
 
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = {}
     passthrough += ["--timeout", str(args.timeout)]
     for name, module in (("calibration", bench_calibration), ("finetune", bench_finetune),
-                         ("eval_grid", bench_eval_grid)):
+                         ("eval_grid", bench_eval_grid), ("train_precision", bench_train_precision)):
         extra = ["--json", str(args.json.with_name(f"{args.json.stem}-{name}.json"))] if args.json else []
         out[name] = module.main(passthrough + extra)
         print(flush=True)

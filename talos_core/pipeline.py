@@ -51,6 +51,9 @@ class FinetuneRequest:
     device: str = "auto"
     checkpoint_every: int = 0
     options: tuple[tuple[str, object], ...] = ()  # method-specific options, e.g. (("rank", 16),)
+    # auto/fp32/bf16; None = $TALOS_TRAIN_PRECISION, else auto (talos_core.inference.precision)
+    train_precision: str | None = None
+    eval_every: int = 0  # learning curve: validation accuracy every N steps and at the last (0 = off)
 
     def validate(self) -> None:
         get_model_spec(self.model)
@@ -63,6 +66,30 @@ class FinetuneRequest:
                 raise TalosError(f"{name} must be a positive integer, got {v!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise TalosError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
+        if self.train_precision is not None:
+            from talos_core.inference.precision import check_precision
+
+            check_precision(self.train_precision, "training precision")
+        if not isinstance(self.eval_every, int) or isinstance(self.eval_every, bool) or self.eval_every < 0:
+            raise TalosError(f"eval_every must be a non-negative integer (0 = no learning curve), "
+                             f"got {self.eval_every!r}")
+
+    def device_type(self) -> str:
+        """``"cuda"`` or ``"cpu"``: the kind of device the run trains on (without failing when CUDA is absent)."""
+        import torch
+
+        if self.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cuda" if self.device.startswith("cuda") else "cpu"
+
+    def resolved_train_precision(self) -> str:
+        """``"fp32"`` or ``"bf16"``: the training precision this run uses (the request's, else
+        ``$TALOS_TRAIN_PRECISION``, else ``auto``, resolved for the model's family and the device; see
+        :func:`talos_core.inference.precision.resolve_train_precision`)."""
+        from talos_core.inference.precision import resolve_train_precision
+
+        return resolve_train_precision(self.device_type(), self.train_precision,
+                                       family=get_model_spec(self.model).family)
 
     def train_config(self) -> TrainConfig:
         d = get_model_spec(self.model).defaults
@@ -70,7 +97,8 @@ class FinetuneRequest:
         return TrainConfig(steps=pick("steps") or 2000, batch_size=pick("batch_size") or 128,
                            lr=pick("lr") or 1e-5, weight_decay=pick("weight_decay") or 0.0,
                            warmup_steps=pick("warmup_steps") or 0, grad_clip=self.grad_clip, seed=self.seed,
-                           checkpoint_every=self.checkpoint_every)
+                           precision=self.resolved_train_precision(), checkpoint_every=self.checkpoint_every,
+                           eval_every=self.eval_every)
 
     def calib_config(self) -> CalibrationConfig:
         """The calibration settings, for methods that calibrate (``method.calibrates``)."""
@@ -81,13 +109,24 @@ class FinetuneRequest:
                                  target=self.score_target, param_set=self.param_set, seed=self.seed)
 
     def config_dict(self) -> dict:
-        """The resolved configuration (what the run id hashes)."""
+        """The resolved configuration (what the run id hashes).
+
+        ``checkpoint_every`` and ``eval_every`` are left out (neither changes the task vector). The training
+        precision enters as :func:`~talos_core.inference.precision.hashed_train_precision`: ``"auto"`` when the
+        resolved precision is what ``auto`` always meant before it could be chosen (fp32 on CPU, bf16 on CUDA)
+        — so every earlier run id stays valid — and the resolved ``"fp32"``/``"bf16"`` when it differs (bf16 on
+        a CPU, fp32 on a GPU).
+        """
+        from talos_core.inference.precision import hashed_train_precision
+
         method = get_method(self.method)
         out = {"model": self.model, "task": self.task, "method": self.method, "seed": self.seed,
                "train": self.train_config().to_dict(),
                "data": {"max_train": self.max_train, "max_val": self.max_val, "max_test": self.max_test},
                "options": dict(self.options)}
         out["train"].pop("checkpoint_every")
+        out["train"].pop("eval_every")
+        out["train"]["precision"] = hashed_train_precision(self.device_type(), out["train"]["precision"])
         if method.sparse:
             out["sparsity"] = self.sparsity
         if method.calibrates:
@@ -121,7 +160,8 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     device = resolve_device(req.device)
     model = prepared_model(req.model, task, device)
     method = get_method(req.method)
-    ctx = MethodContext(model, task, data, req.train_config(), sparsity=req.sparsity, seed=req.seed,
+    train_config = req.train_config()
+    ctx = MethodContext(model, task, data, train_config, sparsity=req.sparsity, seed=req.seed,
                         calib_config=req.calib_config() if method.calibrates else None, options=dict(req.options),
                         progress=progress, checkpoint_dir=store.checkpoint_dir(rid), on_step=on_step)
     out = method.run(ctx)
@@ -160,6 +200,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
         request={k: v for k, v in asdict(req).items() if k != "options"},
         data_sizes={"train": len(data.train), "val": len(data.val), "test": len(data.test)},
         metrics=metrics, timings=timings, info=out.info, history=out.history[::every], device=str(device),
-        versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), train_precision=train_config.precision,
+        curve=out.curve)
     atomic_write_json(staging / "manifest.json", manifest.to_dict())
     return store.commit(staging, rid)

@@ -151,6 +151,8 @@ KINDS: dict[str, ResultKind] = {k.name: k for k in (
                columns=("task", "value", "best_alpha", "target_val_acc", "control_val_acc", "score",
                         "single_val_acc", "chosen", "run_id"),
                fields=("param", "values", "choices", "overrides", "runs", "rule")),
+    ResultKind("learning_curve", ("model", "method"), columns=("method", "task", "step", "val_acc"),
+               fields=("budget", "rule")),
     ResultKind("suite", ()),
 )}
 """Every result kind of a store, in SCHEMA.md's order."""

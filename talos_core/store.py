@@ -97,7 +97,10 @@ class RunManifest:
     or ``null`` optional field takes its default (``eval_mode`` ``"nonlinear"``, empty objects).
     ``config`` is the resolved configuration the run id hashes, ``request`` the
     :class:`~talos_core.pipeline.FinetuneRequest` fields (without ``options``), ``metrics`` the run's own
-    evaluation (accuracies, mask density, ...), ``timings`` its per-iteration costs.
+    evaluation (accuracies, mask density, ...), ``timings`` its per-iteration costs, ``train_precision`` the
+    resolved training precision (``"fp32"``/``"bf16"``; absent from runs written before it was recorded, which
+    trained in fp32 on CPU and bf16 autocast on CUDA) and ``curve`` the learning curve (validation accuracy of
+    the model being trained every ``eval_every`` steps, when the request asked for one).
     """
 
     format: str = RUN_FORMAT
@@ -120,10 +123,15 @@ class RunManifest:
     device: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
+    train_precision: str | None = None  # the resolved training precision, "fp32" or "bf16" (None: older runs)
+    curve: list[dict] | None = None  # learning curve [{"step", "val_acc"}] ([]: not asked for; None: older runs)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``manifest.json`` (keys in field order)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The JSON object of ``manifest.json`` (keys in field order). The fields added after the format was
+        fixed (``train_precision``, ``curve``) are left out when ``None`` — absent from the file it was read
+        from — so a manifest written before them reads back to the same object; new runs write both."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not (f.name in _LATER_FIELDS and getattr(self, f.name) is None)}
 
     @classmethod
     def from_dict(cls, data: Any, source: str | Path) -> "RunManifest":
@@ -155,11 +163,14 @@ class RunManifest:
 
 
 _REQUIRED = ("model", "task", "method")
+#: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
+_LATER_FIELDS = ("train_precision", "curve")
 _KINDS: dict[str, tuple[type, ...]] = {
     "format": (str,), "run_id": (str,), "model": (str,), "task": (str,), "method": (str,), "family": (str,),
     "sparsity": (int, float), "seed": (int,), "eval_mode": (str,), "sparse_method": (bool,), "config": (dict,),
     "request": (dict,), "data_sizes": (dict,), "metrics": (dict,), "timings": (dict,), "info": (dict,),
-    "history": (list,), "device": (str,), "versions": (dict,), "created": (str,)}
+    "history": (list,), "device": (str,), "versions": (dict,), "created": (str,), "train_precision": (str,),
+    "curve": (list,)}
 _KIND_NAMES = {(str,): "a string", (int, float): "a number", (int,): "an integer", (bool,): "true or false",
                (dict,): "an object", (list,): "a list"}
 

@@ -50,6 +50,9 @@ class Scale:
     # text encoders, on AMX CPUs, fp32 elsewhere; "fp32" where shipped results must reproduce on any CPU
     # (training is always fp32 on CPU)
     eval_precision: str = "auto"
+    # training precision (FinetuneRequest.train_precision): None = $TALOS_TRAIN_PRECISION, else auto (bf16 on GPUs,
+    # fp32 on CPUs; bf16 on AMX CPUs only for families measured faster: none so far, bench/RESULTS.md)
+    train_precision: str | None = None
 
     def lr_for(self, method: str) -> float | None:
         return dict(self.lr_by_method).get(method, self.lr)
@@ -137,11 +140,13 @@ def get_suite(name: str) -> SuiteSpec:
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
               methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
               log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
-              eval_precision: str | None = None) -> dict:
+              eval_precision: str | None = None, train_precision: str | None = None) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
     :mod:`talos_core.inference.precision`); the precision it resolved to is part of the suite record.
+    Fine-tuning uses the scale's ``train_precision`` (``train_precision`` overrides it), which is part of
+    every run's request.
 
     The suite's record (``results/suite/<name>.json``) is rewritten after every step with
     ``complete: false`` and the steps done so far; ``resume=True`` (``talos suite ... --resume``)
@@ -155,6 +160,12 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     if scale not in spec.scales:
         raise unknown(f"scale of suite {name!r}", scale, spec.scales)
     precision = check_precision(eval_precision or spec.scales[scale].eval_precision)
+    if train_precision is not None:
+        from dataclasses import replace
+
+        check_precision(train_precision, "training precision")
+        pinned = replace(spec.scales[scale], train_precision=train_precision)
+        spec = replace(spec, scales={**spec.scales, scale: pinned})
     with precision_block(precision):
         return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
                           progress=progress, resume=resume)
@@ -204,6 +215,8 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     tasks, control = tuple(spec.tasks), spec.control_task
     base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
             "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
+    if sc.train_precision is not None:
+        base["train_precision"] = sc.train_precision
 
     def overrides(method: str) -> dict:
         lr = sc.lr_for(method)
@@ -277,7 +290,9 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     command = (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
                + (f" --methods {','.join(ft_methods)}" if methods else "")
                + (f" --posthoc {','.join(ph_methods)}" if posthoc is not None else "")
-               + (f" --eval-precision {requested}" if requested != sc.eval_precision else ""))
+               + (f" --eval-precision {requested}" if requested != sc.eval_precision else "")
+               + (f" --train-precision {sc.train_precision}"
+                  if sc.train_precision != get_suite(name).scales[scale].train_precision else ""))
     log(f"[{name}/{scale}] evaluation precision: {precision}"
         + (f" ({requested})" if requested != precision else ""))
     done: dict[str, float] = {}

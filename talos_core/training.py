@@ -11,10 +11,18 @@ off-mask entries are never touched, weight decay included, and the task vector i
 there. Gradient clipping uses the norm of the trainable entries' gradients.
 
 The loop: cross-entropy on the frozen head's logits, cosine schedule with linear warm-up, gradient
-clipping, bf16 autocast on GPU, a tqdm progress bar, per-step timings (forward+backward and
-optimizer step, separately), and resumable checkpoints (safetensors + JSON) every N steps.
-Dropout is disabled (the model stays in eval mode), so every method — including the linearized
-ones, evaluated through a Jacobian-vector product — shares one deterministic forward.
+clipping, bf16 autocast where the training precision says so (fp32 master weights, see below), a
+tqdm progress bar, per-step timings (forward+backward and optimizer step, separately), resumable
+checkpoints (safetensors + JSON) every N steps, and optionally a learning curve (validation accuracy
+every ``eval_every`` steps, :func:`validation_accuracy`). Dropout is disabled (the model stays in eval
+mode), so every method — including the linearized ones, evaluated through a Jacobian-vector product —
+shares one deterministic forward.
+
+Training precision (``TrainConfig.precision``, resolved by
+:func:`talos_core.inference.precision.resolve_train_precision`): ``"bf16"`` runs the forward and backward
+under ``torch.autocast(dtype=bfloat16)``; parameters stay fp32 (the master weights), the optimizer reads
+their gradients as fp32 and keeps its moments in fp32, so only the products are rounded. ``"auto"`` is
+bf16 on CUDA and fp32 on CPUs (bf16 on AMX CPUs only for families measured faster).
 """
 
 from __future__ import annotations
@@ -56,15 +64,16 @@ class TrainConfig:
     warmup_steps: int = 200
     grad_clip: float = 1.0
     seed: int = 0
-    precision: str = "auto"  # auto = bf16 autocast on GPU, fp32 on CPU
+    precision: str = "auto"  # auto/fp32/bf16 (see the module docstring); auto = bf16 autocast on GPU, fp32 on CPU
     checkpoint_every: int = 0  # 0 = no checkpoints
+    eval_every: int = 0  # validation accuracy every N steps and at the last (a learning curve); 0 = off
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise TalosError(f"{name} must be a positive integer, got {v!r}")
-        for name in ("warmup_steps", "checkpoint_every"):
+        for name in ("warmup_steps", "checkpoint_every", "eval_every"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise TalosError(f"{name} must be a non-negative integer, got {v!r}")
@@ -278,9 +287,14 @@ def batch_indices(step: int, n: int, batch_size: int, seed: int) -> np.ndarray:
 
 @dataclass
 class TrainResult:
+    """The task vector, the per-step history, timings, the learning curve (``[{"step", "val_acc"}]``, empty
+    without ``eval_every``) and the resolved training precision (``"fp32"`` or ``"bf16"``)."""
+
     vector: TaskVector
     history: list[dict] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    curve: list[dict] = field(default_factory=list)
+    precision: str = "fp32"
 
 
 def _sync(device: torch.device) -> None:
@@ -293,6 +307,36 @@ LossFn = Callable[[TaskModel, dict], torch.Tensor]
 
 def default_logits(model: TaskModel, batch: dict) -> torch.Tensor:
     return model(**batch)
+
+
+def validation_accuracy(model: TaskModel, split: Split, task: TaskSpec, logits_fn: LossFn = default_logits, *,
+                        batch_size: int = 32) -> float:
+    """Top-1 accuracy on ``split`` of the model *being trained*, through the same ``logits_fn`` training uses
+    (so linearized FT and L-LoRA are evaluated as their linearized models, at the current ``θ``/factors).
+
+    Runs in eval mode under ``no_grad`` and in the evaluation precision
+    (:func:`talos_core.inference.precision.autocast`), in the evaluation order (texts by length, which
+    pads less and changes no prediction); the grad mode, the train/eval mode and every parameter are as
+    before afterwards — nothing is written, so the trained vector is the same with or without it.
+    """
+    from talos_core.inference.forward import eval_order
+    from talos_core.inference.precision import autocast
+    from talos_core.models.base import iter_batches
+
+    if len(split) == 0:
+        return float("nan")
+    order = eval_order(split)
+    labels = torch.as_tensor(np.asarray(split.labels)[order])
+    was_training = model.training
+    model.eval()
+    preds = []
+    try:
+        with torch.no_grad(), autocast(model):
+            for batch in iter_batches(model, split, task, batch_size, order):
+                preds.append(logits_fn(model, batch).float().argmax(-1).cpu())
+    finally:
+        model.train(was_training)
+    return float((torch.cat(preds) == labels).float().mean())
 
 
 def repeated_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -368,7 +412,8 @@ def _forward_backward(model: TaskModel, batch: dict, labels: torch.Tensor, logit
 def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config: TrainConfig, *,
              progress: bool = True, checkpoint_dir: Path | None = None,
              on_step: Callable[[int, dict], None] | None = None,
-             logits_fn: LossFn = default_logits, checkpoint_activations: bool = False) -> TrainResult:
+             logits_fn: LossFn = default_logits, checkpoint_activations: bool = False,
+             val: Split | None = None, eval_batch_size: int | None = None) -> TrainResult:
     """Fine-tune the entries in ``plan`` on ``train``; return ``τ = θ* − θ0`` and the history.
 
     The model's weights are changed in place during training and restored to exactly ``θ0`` at the
@@ -376,7 +421,15 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     fine-tuning) supply their own forward. ``checkpoint_activations`` trades one extra forward per
     step for activation memory (:func:`activation_checkpointing` over :func:`repeated_blocks`); the
     task vector is the same (blocks that cannot be recomputed turn it off, see :func:`_forward_backward`).
+
+    With ``config.eval_every > 0`` and a ``val`` split, :func:`validation_accuracy` (same ``logits_fn``)
+    is measured after every ``eval_every``-th step and after the last one: the result's ``curve``
+    (also kept in checkpoints, so a resumed run continues it). ``eval_batch_size`` defaults to 32 on CPU
+    and 128 on accelerators. The training precision is ``config.precision`` resolved for the model's
+    family and device (:func:`talos_core.inference.precision.resolve_train_precision`).
     """
+    from talos_core.inference.precision import resolve_train_precision
+
     if len(train) == 0:
         raise TalosError(f"task {task.name!r} has an empty training split")
     params = dict(model.named_parameters())
@@ -388,10 +441,14 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     for n, p in params.items():
         p.requires_grad_(n in plan)
     opt = MaskedAdamW(params, plan, lr=config.lr, weight_decay=config.weight_decay)
-    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
-    start_step, history = 0, []
+    precision = resolve_train_precision(device, config.precision, family=getattr(model, "family", None))
+    use_bf16 = precision == "bf16"
+    eval_every = config.eval_every if val is not None else 0
+    start_step, history, curve = 0, [], []
     if checkpoint_dir is not None:
-        start_step, history = _maybe_resume(checkpoint_dir, config, params, opt)
+        start_step, history, curve = _maybe_resume(checkpoint_dir, config, params, opt, device, eval_every)
+    if eval_batch_size is None:
+        eval_batch_size = 32 if device.type == "cpu" else 128
     model.eval()  # no dropout: see module docstring
     steps = range(start_step, config.steps)
     bar = None
@@ -426,11 +483,15 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{record['loss']:.3f}")
+        if eval_every and ((step + 1) % eval_every == 0 or step + 1 == config.steps):
+            curve.append({"step": step + 1,
+                          "val_acc": validation_accuracy(model, val, task, logits_fn, batch_size=eval_batch_size)})
+            record["val_acc"] = curve[-1]["val_acc"]
         if on_step is not None:
             on_step(step + 1, record)
         if checkpoint_dir is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
                 and step + 1 < config.steps:
-            _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history)
+            _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device)
     if bar is not None:
         bar.close()
     for p in params.values():
@@ -451,7 +512,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     if checkpoint_dir is not None:
         for f in ("checkpoint.safetensors", "checkpoint.json"):
             (checkpoint_dir / f).unlink(missing_ok=True)
-    return TrainResult(vector, history, timings)
+    return TrainResult(vector, history, timings, curve, precision)
 
 
 def _snapshot(params: dict, plan: Plan) -> dict[str, tuple[torch.Tensor | None, torch.Tensor]]:
@@ -489,32 +550,48 @@ def _task_vector(params: dict, theta0: dict, plan: Plan) -> TaskVector:
     return TaskVector.from_entries(values, indices, shapes)
 
 
-def _config_key(config: TrainConfig) -> str:
-    return json.dumps({k: v for k, v in config.to_dict().items() if k != "checkpoint_every"}, sort_keys=True)
+def _config_key(config: TrainConfig, device: torch.device) -> str:
+    """What a checkpoint must share with the run resuming it: the config without ``checkpoint_every`` and
+    ``eval_every`` (neither changes the trajectory), the precision as run ids record it (so checkpoints
+    written before precisions could be chosen, with ``"auto"``, still resume)."""
+    from talos_core.inference.precision import hashed_train_precision
+
+    key = {k: v for k, v in config.to_dict().items() if k not in ("checkpoint_every", "eval_every")}
+    key["precision"] = hashed_train_precision(device, config.precision)
+    return json.dumps(key, sort_keys=True)
 
 
 def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict, opt: MaskedAdamW,
-                     history: list[dict]) -> None:
+                     history: list[dict], curve: list[dict], device: torch.device) -> None:
     tensors = {f"{n}::param": params[n].detach().contiguous() for n in opt.names()}
     tensors.update(opt.state_tensors())
     folder.mkdir(parents=True, exist_ok=True)
     atomic_save_safetensors(tensors, folder / "checkpoint.safetensors", {"step": str(step)})
-    atomic_write_json(folder / "checkpoint.json", {"step": step, "config": _config_key(config),
-                                                     "history": history})
+    atomic_write_json(folder / "checkpoint.json", {"step": step, "config": _config_key(config, device),
+                                                     "history": history, "curve": curve})
 
 
-def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAdamW) -> tuple[int, list]:
+def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAdamW, device: torch.device,
+                  eval_every: int = 0) -> tuple[int, list, list]:
+    """``(step, history, curve)`` of a compatible checkpoint in ``folder`` (its tensors loaded), else ``(0, [], [])``.
+
+    With ``eval_every`` the checkpoint must hold the curve's points up to its step at that interval (one
+    written without them, or at another interval, cannot be completed: training starts over)."""
     meta_path, tensor_path = folder / "checkpoint.json", folder / "checkpoint.safetensors"
     if not (meta_path.exists() and tensor_path.exists()):
-        return 0, []
+        return 0, [], []
     meta = json.loads(meta_path.read_text())
-    if meta.get("config") != _config_key(config):
-        return 0, []  # a different configuration: start over
+    if meta.get("config") != _config_key(config, device):
+        return 0, [], []  # a different configuration: start over
     tensors, st_meta = load_safetensors(tensor_path)
     if st_meta.get("step") != str(meta["step"]):
-        return 0, []
+        return 0, [], []
+    step = int(meta["step"])
+    curve = [c for c in meta.get("curve", []) if eval_every and c["step"] % eval_every == 0]
+    if {c["step"] for c in curve} != set(range(eval_every, step + 1, eval_every) if eval_every else ()):
+        return 0, [], []
     with torch.no_grad():
         for n in opt.names():
             params[n].copy_(tensors[f"{n}::param"])
-    opt.load_state_tensors(tensors, meta["step"])
-    return int(meta["step"]), list(meta.get("history", []))
+    opt.load_state_tensors(tensors, step)
+    return step, list(meta.get("history", [])), curve

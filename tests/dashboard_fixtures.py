@@ -2,8 +2,8 @@
 
 :func:`write_fixture_store` writes every result kind of ``talos_core/evaluation/SCHEMA.md`` for
 2 fine-tuning methods (``nonlinear``, ``talos``) × 3 tasks, plus masks for ``talos`` and ``lota``, a
-preview cache, efficiency, comparison, sharing, linearization, sparsity ablation, a sparsity selection
-and a suite record.
+preview cache, efficiency, comparison, sharing, linearization, sparsity ablation, a sparsity selection,
+learning curves and a suite record.
 Numbers are plausible (TaLoS is more disentangled than non-linear FT) but made up.
 
 ``tests/conftest.py`` registers this module as a pytest plugin (``pytest_plugins``), so every test module
@@ -222,6 +222,12 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
                       rule="lowest validation target accuracy of task negation with the control at >= 0.95 x "
                            "its zero-shot accuracy", keep=0.95, control_task=CONTROL, method="talos", model=MODEL,
                       suite=SUITE)
+    for m in METHODS:  # saturating learning curves, every 10 steps up to 60
+        curve = [{"method": m, "task": t, "step": k,
+                  "val_acc": round(zs[t] + (ft[m][t] - zs[t]) * (1 - 0.5 ** (k / 10)), 4)}
+                 for t in TASKS for k in range(10, 61, 10)]
+        store.write_table("learning_curve", _name(m), pd.DataFrame(curve), budget=50, rule="synthetic fixture",
+                          tolerance=0.01, eval_every=10, steps=60)
     store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
                                         "methods": list(METHODS), "command": "synthetic fixture (tests)",
                                         "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})

@@ -139,3 +139,99 @@ def test_resume_from_checkpoint_gives_identical_vector(tiny_setup, tmp_path):
 def test_train_config_validation(kw):
     with pytest.raises(TalosError):
         TrainConfig(**kw)
+
+
+# --------------------------------------------------------------------------------------------
+# learning curves (TrainConfig.eval_every)
+# --------------------------------------------------------------------------------------------
+def _method_output(method: str, eval_every: int, **kw):
+    from talos_core.inference.runtime import prepared_model, resolve_device
+    from talos_core.methods import get_method
+    from talos_core.methods.base import MethodContext
+    from talos_core.pipeline import FinetuneRequest, load_request_data
+    from talos_core.tasks import get_task
+
+    req = FinetuneRequest(model="tiny-text", task="drug-reviews", method=method, steps=3, batch_size=8, max_train=32,
+                          max_val=16, max_test=16, calib_samples=8, lr=1e-3, eval_every=eval_every, device="cpu", **kw)
+    task = get_task(req.task)
+    model = prepared_model(req.model, task, resolve_device("cpu"))
+    m = get_method(method)
+    ctx = MethodContext(model, task, load_request_data(req), req.train_config(), sparsity=req.sparsity, seed=0,
+                        calib_config=req.calib_config() if m.calibrates else None, progress=False)
+    return m.run(ctx), model, task, ctx.data, m
+
+
+@pytest.mark.parametrize("method", ["talos", "nonlinear", "linearized", "llora"])
+def test_learning_curve_leaves_the_task_vector_unchanged(method):
+    plain, model, task, data, m = _method_output(method, 0)
+    curved, *_ = _method_output(method, 2)
+    assert plain.curve == [] and [c["step"] for c in curved.curve] == [2, 3]  # every 2 steps and the last
+    a, b = plain.vector.to_dense(), curved.vector.to_dense()
+    assert a.keys() == b.keys() and all(torch.equal(a[n], b[n]) for n in a)
+    assert all(0.0 <= c["val_acc"] <= 1.0 for c in curved.curve)
+    assert [h["loss"] for h in plain.history] == [h["loss"] for h in curved.history]
+    # the last point is the trained model on the validation split, evaluated as the method's vectors are
+    # (linearized FT and L-LoRA: the linearized model)
+    from talos_core.inference.forward import accuracy
+
+    final = accuracy(model, task, data.val, [(curved.vector, 1.0)], mode=m.eval_mode, batch_size=32)
+    assert abs(curved.curve[-1]["val_acc"] - final) <= 1.0 / len(data.val) + 1e-9
+
+
+def test_validation_accuracy_restores_training_state(tiny_setup):
+    from talos_core.training import validation_accuracy
+
+    model, task, data = tiny_setup["tiny-text"]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    model.train()
+    try:
+        with torch.enable_grad():
+            acc = validation_accuracy(model, data.val, task)
+            assert torch.is_grad_enabled() and model.training
+    finally:
+        model.eval()
+    assert 0.0 <= acc <= 1.0
+    assert all(torch.equal(p.detach(), before[n]) and p.grad is None for n, p in model.named_parameters())
+
+
+def test_resumed_run_continues_its_learning_curve(tiny_setup, tmp_path):
+    model, task, data = tiny_setup["tiny-text"]
+    _, plan = _plan(model, seed=5)
+    cfg = TrainConfig(steps=4, batch_size=8, lr=1e-2, warmup_steps=1, checkpoint_every=2, eval_every=2)
+    full = finetune(model, data.train, task, plan, cfg, progress=False, val=data.val)
+
+    class Crash(RuntimeError):
+        pass
+
+    def crash(step, record):
+        if step == 3:
+            raise Crash
+
+    with pytest.raises(Crash):
+        finetune(model, data.train, task, plan, cfg, progress=False, checkpoint_dir=tmp_path, on_step=crash,
+                 val=data.val)
+    from talos_core.models import load_model
+
+    fresh = load_model("tiny-text")
+    fresh.set_head(model.head(), task.name)
+    resumed = finetune(fresh, data.train, task, plan, cfg, progress=False, checkpoint_dir=tmp_path, val=data.val)
+    assert [c["step"] for c in resumed.curve] == [2, 4]
+    assert [c["val_acc"] for c in resumed.curve] == pytest.approx([c["val_acc"] for c in full.curve], abs=0.07)
+    # a checkpoint without the curve's points cannot be completed: the run starts over (same vector)
+    with pytest.raises(Crash):
+        finetune(model, data.train, task, plan, TrainConfig(**{**cfg.to_dict(), "eval_every": 0}), progress=False,
+                 checkpoint_dir=tmp_path, on_step=crash, val=data.val)
+    fresh = load_model("tiny-text")
+    fresh.set_head(model.head(), task.name)
+    restarted = finetune(fresh, data.train, task, plan, cfg, progress=False, checkpoint_dir=tmp_path, val=data.val)
+    assert [h["step"] for h in restarted.history] == [1, 2, 3, 4] and len(restarted.curve) == 2
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True])
+def test_eval_every_validation(value):
+    from talos_core.pipeline import FinetuneRequest
+
+    with pytest.raises(TalosError, match="eval_every"):
+        TrainConfig(eval_every=value)
+    with pytest.raises(TalosError, match="eval_every must be a non-negative integer"):
+        FinetuneRequest(model="tiny-text", task="drug-reviews", eval_every=value).validate()

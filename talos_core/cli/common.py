@@ -17,6 +17,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
 def number(text: str) -> float:
     try:
         return float(text)
@@ -58,6 +68,16 @@ def add_eval_precision_argument(p: argparse.ArgumentParser,
                         f"AMX CPUs, else fp32 (default: {default_help}; training is not affected)")
 
 
+def add_train_precision_argument(p: argparse.ArgumentParser,
+                                 default_help: str = "$TALOS_TRAIN_PRECISION or auto") -> None:
+    """``--train-precision auto|fp32|bf16`` (see :mod:`talos_core.inference.precision`): the request's
+    ``train_precision``."""
+    p.add_argument("--train-precision", choices=["auto", "fp32", "bf16"], default=None,
+                   help="precision of fine-tuning: bf16 = autocast with fp32 master weights; auto = bf16 on GPUs, "
+                        "fp32 on CPUs (bf16 only for model families measured faster on AMX CPUs) "
+                        f"(default: {default_help})")
+
+
 def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -> None:
     """Arguments shared by every command that fine-tunes (finetune, evaluate, suite)."""
     p.add_argument("--model", required=True, help="model name (see `talos models`)")
@@ -82,7 +102,11 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
     p.add_argument("--max-test", type=positive_int)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     add_eval_precision_argument(p)
+    add_train_precision_argument(p)
     p.add_argument("--checkpoint-every", type=int, default=0, help="save a resumable checkpoint every N steps")
+    p.add_argument("--eval-every", type=non_negative_int, default=0,
+                   help="learning curve: validation accuracy of the model being trained every N steps and at the "
+                        "last, stored in the run's manifest (default 0: off; does not change the run)")
     p.add_argument("--option", type=option, action="append", default=[],
                    help="method option KEY=VALUE (e.g. rank=16 for llora); repeatable")
     p.add_argument("--force", action="store_true", help="re-run even if the store has this run")
@@ -98,7 +122,8 @@ def request_from_args(args: argparse.Namespace, task: str | None = None, method:
         weight_decay=args.weight_decay, warmup_steps=args.warmup_steps, rounds=args.rounds,
         calib_samples=args.calib_samples, soft_mask_value=args.soft_mask, score_target=args.score_target,
         param_set=args.param_set, max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
-        device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option))
+        device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option),
+        train_precision=args.train_precision, eval_every=args.eval_every)
 
 
 def print_table(df) -> None:

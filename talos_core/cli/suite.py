@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from talos_core.cli.common import add_eval_precision_argument, add_store_argument
+from talos_core.cli.common import add_eval_precision_argument, add_store_argument, add_train_precision_argument
 from talos_core.errors import TalosError, unknown
 from talos_core.suites import SUITES, results_markdown, run_suite
 
@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the steps an interrupted run of this suite (same settings) already finished")
     p.add_argument("--quiet", action="store_true")
     add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
+    add_train_precision_argument(p, default_help="the scale's, else $TALOS_TRAIN_PRECISION or auto")
     p.set_defaults(handler=_suite)
     p = sub.add_parser("report", help="print the README results table of a suite from a store")
     p.add_argument("name")
@@ -43,7 +44,7 @@ def _suite(args: argparse.Namespace) -> int:
     store = Path(args.store)
     run_suite(args.name, store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
               posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
-              eval_precision=args.eval_precision)
+              eval_precision=args.eval_precision, train_precision=args.train_precision)
     print(results_markdown(store, args.name))
     return 0
 

@@ -34,6 +34,7 @@ from talos_core.errors import TalosError, check_range, unknown
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.ablation import AblationSettings, sparsity_ablation
 from talos_core.evaluation.context import EvalContext
+from talos_core.evaluation.learning_curve import LearningCurveSettings, learning_curve
 from talos_core.evaluation.posthoc import PosthocSettings, evaluate_posthoc
 from talos_core.evaluation.request import (
     EvalOutcome,
@@ -492,6 +493,8 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              "sparsities", AblationSettings, sparsity_ablation),
     Protocol("selection", "per task, choose a hyperparameter (sparsity, rank or lr) by validation task negation: "
              "lowest target acc with the control at >= 95% of zero-shot", SelectionSettings, run_selection),
+    Protocol("learning-curve", "validation accuracy every eval_every steps while fine-tuning each task, and the "
+             "step budget where every curve has plateaued (within tolerance)", LearningCurveSettings, learning_curve),
 )}
 """Every evaluation protocol, by name."""
 
@@ -589,4 +592,5 @@ def _check_task_overrides(task_overrides: Mapping[str, Mapping[str, Any]] | None
 
 __all__ = ["PROTOCOLS", "Protocol", "EvalOutcome", "EvalRequest", "evaluate", "get_protocol", "NoSettings",
            "EvalSettings", "AdditionSettings", "NegationSettings", "DisentanglementSettings", "MaskSettings",
-           "SharingSettings", "PreviewSettings", "PosthocSettings", "AblationSettings", "SelectionSettings"]
+           "SharingSettings", "PreviewSettings", "PosthocSettings", "AblationSettings", "SelectionSettings",
+           "LearningCurveSettings"]

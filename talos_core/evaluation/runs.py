@@ -23,7 +23,7 @@ from talos_core.errors import TalosError
 from talos_core.store import Run, Store
 
 #: request fields that do not change what a run is
-_IRRELEVANT = {"device", "checkpoint_every", "eval_batch_size", "options"}
+_IRRELEVANT = {"device", "checkpoint_every", "eval_batch_size", "options", "eval_every"}
 
 
 def _options_dict(options: Any) -> dict:

@@ -60,11 +60,16 @@ class MethodContext:
 
 @dataclass
 class MethodOutput:
+    """A method's result: the task vector, its mask (sparse methods), the training history and timings,
+    method-specific ``info``, and the learning curve (``[{"step", "val_acc"}]`` on ``ctx.data.val`` when
+    ``train_config.eval_every > 0``, else empty)."""
+
     vector: TaskVector
     mask: Mask | None = None
     history: list[dict] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    curve: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -114,15 +119,20 @@ class FinetuneMethod:
 
 def train_with_plan(ctx: MethodContext, mask: Mask | None, *, dense_names: list[str] | None = None,
                     logits_fn: LossFn = default_logits, extra_timings: dict | None = None) -> MethodOutput:
-    """Fine-tune the entries of ``mask`` (``None`` = every parameter, densely)."""
+    """Fine-tune the entries of ``mask`` (``None`` = every parameter, densely).
+
+    With ``ctx.train_config.eval_every > 0`` the learning curve is measured on ``ctx.data.val`` through
+    ``logits_fn`` — the model being trained as it is trained (linearized FT: its linearized model).
+    """
     if mask is None:
         plan = {n: None for n, _ in ctx.model.named_parameters()}
     else:
         plan = plan_from_mask(mask, dense_names or [])
     result = finetune(ctx.model, ctx.data.train, ctx.task, plan, ctx.train_config, progress=ctx.progress,
-                      checkpoint_dir=ctx.checkpoint_dir, on_step=ctx.on_step, logits_fn=logits_fn)
+                      checkpoint_dir=ctx.checkpoint_dir, on_step=ctx.on_step, logits_fn=logits_fn,
+                      val=ctx.data.val if ctx.train_config.eval_every else None)
     timings = {**(extra_timings or {}), **result.timings}
-    return MethodOutput(result.vector, mask, result.history, timings)
+    return MethodOutput(result.vector, mask, result.history, timings, curve=result.curve)
 
 
 def official_dense_names(ctx: MethodContext) -> list[str]:

@@ -118,9 +118,11 @@ def _lota_options(ctx: MethodContext) -> tuple[int | None, str]:
 
 
 def _calibration_train_config(config: TrainConfig, steps: int) -> TrainConfig:
-    """The fine-tuning config with ``steps`` steps, warm-up scaled by the same fraction, no checkpoints."""
+    """The fine-tuning config with ``steps`` steps, warm-up scaled by the same fraction, no checkpoints and no
+    learning curve (the curve is the sparse fine-tune's)."""
     warmup = min(int(config.warmup_steps * steps / config.steps), max(steps - 1, 0))
-    return TrainConfig(**{**config.to_dict(), "steps": steps, "warmup_steps": warmup, "checkpoint_every": 0})
+    return TrainConfig(**{**config.to_dict(), "steps": steps, "warmup_steps": warmup, "checkpoint_every": 0,
+                          "eval_every": 0})
 
 
 def _run_lota(ctx: MethodContext) -> MethodOutput:

@@ -143,6 +143,11 @@ class LoraAdapter(nn.Module):
     def device(self) -> torch.device:
         return self.A[0].device
 
+    @property
+    def family(self) -> str | None:
+        """The base model's family (training and evaluation precision are chosen per family)."""
+        return getattr(self.base, "family", None)
+
     def prepare(self, inputs, task=None):
         return self.base.prepare(inputs, task)
 
@@ -194,8 +199,8 @@ def run_llora(ctx: MethodContext) -> MethodOutput:
     """Train L-LoRA factors on ``ctx``'s task and return the merged update as a task vector.
 
     Options: ``rank`` (default 16; the paper sweeps 512 → 8) and ``lora_alpha`` (default = rank,
-    i.e. scale 1). Timings, history and checkpoints come from :func:`talos_core.training.finetune`
-    run on the adapter; ``trainable_entries`` counts the LoRA factor entries.
+    i.e. scale 1). Timings, history, checkpoints and the learning curve come from
+    :func:`talos_core.training.finetune` run on the adapter; ``trainable_entries`` counts the LoRA factor entries.
     """
     targets = lora_targets(ctx.model)
     if not targets:
@@ -208,8 +213,10 @@ def run_llora(ctx: MethodContext) -> MethodOutput:
     was_training = ctx.model.training
     ctx.model.eval()  # finetune() only switches the adapter; the base model's dropout must be off too
     try:
+        # the learning curve (eval_every) evaluates the adapter itself: the linearized model at the current factors
         result = finetune(adapter, ctx.data.train, ctx.task, plan, ctx.train_config, progress=ctx.progress,
-                          checkpoint_dir=ctx.checkpoint_dir, on_step=ctx.on_step)
+                          checkpoint_dir=ctx.checkpoint_dir, on_step=ctx.on_step,
+                          val=ctx.data.val if ctx.train_config.eval_every else None)
     finally:
         ctx.model.train(was_training)
     # finetune restores the factors to their initial values; rebuild the trained ones from its vector
@@ -221,4 +228,4 @@ def run_llora(ctx: MethodContext) -> MethodOutput:
     info = {"rank": rank, "lora_alpha": alpha, "scale": adapter.scale, "targets": adapter.describe(),
             "adapter_entries": int(sum(p.numel() for p in adapter.parameters())),
             "adapter_wall_s": time.perf_counter() - t0}
-    return MethodOutput(vector, None, result.history, dict(result.timings), info)
+    return MethodOutput(vector, None, result.history, dict(result.timings), info, curve=result.curve)
