@@ -77,17 +77,20 @@ def check_precision(precision: str, what: str = "evaluation precision") -> str:
     return precision
 
 
+def _env_precision(var: str) -> str:
+    """The precision the environment variable ``var`` asks for (``"auto"`` when unset); one sentence if invalid."""
+    env = os.environ.get(var, "").strip()
+    if env and env not in PRECISIONS:
+        raise TalosError(f"{var} must be one of {', '.join(PRECISIONS)}, got {env!r}")
+    return env or "auto"
+
+
 def current_precision() -> str:
     """The requested precision (``auto``/``fp32``/``bf16``) before resolution against a device."""
     chosen = _CURRENT.get()
     if chosen is not None:
         return chosen
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        if env not in PRECISIONS:
-            raise TalosError(f"{ENV_VAR} must be one of {', '.join(PRECISIONS)}, got {env!r}")
-        return env
-    return "auto"
+    return _env_precision(ENV_VAR)
 
 
 def native_bf16(device: "str | torch.device") -> bool:
@@ -148,12 +151,7 @@ def requested_train_precision(precision: str | None = None) -> str:
     ``$TALOS_TRAIN_PRECISION``, else ``"auto"``."""
     if precision is not None:
         return check_precision(precision, "training precision")
-    env = os.environ.get(TRAIN_ENV_VAR, "").strip()
-    if env:
-        if env not in PRECISIONS:
-            raise TalosError(f"{TRAIN_ENV_VAR} must be one of {', '.join(PRECISIONS)}, got {env!r}")
-        return env
-    return "auto"
+    return _env_precision(TRAIN_ENV_VAR)
 
 
 def resolve_train_precision(device: "str | torch.device", precision: str | None = None, *,
