@@ -107,17 +107,23 @@ def native_bf16(device: "str | torch.device") -> bool:
         return False
 
 
+def _resolve(device: "str | torch.device", requested: str, cpu_family_measured_faster: bool) -> str:
+    """The one ``auto`` rule of evaluation and training: bf16 on CUDA; on a CPU bf16 only with native bf16
+    (AMX) and a model family measured faster there; fp32 otherwise. Explicit requests pass through."""
+    if requested != "auto":
+        return requested
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return "bf16"
+    return "bf16" if cpu_family_measured_faster and native_bf16(dev) else "fp32"
+
+
 def resolve_precision(device: "str | torch.device", precision: str | None = None, *,
                       family: str | None = None) -> str:
     """``"fp32"`` or ``"bf16"``: what evaluating a ``family`` model on ``device`` uses (``precision`` or the
     current one; ``auto`` on a CPU needs AMX and a family in :data:`CPU_BF16_FAMILIES`)."""
     p = check_precision(precision if precision is not None else current_precision())
-    if p != "auto":
-        return p
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return "bf16"
-    return "bf16" if family in CPU_BF16_FAMILIES and native_bf16(dev) else "fp32"
+    return _resolve(device, p, family in CPU_BF16_FAMILIES)
 
 
 def model_precision(model) -> str:
@@ -159,13 +165,7 @@ def resolve_train_precision(device: "str | torch.device", precision: str | None 
     """``"fp32"`` or ``"bf16"``: what fine-tuning a ``family`` model on ``device`` uses (``precision``, else
     :func:`requested_train_precision`; ``auto`` = bf16 on CUDA, and on a CPU only with native bf16 and a
     family in :data:`CPU_TRAIN_BF16_FAMILIES`)."""
-    p = requested_train_precision(precision)
-    if p != "auto":
-        return p
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return "bf16"
-    return "bf16" if family in CPU_TRAIN_BF16_FAMILIES and native_bf16(dev) else "fp32"
+    return _resolve(device, requested_train_precision(precision), family in CPU_TRAIN_BF16_FAMILIES)
 
 
 def legacy_train_precision(device: "str | torch.device") -> str:
