@@ -12,7 +12,11 @@ Layout::
 Every file is written to a temporary name in the same folder and renamed into place, and a run
 folder is assembled under ``runs/.tmp-*`` and renamed when complete, so a reader (the dashboard,
 another workshop participant) never sees a half-written artifact, and two writers never share a
-temporary file. ``cached_results/`` in the repository is a store too.
+temporary file. Results that several processes update in place (the per-model ``single``,
+``linearization`` and ``efficiency`` tables, one row group per method) are read, merged and written
+under :meth:`Store.locked`, an exclusive lock between processes (``<store>/.locks/``), so that
+processes fine-tuning different methods into one store (``talos suite --stage train``) never lose
+each other's rows. ``cached_results/`` in the repository is a store too.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -279,6 +284,26 @@ class Store:
     # ----- results --------------------------------------------------------------------------
     def result_path(self, kind: str, name: str) -> Path:
         return schema.result_path(self.root, kind, name)
+
+    @contextmanager
+    def locked(self, kind: str, name: str) -> Iterator[None]:
+        """Hold an exclusive lock on result ``kind/name`` between processes (``fcntl.flock`` on
+        ``<store>/.locks/<kind>__<name>.lock``; released when the block ends or the process dies), for a
+        read-merge-write of a result other processes may update at the same time. Where ``fcntl`` does not
+        exist (Windows) the block runs unlocked."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        folder = self.root / ".locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"{kind}__{name}.lock", "a+b") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def write_result(self, kind: str, name: str, payload: dict) -> Path:
         self.ensure()

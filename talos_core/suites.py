@@ -54,8 +54,36 @@ class Scale:
     # fp32 on CPUs; bf16 on AMX CPUs only for families measured faster: none so far, bench/RESULTS.md)
     train_precision: str | None = None
 
+    # --- the paper's protocol (issue 13; README "The paper's protocol"); all off by default ---
+    # learning-curve step: every method trains each task to ``curve_steps`` with validation accuracy every
+    # ``curve_every`` steps; its step budget is then :func:`~talos_core.evaluation.learning_curve.choose_budget`
+    # of its curves (tolerance ``curve_tolerance``), used instead of ``steps`` by every later step
+    curve_steps: int | None = None
+    curve_every: int = 25
+    curve_tolerance: float = 0.01
+    # per-task selection by validation task negation: (method, param, candidate values); the method's main rows
+    # then use the chosen run per task (selection protocol, talos_core.evaluation.selection)
+    selection: tuple[tuple[str, str, tuple], ...] = ()
+    # fixed-hyperparameter rows kept beside the selected ones: (method, param, value) -> result id e.g.
+    # ``talos-k0.9`` (single, efficiency, masks, addition, negation); the TaLoS/LoTA mask comparison, the
+    # mask pictures and the sharing step use them when present
+    variants: tuple[tuple[str, str, float], ...] = ()
+
     def lr_for(self, method: str) -> float | None:
         return dict(self.lr_by_method).get(method, self.lr)
+
+    def selection_for(self, method: str) -> tuple[str, tuple] | None:
+        """``(param, values)`` selected per task for ``method``, or ``None``."""
+        for m, param, values in self.selection:
+            if m == method:
+                return param, tuple(values)
+        return None
+
+    def variant_for(self, method: str) -> tuple[str, float] | None:
+        for m, param, value in self.variants:
+            if m == method:
+                return param, value
+        return None
 
 
 @dataclass(frozen=True)
@@ -90,15 +118,24 @@ _TEXT_LR = (("talos", 1e-3), ("llora", 1e-3), ("lota", 1e-3))
 # TaLoS gains nothing at 1e-4 (0.61 / 0.75 = zero-shot) and keeps the CNN default 1e-3 (0.66 on MNIST).
 _VISION_LR = (("nonlinear", 1e-4), ("linearized", 1e-4))
 
+# The paper's protocol (issue 13, README "The paper's protocol"): per-task selection by validation task negation
+# (App. "Hyperparameter selection") over at least the issue's grids, and the fixed-0.9 rows kept beside them
+# (the sparsity ablation and the mask pictures use them). Methods a suite does not run are skipped.
+_SPARSITIES = (0.5, 0.8, 0.9, 0.95, 0.99)
+_PAPER_SELECTION = (("talos", "sparsity", _SPARSITIES), ("lota", "sparsity", _SPARSITIES),
+                    ("llora", "rank", (8, 16, 64)))
+_PAPER_VARIANTS = (("talos", "sparsity", 0.9), ("lota", "sparsity", 0.9))
+
 register_suite(SuiteSpec(
     "text", "minilm-l6",
     ("tweets", "wordnet-nouns", "wordnet-verbs", "drug-reviews", "fortune-topics"), "fortune-langs",
     ("talos", "nonlinear", "linearized", "llora", "lota"), ("ties", "dare", "breadcrumbs", "tall_consensus"),
     (("tweets", "wordnet-verbs"), ("wordnet-nouns", "fortune-topics")),
     {
-        "full": Scale(steps=200, max_train=4000, max_val=200, max_test=500, calib_samples=128, batch_size=32,
-                      alpha_step=0.1, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
-                      lr_by_method=_TEXT_LR),
+        "full": Scale(steps=1000, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
+                      alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
+                      lr_by_method=_TEXT_LR, curve_steps=1000, curve_every=50, curve_tolerance=0.01,
+                      selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
                       alpha_step=0.25, xi_grid=6, xi_points=24, preview_points=48, sharing_samples=16,
                       posthoc_points=3, ablation=(0.5, 0.9, 0.95, 0.99), lr_by_method=_TEXT_LR),
@@ -111,9 +148,10 @@ register_suite(SuiteSpec(
     ("talos", "nonlinear", "linearized", "lota"), ("ties", "dare", "breadcrumbs", "tall_consensus"),
     (("mnist", "digits"), ("mnist", "animal-shapes")),
     {
-        "full": Scale(steps=150, max_train=3000, max_val=200, max_test=500, calib_samples=128, batch_size=32,
-                      alpha_step=0.05, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
-                      lr_by_method=_VISION_LR, eval_precision="fp32"),
+        "full": Scale(steps=600, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
+                      alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
+                      lr_by_method=_VISION_LR, eval_precision="fp32", curve_steps=600, curve_every=25,
+                      curve_tolerance=0.01, selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS),
         "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
                       alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
                       posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr_by_method=_VISION_LR, eval_precision="fp32"),
@@ -127,7 +165,12 @@ register_suite(SuiteSpec(
     ("talos", "nonlinear"), ("ties",), (("drug-reviews", "fortune-topics"),),
     {"mini": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                    xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1,
-                   ablation=(0.5,), lr=1e-3, eval_precision="fp32")},
+                   ablation=(0.5,), lr=1e-3, eval_precision="fp32"),
+     # the paper's protocol in seconds (tests): learning curves, per-task selection, the fixed-0.9 row
+     "paper": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
+                    xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1, ablation=(0.5, 0.9),
+                    lr=1e-3, eval_precision="fp32", curve_steps=6, curve_every=2, curve_tolerance=0.01,
+                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", 0.9),))},
     "tiny random-init text encoder (tests only)"))
 
 
@@ -137,10 +180,14 @@ def get_suite(name: str) -> SuiteSpec:
     return SUITES[name]
 
 
+STAGES = ("all", "train")
+"""What ``talos suite --stage`` runs: every step, or only the fine-tuning ones (see :func:`run_suite`)."""
+
+
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
               methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
               log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
-              eval_precision: str | None = None, train_precision: str | None = None) -> dict:
+              eval_precision: str | None = None, train_precision: str | None = None, stage: str = "all") -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
@@ -152,7 +199,15 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     ``complete: false`` and the steps done so far; ``resume=True`` (``talos suite ... --resume``)
     skips the steps an interrupted run with the *same* settings already finished (runs are reused
     from the store in any case). ``wall_time_s`` is the sum of all step times over all sessions.
+
+    ``stage="train"`` runs only the steps that fine-tune (learning curves, selections, the first
+    ``single`` of every row) and writes no suite record: several such processes, one per method
+    (``methods=[m]``), can share one store and one GPU; the suite run afterwards (``stage="all"``)
+    finds every run and only evaluates. Results several of them update are written under
+    :meth:`~talos_core.store.Store.locked`.
     """
+    if stage not in STAGES:
+        raise unknown("suite stage", stage, STAGES)
     from talos_core.inference.precision import check_precision
     from talos_core.inference.precision import eval_precision as precision_block
 
@@ -168,24 +223,60 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
         spec = replace(spec, scales={**spec.scales, scale: pinned})
     with precision_block(precision):
         return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
-                          progress=progress, resume=resume)
+                          progress=progress, resume=resume, stage=stage)
+
+
+Resolved = Callable[[Store], Any]
+"""A value computed from the store when its step runs (budgets and choices of earlier steps)."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a suite run: ``evaluate(store, protocol, model, tasks, method, settings=..., overrides=...)``.
+    """One step of a suite run: ``evaluate(store, protocol, model, tasks, method, settings=..., overrides=...,
+    task_overrides=..., result_method=...)``.
 
     ``label`` names the step in the suite record (``step_times_s``) and is what ``--resume`` skips;
-    ``always`` steps run even then (the comparison gathers every stored result).
+    ``always`` steps run even then (the comparison gathers every stored result). ``overrides`` and
+    ``task_overrides`` may be functions of the store, called when the step runs: under the paper's
+    protocol they read the step budget of the learning-curve step and the per-task choices of the
+    selection step, which earlier steps of the same suite wrote.
     """
 
     label: str
     protocol: str
     method: str
     tasks: tuple[str, ...]
-    settings: Any
-    overrides: Mapping[str, Any]
+    settings: Any  # a protocol's settings, or a function of the store returning them
+    overrides: Mapping[str, Any] | Resolved
     always: bool = False
+    task_overrides: Mapping[str, Mapping[str, Any]] | Resolved | None = None
+    result_method: str | None = None
+    trains: bool = False  # fine-tunes the runs later steps use (``--stage train`` runs only these)
+
+    def resolve(self, store: Store) -> tuple[Any, dict, dict | None]:
+        """``(settings, overrides, task_overrides)`` for this run of the step."""
+        tov = _resolved(self.task_overrides, store)
+        return (_resolved(self.settings, store), dict(_resolved(self.overrides, store)),
+                None if tov is None else dict(tov))
+
+
+def _resolved(value: Any, store: Store) -> Any:
+    """``value(store)`` for a :data:`Resolved` function (settings dataclasses are not callable), else ``value``."""
+    return value(store) if callable(value) else value
+
+
+def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
+    """The step budget the suite's learning-curve step chose for ``method`` (``results/learning_curve``)."""
+    from talos_core.schema import result_name
+
+    name = result_name(suite, model, method)
+    if name not in store.results("learning_curve"):
+        raise TalosError(f"store {store.root} has no learning curve {name!r} to take {method!r}'s step budget from; "
+                         f"run the suite's learning-curve step first")
+    budget = store.read_result("learning_curve", name).get("budget")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise TalosError(f"the learning curve {name!r} in {store.root} has no valid budget ({budget!r}); recompute it")
+    return budget
 
 
 def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_methods: Sequence[str], *, seed: int,
@@ -196,8 +287,14 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     linearization, preview and one disentanglement grid per ξ pair; then TaLoS vs LoTA masks (when
     both run), sharing on TaLoS's Fisher, the post-hoc methods on the ``nonlinear`` runs, the TaLoS
     sparsity ablation and the comparison table.
+
+    Under the paper's protocol (a scale with ``curve_steps``, ``selection``, ``variants``), each method
+    first gets its learning-curve step (its budget replaces ``steps`` from then on) and, when it has a
+    selected hyperparameter, its selection step (its main rows use the chosen run per task); each
+    ``variants`` entry adds a fixed-hyperparameter row (e.g. ``talos-k0.9``) after its method's steps.
     """
     from talos_core.evaluation.ablation import AblationSettings
+    from talos_core.evaluation.learning_curve import LearningCurveSettings
     from talos_core.evaluation.posthoc import PosthocSettings
     from talos_core.evaluation.protocols import (
         AdditionSettings,
@@ -209,7 +306,9 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
         PreviewSettings,
         SharingSettings,
     )
+    from talos_core.evaluation.selection import SelectionSettings, selected_overrides
     from talos_core.methods.posthoc import BASE_METHOD
+    from talos_core.schema import variant_id
 
     sc = spec.scales[scale]
     tasks, control = tuple(spec.tasks), spec.control_task
@@ -218,13 +317,44 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     if sc.train_precision is not None:
         base["train_precision"] = sc.train_precision
 
-    def overrides(method: str) -> dict:
+    def fixed(method: str) -> dict:
         lr = sc.lr_for(method)
         return {**base, "lr": lr} if lr is not None else dict(base)
 
+    def overrides(method: str, extra: Mapping[str, Any] | None = None) -> Mapping[str, Any] | Resolved:
+        """The method's fine-tuning overrides: fixed, or (learning curves) with the budget read when the step runs."""
+        if sc.curve_steps is None:
+            return {**fixed(method), **(extra or {})}
+        return lambda store: {**fixed(method), "steps": curve_budget(store, spec.name, spec.model, method),
+                              **(extra or {})}
+
+    def chosen(method: str) -> Resolved | None:
+        if sc.selection_for(method) is None:
+            return None
+        return lambda store: selected_overrides(store, spec.name, spec.model, method, tasks)
+
+    def variant(method: str) -> tuple[str, dict] | None:
+        found = sc.variant_for(method) if method in ft_methods else None
+        if found is None:
+            return None
+        param, value = found
+        return variant_id(method, **{param: value}), {param: value}
+
     steps = []
     for m in ft_methods:
-        steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m)) for what, protocol, settings in (
+        if sc.curve_steps is not None:
+            steps.append(Step(f"{m}: learning curve", "learning-curve", m, tasks,
+                              LearningCurveSettings(eval_every=sc.curve_every, steps=sc.curve_steps,
+                                                    tolerance=sc.curve_tolerance), fixed(m), trains=True))
+        sel = sc.selection_for(m)
+        if sel is not None:
+            steps.append(Step(f"{m}: selection ({sel[0]})", "selection", m, tasks,
+                              SelectionSettings(param=sel[0], values=sel[1], control_task=control,
+                                                alpha_step=sc.alpha_step), overrides(m), trains=True))
+        per_task = chosen(m)
+        steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m), task_overrides=per_task,
+                       trains=protocol == "single")
+                  for what, protocol, settings in (
             ("fine-tune + single", "single", EvalSettings()),
             ("efficiency", "efficiency", NoSettings()),
             ("masks", "masks", MaskSettings()),
@@ -236,13 +366,36 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
         )]
         steps += [Step(f"{m}: disentanglement {a}/{b}", "disentanglement", m, (a, b),
                        DisentanglementSettings(grid=sc.xi_grid, points=sc.xi_points, seed=seed,
-                                               alpha_step=sc.alpha_step), overrides(m))
+                                               alpha_step=sc.alpha_step), overrides(m), task_overrides=per_task)
                   for a, b in spec.xi_pairs]
+        var = variant(m)
+        if var is not None:
+            vid, extra = var
+            steps += [Step(f"{vid}: {what}", protocol, m, tasks, settings, overrides(m, extra), result_method=vid,
+                           trains=protocol == "single")
+                      for what, protocol, settings in (
+                ("single", "single", EvalSettings()),
+                ("efficiency", "efficiency", NoSettings()),
+                ("masks", "masks", MaskSettings()),
+                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            )]
     if "talos" in ft_methods and "lota" in ft_methods:  # TaLoS vs LoTA masks (both are fine-tuned by now)
-        steps.append(Step("talos vs lota masks", "masks", "talos", tasks,
-                          MaskSettings(compare_method="lota", compare_overrides=overrides("lota")), overrides("talos")))
+        talos_var, lota_var = variant("talos"), variant("lota")
+        if talos_var is not None and lota_var is not None:  # the fixed-hyperparameter rows: masks of equal sparsity
+            lota_ov = overrides("lota", lota_var[1])
+            compare = lambda store: MaskSettings(compare_method="lota",  # noqa: E731
+                                                 compare_overrides=_resolved(lota_ov, store))
+            steps.append(Step("talos vs lota masks", "masks", "talos", tasks, compare,
+                              overrides("talos", talos_var[1]), result_method=talos_var[0]))
+        elif sc.curve_steps is None and not sc.selection:
+            steps.append(Step("talos vs lota masks", "masks", "talos", tasks,
+                              MaskSettings(compare_method="lota", compare_overrides=overrides("lota")),
+                              overrides("talos")))
+    talos_var = variant("talos")
+    sharing_ov = overrides("talos", talos_var[1] if talos_var else None)
     steps += [Step(f"sharing ({mode})", "sharing", "talos", tasks,
-                   SharingSettings(mode=mode, samples=sc.sharing_samples, seed=seed), overrides("talos"))
+                   SharingSettings(mode=mode, samples=sc.sharing_samples, seed=seed), sharing_ov)
               for mode in ("prune", "perturb")]
     if BASE_METHOD in ft_methods:  # post-hoc methods merge its runs
         steps += [Step(f"{ph}: post-hoc addition + negation", "posthoc", ph, tasks,
@@ -259,7 +412,7 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
 
 def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
                methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
-               progress: bool, resume: bool) -> dict:
+               progress: bool, resume: bool, stage: str = "all") -> dict:
     import torch
 
     from talos_core.evaluation.protocols import evaluate
@@ -281,6 +434,8 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
         if m not in spec.posthoc:
             raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
     steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device)
+    if stage == "train":
+        return _train_stage(spec, scale, store, [st for st in steps if st.trains], log=log, progress=progress)
 
     requested = current_precision()
     precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
@@ -324,8 +479,9 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
             continue
         t0 = time.perf_counter()
         log(f"[{name}/{scale}] {st.label} ...")
-        evaluate(store, st.protocol, spec.model, st.tasks, st.method, suite=name, settings=st.settings,
-                 overrides=st.overrides, progress=progress)
+        settings, ov, per_task = st.resolve(store)
+        evaluate(store, st.protocol, spec.model, st.tasks, st.method, suite=name, settings=settings,
+                 overrides=ov, task_overrides=per_task, result_method=st.result_method, progress=progress)
         timings[st.label] = time.perf_counter() - t0
         session["steps_run"].append(st.label)
         write_meta(complete=False)
@@ -335,6 +491,23 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     meta = write_meta(complete=True)
     log(f"[{name}/{scale}] finished in {meta['wall_time_s'] / 60:.1f} min")
     return meta
+
+
+def _train_stage(spec: SuiteSpec, scale: str, store: Store, steps: Sequence[Step], *, log: Callable[[str], None],
+                 progress: bool) -> dict:
+    """``talos suite --stage train``: the fine-tuning steps only, no suite record (see :func:`run_suite`)."""
+    from talos_core.evaluation.protocols import evaluate
+
+    times: dict[str, float] = {}
+    for st in steps:
+        t0 = time.perf_counter()
+        log(f"[{spec.name}/{scale}] {st.label} (train stage) ...")
+        settings, ov, per_task = st.resolve(store)
+        evaluate(store, st.protocol, spec.model, st.tasks, st.method, suite=spec.name, settings=settings,
+                 overrides=ov, task_overrides=per_task, result_method=st.result_method, progress=progress)
+        times[st.label] = time.perf_counter() - t0
+        log(f"[{spec.name}/{scale}] {st.label} done in {times[st.label]:.1f}s")
+    return {"stage": "train", "step_times_s": times, "wall_time_s": float(sum(times.values()))}
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from talos_core.cli.common import add_eval_precision_argument, add_store_argument, add_train_precision_argument
 from talos_core.errors import TalosError, unknown
-from talos_core.suites import SUITES, results_markdown, run_suite
+from talos_core.suites import STAGES, SUITES, results_markdown, run_suite
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--posthoc", default=None, help="comma-separated subset of the suite's post-hoc methods")
     p.add_argument("--resume", action="store_true",
                    help="skip the steps an interrupted run of this suite (same settings) already finished")
+    p.add_argument("--stage", default="all", choices=STAGES,
+                   help="all (default) or train: only the fine-tuning steps, no suite record; run one such process "
+                        "per method (--methods) into one store to share a GPU, then the suite (README 'Suites')")
     p.add_argument("--quiet", action="store_true")
     add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
     add_train_precision_argument(p, default_help="the scale's, else $TALOS_TRAIN_PRECISION or auto")
@@ -44,8 +47,9 @@ def _suite(args: argparse.Namespace) -> int:
     store = Path(args.store)
     run_suite(args.name, store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
               posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
-              eval_precision=args.eval_precision, train_precision=args.train_precision)
-    print(results_markdown(store, args.name))
+              eval_precision=args.eval_precision, train_precision=args.train_precision, stage=args.stage)
+    if args.stage == "all":
+        print(results_markdown(store, args.name))
     return 0
 
 

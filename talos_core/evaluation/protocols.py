@@ -333,9 +333,10 @@ def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
     full = efficiency_table(req.runs().values())
     full["method"] = req.result_id
     name = req.name()
-    merged, _ = merged_rows(req.store, "efficiency", name, full, req.result_id)
-    summary = efficiency_summary(merged)
-    req.store.write_table("efficiency", name, merged, summary=summary, model=req.model, suite=req.suite)
+    with req.store.locked("efficiency", name):
+        merged, _ = merged_rows(req.store, "efficiency", name, full, req.result_id)
+        summary = efficiency_summary(merged)
+        req.store.write_table("efficiency", name, merged, summary=summary, model=req.model, suite=req.suite)
     m = summary.get(req.result_id, {})
     lines = [f"{req.result_id}: {fmt(m.get('time_per_step_s'))} s/step (fwd+bwd {fmt(m.get('fwd_bwd_s_mean'))} "
              f"+ opt {fmt(m.get('opt_s_mean'))}), peak memory {fmt(m.get('peak_memory_mb'))} MB"]

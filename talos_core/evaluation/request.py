@@ -181,22 +181,23 @@ def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str,
     The payload keeps the stored keys, then ``extra``, then ``data`` (the new one, else the stored one),
     ``examples`` and ``runs`` last.
     """
-    merged, kept = merged_rows(store, kind, name, table, method, data=data)
-    old_data, runs = kept.pop("data", None), dict(kept.pop("runs", None) or {})
-    by_method = dict(kept.pop("examples", None) or {})
-    payload = {**kept, **extra}
-    if data is not None or old_data is not None:
-        payload["data"] = data if data is not None else old_data
-    by_method.pop(method, None)
-    if examples is not None:
-        by_method[method] = dict(examples)
-    if by_method:
-        payload["examples"] = by_method
-    if run_ids is not None:
-        runs[method] = dict(run_ids)
-    if runs:
-        payload["runs"] = runs
-    store.write_table(kind, name, merged, **payload)
+    with store.locked(kind, name):  # other processes may update other methods' rows of the same result
+        merged, kept = merged_rows(store, kind, name, table, method, data=data)
+        old_data, runs = kept.pop("data", None), dict(kept.pop("runs", None) or {})
+        by_method = dict(kept.pop("examples", None) or {})
+        payload = {**kept, **extra}
+        if data is not None or old_data is not None:
+            payload["data"] = data if data is not None else old_data
+        by_method.pop(method, None)
+        if examples is not None:
+            by_method[method] = dict(examples)
+        if by_method:
+            payload["examples"] = by_method
+        if run_ids is not None:
+            runs[method] = dict(run_ids)
+        if runs:
+            payload["runs"] = runs
+        store.write_table(kind, name, merged, **payload)
 
 
 def _jsonable(value: Any) -> Any:
