@@ -350,16 +350,27 @@ def _row_line(model: str, r: dict, name: str) -> str:
             f"{r['precision']}, {r['trainable_entries']:,} trainable entries [{name}]")
 
 
+def _time_left(timeout: float, deadline: float | None) -> float | None:
+    """The worker time limit: ``timeout``, capped by what is left of the budget (``None``: budget spent)."""
+    if deadline is None:
+        return timeout
+    left = deadline - time.perf_counter()
+    return None if left <= 0 else min(timeout, max(left, 30.0))
+
+
 def run_model(model: str, device: str, s: dict, precision: str, timeout: float, name: str,
-              methods: list[str]) -> dict:
-    """Every method on ``model``, one worker each; a failing method becomes an error row."""
+              methods: list[str], *, deadline: float | None = None, on_row=None) -> dict:
+    """Every method on ``model``, one worker each; a failing method becomes an error row, and so does one that
+    the time budget (``deadline``, a ``perf_counter`` value) leaves no time for. ``on_row(result)`` is called
+    with the (partial) result after each method."""
     case = _case(model, device)
     out: dict = {"model": model, "task": case.task, "batch": s["batch"], "device": device, "device_name": name,
                  "methods": {}}
+    on_row = on_row or (lambda r: None)
     mask = None
-    if "talos" in methods:
+    if "talos" in methods and _time_left(timeout, deadline) is not None:
         try:
-            mask = ensure_mask(case, device, timeout)
+            mask = ensure_mask(case, device, _time_left(timeout, deadline))
             out["mask"] = mask
         except Exception as exc:  # noqa: BLE001 - report and go on with the other methods
             out["mask_error"] = _short(exc)
@@ -369,23 +380,30 @@ def run_model(model: str, device: str, s: dict, precision: str, timeout: float, 
                 "warmup": s["warmup"], "iters": s["iters"], "precision": precision,
                 "lota_steps": s["lota_steps"], "lota_samples": min(case.mask_samples, 128)}
         t0 = time.perf_counter()
-        if method == "talos":
-            if mask is None:
-                out["methods"][method] = {"method": method, "error": "no TaLoS mask (calibration failed)"}
-                print(_row_line(model, out["methods"][method], name), flush=True)
-                continue
-            args["mask"] = mask["path"]
-        try:
-            r = run_worker("t3_train", args, timeout=timeout, module=WORKER)
-        except Exception as exc:  # noqa: BLE001 - one failing configuration must not stop the others
-            r = {"method": method, "error": _short(exc), "oom": "out of memory" in str(exc).lower()}
-        r["wall_s"] = time.perf_counter() - t0
-        out["methods"][method] = r
-        print(_row_line(model, r, name), flush=True)
+        limit = _time_left(timeout, deadline)
+        if limit is None:
+            out["methods"][method] = {"method": method, "error": "skipped: the time budget (--budget) is spent"}
+        elif method == "talos" and mask is None:
+            out["methods"][method] = {"method": method, "error": "no TaLoS mask (calibration failed or skipped)"}
+        else:
+            if method == "talos":
+                args["mask"] = mask["path"]
+            try:
+                r = run_worker("t3_train", args, timeout=limit, module=WORKER)
+            except Exception as exc:  # noqa: BLE001 - one failing configuration must not stop the others
+                r = {"method": method, "error": _short(exc), "oom": "out of memory" in str(exc).lower()}
+            r["wall_s"] = time.perf_counter() - t0
+            out["methods"][method] = r
+        print(_row_line(model, out["methods"][method], name), flush=True)
+        on_row(out)
     return out
 
 
 def _short(exc: BaseException) -> str:
+    import subprocess
+
+    if isinstance(exc, subprocess.TimeoutExpired):
+        return f"worker timed out after {exc.timeout:.0f} s"
     lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
     # a worker's failure carries its traceback: the last line is the exception
     last = lines[-1] if lines else ""
@@ -523,6 +541,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                         help="training precision (default auto: bf16 autocast on CUDA, fp32 on CPU)")
     parser.add_argument("--no-fisher", action="store_true", help="skip the per-sample Fisher comparison")
+    parser.add_argument("--budget", type=float,
+                        help="seconds for the whole run: configurations that would start later are reported as "
+                             "skipped (default: no limit; results are written to --json as they come)")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and args.threads == 1:
         args.threads = max(1, min(8, os.cpu_count() or 1))  # data preparation and model building on the CPU side
@@ -540,26 +561,42 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"## bench_table3 — {name} — {machine_line(device)}", flush=True)
     payload: dict = {"benchmark": "table3", "device": device, "device_name": name, "machine": machine_line(device),
                      "sizes": s, "precision_requested": args.precision, "published": PUBLISHED, "results": []}
-    timeout = min(args.timeout, 420.0) if device.startswith("cuda") else args.timeout
-    for model in models:
-        print(f"- {model} at batch {s['batch']} on {name} …", flush=True)
-        try:
-            payload["results"].append(run_model(model, device, s, args.precision, timeout, name, args.methods))
-        except Exception as exc:  # noqa: BLE001
-            print(f"  {model} FAILED: {_short(exc)}", flush=True)
-            payload.setdefault("errors", []).append({"model": model, "error": _short(exc)})
-        write_json(args.json, payload)
-    if not args.no_fisher:
+    timeout = min(args.timeout, 300.0) if device.startswith("cuda") else args.timeout
+    deadline = t_start + args.budget if args.budget else None
+
+    def fisher() -> None:
         print(f"- per-sample Fisher vs loop on {s['fisher_model']} ({s['fisher_samples']} samples) on {name} …",
               flush=True)
+        limit = _time_left(timeout, deadline)
         try:
-            payload["fisher"] = run_fisher(s["fisher_model"], device, s, timeout)
+            if limit is None:
+                raise RuntimeError("skipped: the time budget (--budget) is spent")
+            payload["fisher"] = run_fisher(s["fisher_model"], device, s, limit)
             f = payload["fisher"]
             print(f"  engine {f['engine_s']:.3f} s vs loop {f['loop_s']:.3f} s: "
                   f"{fmt(ratio(f['loop_s'], f['engine_s']))}× ({f['engine']}) [{name}]", flush=True)
         except Exception as exc:  # noqa: BLE001
             payload["fisher"] = {"model": s["fisher_model"], "error": _short(exc)}
             print(f"  FAILED: {payload['fisher']['error']}", flush=True)
+        write_json(args.json, payload)
+
+    def on_row(res: dict) -> None:
+        if not any(r is res for r in payload["results"]):
+            payload["results"].append(res)
+        write_json(args.json, payload)
+
+    for model in models:
+        print(f"- {model} at batch {s['batch']} on {name} …", flush=True)
+        try:
+            on_row(run_model(model, device, s, args.precision, timeout, name, args.methods, deadline=deadline,
+                             on_row=on_row))
+        except Exception as exc:  # noqa: BLE001
+            print(f"  {model} FAILED: {_short(exc)}", flush=True)
+            payload.setdefault("errors", []).append({"model": model, "error": _short(exc)})
+        if model == s["fisher_model"] and not args.no_fisher and "fisher" not in payload:
+            fisher()  # right after its model: cheap, and done before a large model can spend the budget
+    if not args.no_fisher and "fisher" not in payload:
+        fisher()
     payload["total_s"] = time.perf_counter() - t_start
     write_json(args.json, payload)
     print()
