@@ -123,10 +123,11 @@ def resolve_device(device: str, threads: int = 1, timeout: float = 1200.0) -> st
 THREADS = {"n": 1, "timeout": 1200.0}
 
 
-def run_worker(job: str, args: dict, *, timeout: float | None = None) -> dict:
-    """Run ``bench._worker`` ``job`` with ``args`` in a fresh interpreter; return its RESULT dict."""
+def run_worker(job: str, args: dict, *, timeout: float | None = None, module: str = "bench._worker") -> dict:
+    """Run ``job`` of the worker ``module`` (default ``bench._worker``; called as ``python -m MODULE JOB 'JSON'``)
+    with ``args`` in a fresh interpreter; return its RESULT dict."""
     args = {"threads": THREADS["n"], **args}
-    cmd = [sys.executable, "-m", "bench._worker", job, json.dumps(args)]
+    cmd = [sys.executable, "-m", module, job, json.dumps(args)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": str(args["threads"]), "MKL_NUM_THREADS": str(args["threads"])}
     t0 = time.perf_counter()
