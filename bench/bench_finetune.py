@@ -11,6 +11,12 @@ before the model was loaded; GPU: ``torch.cuda.max_memory_allocated``). Ratios: 
 ratio (TaLoS / non-linear, goal ≤ 0.5). Configurations: non-linear FT (every parameter), TaLoS
 (the calibrated mask) and, unless ``--no-checkpointing``, TaLoS with activation checkpointing.
 
+Beside the measurements: the exact-gradient bound of the same model, batch and mask
+(:mod:`bench.bound`: multiply-adds of forward + activation gradients + weight gradients for each
+configuration, and the memory the step must keep), and measured / bound — goal ≥ 0.9 (for memory:
+bound / measured). The speed-up is measured in wall time and in process CPU time (one thread: the
+cycles the worker actually got, which other jobs on a shared CPU do not inflate).
+
 The mask is a real TaLoS calibration (4 rounds, few samples), cached under ``bench/.cache`` keyed by
 the source of ``talos_core/masks.py``; its structure is printed too.
 """
@@ -53,6 +59,7 @@ def run_case(case: Case, device: str, quick: bool, checkpointing: bool) -> dict:
     times = run_worker("train_time", {**common, "iters": iters, "mask": mask["path"], "checkpointing": checkpointing})
     out = {"case": case.model, "batch": case.ft_batch, "iters": iters, "mask": mask, "params": times["params"],
            "forward_s": times["forward_s"]}
+    out["bound"] = run_worker("bound", {**common, "mask": mask["path"]})
     for plan in CONFIGS:
         if plan in times:
             mem = run_worker("train_mem", {**common, "plan": plan, "mask": mask["path"]})
@@ -74,6 +81,54 @@ def tensor_memory(x: dict, params: int | None = None) -> float | None:
     if param_mb is None:
         return None
     return param_mb + x["peak_mb"] - x["model_mb"]
+
+
+def bound_tables(results: list[dict]) -> list[str]:
+    """Bound vs measured: fwd+bwd speed-up (multiply-adds) and memory (MiB), per model (results with a bound)."""
+    speed, memory = [], []
+    for r in results:
+        b = r.get("bound")
+        if not b:
+            continue
+        nl, ts = r["nonlinear"], r["talos"]
+        measured = ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"])
+        on_gpu = str(ts.get("peak_kind", "")).startswith("cuda")  # CPU time says nothing about GPU kernels
+        time_key = "fwd_bwd_s" if on_gpu else "fwd_bwd_cpu_s"
+        cpu = None if on_gpu else ratio(nl.get("fwd_bwd_cpu_s"), ts.get("fwd_bwd_cpu_s"))
+        speed.append({"model": r["case"], "nl": b["nonlinear"]["macs"] / 1e9, "ts": b["talos"]["macs"] / 1e9,
+                      "fwd": b["nonlinear"]["forward"] / 1e9, "bound": b["speedup"], "measured": measured,
+                      "ratio": ratio(measured, b["speedup"]), "cpu": cpu, "cpu_ratio": ratio(cpu, b["speedup"]),
+                      "rows": b["speedup_rows"], "floor": b["forward_floor"],
+                      "nl_rate": ratio(b["nonlinear"]["macs"] / 1e9, nl.get(time_key)),
+                      "ts_rate": ratio(b["talos"]["macs"] / 1e9, ts.get(time_key))})
+        mib = {}
+        for key, name in (("nonlinear", "non-linear FT"), ("talos", "TaLoS 90%")):
+            c, x = b[key], r[key]
+            mib[key] = (c["memory_bytes"] / 2**20, tensor_memory(x, r.get("params")))
+            memory.append({"model": r["case"], "method": name, "bound": mib[key][0],
+                           "acts": c["activation_bytes"] / 2**20, "grads": c["grad_bytes"] / 2**20,
+                           "state": (c["optimizer_bytes"] + c["snapshot_bytes"]) / 2**20,
+                           "params": c["param_bytes"] / 2**20, "measured": mib[key][1],
+                           "ratio": ratio(mib[key][0], mib[key][1])})
+        memory.append({"model": r["case"], "method": "TaLoS / NL", "bound": b["memory_ratio"],
+                       "measured": ratio(mib["talos"][1], mib["nonlinear"][1]),
+                       "ratio": ratio(b["memory_ratio"], ratio(mib["talos"][1], mib["nonlinear"][1]))})
+    if not speed:
+        return []
+    return ["", "### Exact-gradient bound vs measured: fwd+bwd (multiply-adds, `bench/bound.py`)", "",
+            markdown_table(speed, ["model", "nl", "ts", "fwd", "bound", "measured", "ratio", "cpu", "cpu_ratio",
+                                   "rows", "floor", "nl_rate", "ts_rate"],
+                           ["model", "NL GMAC/step", "TaLoS GMAC/step", "forward GMAC", "bound speed-up NL/TaLoS",
+                            "measured speed-up (wall)", "wall / bound (goal ≥ 0.9)", "measured speed-up (CPU time)",
+                            "CPU time / bound (goal ≥ 0.9)", "bound with row-split weight grads",
+                            "bound for a free backward (NL / forward)", "NL GMAC per CPU s (GPU: per s)",
+                            "TaLoS GMAC per CPU s (GPU: per s)"]),
+            "", "### Exact-gradient bound vs measured: memory (MiB; the TaLoS / NL rows are ratios)", "",
+            markdown_table(memory, ["model", "method", "params", "acts", "grads", "state", "bound", "measured",
+                                    "ratio"],
+                           ["model", "method", "parameters + buffers", "activations kept for backward",
+                            "gradients (full-size)", "AdamW moments + θ0 snapshot (+ indices)",
+                            "bound (sum)", "measured: model tensors + overhead", "bound / measured (goal ≥ 0.9)"])]
 
 
 def tables(results: list[dict]) -> str:
@@ -129,6 +184,7 @@ def tables(results: list[dict]) -> str:
                            "tensors 100% trainable", "partly trainable", "frozen",
                            "share of entries in 100% tensors", "rows touched (partial matrices)",
                            "columns touched (partial matrices)"])]
+    out += bound_tables(results)
     if ckpt:
         out += ["", "### Opt-in activation checkpointing for TaLoS (`finetune(..., checkpoint_activations=True)`)", "",
                 markdown_table(ckpt, ["model", "fb", "cost", "mem", "net", "over", "tm"],
