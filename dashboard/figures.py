@@ -826,7 +826,10 @@ def learning_curves(table: pd.DataFrame, *, budgets: Mapping[str, int | None] | 
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": "zero-shot",
                        "line": {"color": ZERO_SHOT_COLOR, "dash": "dot", "width": 1}})
     rows = math.ceil(len(tasks) / cols)
-    return make_figure(traces, title, height=150 + 260 * rows, shapes=shapes, annotations=anns, **axes)
+    return make_figure(traces, title, height=170 + 260 * rows, shapes=shapes, annotations=anns,
+                       margin={"l": 60, "r": 20, "t": 125 if title else 75, "b": 50},
+                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.0 + 0.09 / rows, "xanchor": "left",
+                               "x": 0.0}, **axes)
 
 
 def selection_scores(table: pd.DataFrame, *, param: str, method: str | None = None,

@@ -233,10 +233,14 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
     if not sels:
         return False
     st.markdown("**Chosen hyperparameters** (per task, on the validation split)")
-    table(D.chosen_hyperparameters(sels), f"chosen_hyperparameters_{ctx.suite}_{ctx.model}", key=f"{key}.chosen")
+    left, right = st.columns([2, 3])
+    with left:
+        table(D.chosen_hyperparameters(sels), f"chosen_hyperparameters_{ctx.suite}_{ctx.model}",
+              key=f"{key}.chosen")
     rules = {s.rule for s in sels if s.rule}
-    st.caption("Each value was chosen by validation task negation (paper App. \"Hyperparameter selection\"): "
-               + ("; ".join(sorted(rules)) if rules else "lowest target accuracy with the control task kept") + ".")
+    right.caption("Each value was chosen by validation task negation (paper App. \"Hyperparameter selection\"): "
+                  + ("; ".join(sorted(rules)) if rules else "lowest target accuracy with the control task kept")
+                  + ".")
     with st.expander("Selection candidates (value → validation negation score)"):
         by_id = {s.method: s for s in sels}
         m = pick("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
