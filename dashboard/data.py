@@ -95,21 +95,12 @@ def available(idx: pd.DataFrame, column: str, **match: Any) -> list[str]:
 
 
 def order_methods(methods: Iterable[str]) -> list[str]:
-    """Methods in a teaching order: TaLoS first, then full fine-tuning, PEFT, post-hoc, others; a variant id
-    (``talos-k0.9``, :func:`talos_core.schema.variant_id`) right after its method.
-
-    >>> order_methods(["nonlinear", "talos-k0.9", "mine", "talos"])
-    ['talos', 'talos-k0.9', 'nonlinear', 'mine']
-    """
+    """Methods in a teaching order: TaLoS first, then full fine-tuning, PEFT, post-hoc, others (variant ids
+    such as ``talos-k0.9`` among the others, by name)."""
     pref = ["talos", "nonlinear", "linearized", "llora", "lota", "ties", "tall_consensus", "dare", "breadcrumbs",
             "talos-top", "random", "magnitude"]
     ms = list(dict.fromkeys(methods))
-
-    def key(m: str) -> tuple:
-        base = schema.base_method_of(m) or m
-        return (pref.index(base) if base in pref else len(pref), base, m != base, m)
-
-    return sorted(ms, key=key)
+    return sorted(ms, key=lambda m: (pref.index(m) if m in pref else len(pref), m))
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,6 +497,24 @@ def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[s
     return [zs.get(t, nan) for t in tasks], [ft.get(t, nan) for t in tasks]
 
 
+def count_test_examples(payload: Mapping[str, Any] | None) -> dict[str, int]:
+    """``{task: number of test examples}`` from a ``single`` result's ``examples`` (per method and task, a
+    string of 0/1 per test example; absent in stores written before it): the largest count seen per task."""
+    out: dict[str, int] = {}
+    examples = (payload or {}).get("examples")
+    if not isinstance(examples, Mapping):
+        return out
+    for per_task in examples.values():
+        if not isinstance(per_task, Mapping):
+            continue
+        for task, bits in per_task.items():
+            if isinstance(bits, Mapping):
+                n = max((len(v) for v in bits.values() if isinstance(v, str)), default=0)
+                if n:
+                    out[str(task)] = max(out.get(str(task), 0), n)
+    return out
+
+
 def format_choice(param: str, value: Any) -> str:
     """A chosen hyperparameter as shown in tables: sparsity and learning rate with ``%g``, rank as an integer.
 
@@ -653,14 +662,12 @@ def get_preview(root: str | Path, name: str) -> PreviewCache:
 
 @_cache_data
 def _cached_test_examples(root: str, name: str, stamp: int) -> dict[str, int]:
-    from dashboard.protocol import count_test_examples
-
     return count_test_examples(schema.read_result(root, "single", name))
 
 
-def test_examples(root: str | Path, name: str) -> dict[str, int]:
+def example_counts(root: str | Path, name: str) -> dict[str, int]:
     """Cached ``{task: number of test examples}`` of the single-task result ``name`` (empty when it records no
-    per-example correctness; :func:`dashboard.protocol.count_test_examples`)."""
+    per-example correctness; :func:`count_test_examples`)."""
     return _cached_test_examples(str(root), name, file_stamp(schema.result_path(root, "single", name)))
 
 

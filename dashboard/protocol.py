@@ -281,24 +281,6 @@ def protocol_summary(suite: Mapping[str, Any] | None, *, learning_curves: Mappin
     return ProtocolSummary(headline, lines)
 
 
-def count_test_examples(payload: Mapping[str, Any] | None) -> dict[str, int]:
-    """``{task: number of test examples}`` from a ``single`` result's ``examples`` (per method and task, a
-    string of 0/1 per test example; absent in stores written before it): the largest count seen per task."""
-    out: dict[str, int] = {}
-    examples = (payload or {}).get("examples")
-    if not isinstance(examples, Mapping):
-        return out
-    for per_task in examples.values():
-        if not isinstance(per_task, Mapping):
-            continue
-        for task, bits in per_task.items():
-            if isinstance(bits, Mapping):
-                n = max((len(v) for v in bits.values() if isinstance(v, str)), default=0)
-                if n:
-                    out[str(task)] = max(out.get(str(task), 0), n)
-    return out
-
-
 def budget_sentence(curves: Sequence[Any]) -> str:
     """The Efficiency page's sentence under the learning curves: each method's chosen budget and the rule,
     quoted from the stored ``rule`` (:class:`dashboard.data.LearningCurve` objects, or anything with

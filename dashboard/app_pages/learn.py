@@ -58,7 +58,7 @@ def _protocol() -> P.ProtocolSummary:
                    "points_per_task": p.get("points_per_task")})
     try:
         suite = D.try_get("suite", ctx.root, ctx.suite)
-        examples = D.test_examples(ctx.root, ctx.name()) if ctx.has("single") else {}
+        examples = D.example_counts(ctx.root, ctx.name()) if ctx.has("single") else {}
     except TalosError:
         suite, examples = None, {}
     known = set()
