@@ -223,10 +223,12 @@ def selections(ctx: Context, methods: Sequence[str] | None = None) -> list[D.Sel
     return out
 
 
-def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *, key: str) -> bool:
+def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *, key: str,
+                           export: bool = True) -> bool:
     """"Chosen hyperparameters" beside results: per task the value each method's selection chose (a table,
-    rows tasks), and in an expander every candidate's validation negation score (figure + table).
-    Returns whether anything was shown (``False`` when the store has no selection for ``methods``)."""
+    rows tasks), and in an expander every candidate's validation negation score (figure + table; ``export``:
+    with the figure's export popover). Returns whether anything was shown (``False`` when the store has no
+    selection for ``methods``)."""
     from dashboard import figures as F
 
     sels = selections(ctx, methods)
@@ -245,6 +247,7 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
         by_id = {s.method: s for s in sels}
         m = pick("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
         sel = by_id[m]
-        chart(F.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}", key=f"{key}.selfig")
+        chart(F.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}", key=f"{key}.selfig",
+              export=export)
         table(D.selection_candidates(sel), f"selection_{ctx.suite}_{ctx.model}_{m}", key=f"{key}.seltbl")
     return True

@@ -28,7 +28,9 @@ if variant is not None:
     fixed = ", ".join(f"{k} {v:g}" for k, v in params.items())
     st.caption(f"`{method}` = **{method_label(method)}**: {method_label(base)} with fixed {fixed} for every task, "
                f"a separate row beside the {method_label(base)} row (whose hyperparameters may be chosen per task).")
-if not ui.chosen_hyperparameters(ctx, [method], key="arith") and ctx.methods("selection") and variant is None:
+# above the results, its candidates figure without an export popover (the results' charts own the first one)
+shown = ui.chosen_hyperparameters(ctx, [method], key="arith", export=False)
+if not shown and ctx.methods("selection") and variant is None:
     st.caption(f"No per-task hyperparameter selection for {method_label(method)} in this store: its hyperparameters "
                "are fixed for every task.")
 
