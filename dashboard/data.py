@@ -95,7 +95,8 @@ def available(idx: pd.DataFrame, column: str, **match: Any) -> list[str]:
 
 
 def order_methods(methods: Iterable[str]) -> list[str]:
-    """Methods in a teaching order: TaLoS first, then full fine-tuning, PEFT, post-hoc, others."""
+    """Methods in a teaching order: TaLoS first, then full fine-tuning, PEFT, post-hoc, others (variant ids
+    such as ``talos-k0.9`` among the others, by name)."""
     pref = ["talos", "nonlinear", "linearized", "llora", "lota", "ties", "tall_consensus", "dare", "breadcrumbs",
             "talos-top", "random", "magnitude"]
     ms = list(dict.fromkeys(methods))
@@ -305,6 +306,111 @@ def load_suite(root: str | Path, name: str) -> dict:
     return schema.read_result(root, "suite", name)
 
 
+def _meta(payload: Mapping) -> dict:
+    """A payload's fields besides its table (``columns``, ``records``)."""
+    return {k: v for k, v in payload.items() if k not in ("columns", "records")}
+
+
+def _int_or_none(value: Any) -> int | None:
+    v = _num(value)
+    return int(v) if math.isfinite(v) else None
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """SCHEMA ``learning_curve``: validation accuracy vs training step of one method on each task, and the
+    step budget chosen from the curves (issue 13, "budget set by convergence";
+    :mod:`talos_core.evaluation.learning_curve`)."""
+
+    name: str
+    method: str
+    table: pd.DataFrame  # method, task, step, val_acc
+    budget: int | None
+    rule: str
+    tolerance: float | None
+    eval_every: int | None
+    steps: int | None  # the largest step trained (the curves' end)
+    plateau: dict[str, int]  # task -> step where its curve plateaus (absent in results written before it)
+    zero_shot: dict[str, float]  # task -> zero-shot validation accuracy (absent in older results)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(dict.fromkeys(self.table["task"].astype(str)))
+
+
+def load_learning_curve(root: str | Path, name: str) -> LearningCurve:
+    p = schema.read_result(root, "learning_curve", name)
+    schema.require_fields(p, "learning_curve", name)
+    df = _table(p, "learning_curve", name, schema.KINDS["learning_curve"].columns)
+    if df.empty:
+        raise CorruptResult(f"the learning_curve result {name!r} has no points")
+    df = df.assign(task=df["task"].astype(str), step=pd.to_numeric(df["step"], errors="coerce"),
+                   val_acc=pd.to_numeric(df["val_acc"], errors="coerce"))
+    if df["step"].isna().any():
+        raise CorruptResult(f"the learning_curve result {name!r} has a non-numeric step")
+    fields = schema.parse_result_name("learning_curve", name) or {}
+    method = str(p.get("method") or fields.get("method") or df["method"].iloc[0])
+    plateau = {str(t): int(v) for t, v in (p.get("plateau") or {}).items() if _int_or_none(v) is not None}
+    zs = {str(t): _num(v) for t, v in (p.get("zero_shot") or {}).items() if v is not None}
+    tol = _num(p.get("tolerance"))
+    order = {t: i for i, t in enumerate(dict.fromkeys(df["task"]))}  # tasks as stored, each curve by step
+    df = df.assign(_o=df["task"].map(order)).sort_values(["_o", "step"], kind="mergesort").drop(columns="_o")
+    return LearningCurve(name, method, df.reset_index(drop=True),
+                         _int_or_none(p.get("budget")), str(p.get("rule") or ""), tol if math.isfinite(tol) else None,
+                         _int_or_none(p.get("eval_every")), _int_or_none(p.get("steps")), plateau, zs, _meta(p))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """SCHEMA ``selection``: one hyperparameter of one method chosen per task by validation task negation
+    (paper App. "Hyperparameter selection"; :mod:`talos_core.evaluation.selection`)."""
+
+    name: str
+    method: str  # the result id the selection is stored under (``talos``, or a variant id)
+    param: str  # sparsity, rank or lr
+    table: pd.DataFrame  # task, value, best_alpha, target_val_acc, control_val_acc, score, single_val_acc, chosen
+    choices: dict[str, Any]  # task -> chosen value
+    values: list
+    rule: str
+    control_task: str | None
+    keep: float | None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(self.choices) or list(dict.fromkeys(self.table["task"].astype(str)))
+
+    def curves(self) -> pd.DataFrame:
+        """Every candidate's validation negation curve ``task, value, alpha, target_val_acc, control_val_acc``
+        (empty when the result does not store them)."""
+        cols = ["task", "value", "alpha", "target_val_acc", "control_val_acc"]
+        rows = self.meta.get("curves")
+        if not isinstance(rows, list) or not rows:
+            return pd.DataFrame(columns=cols)
+        try:
+            return pd.DataFrame(rows).reindex(columns=cols)
+        except Exception:  # malformed: show the rest of the result without them
+            return pd.DataFrame(columns=cols)
+
+
+def load_selection(root: str | Path, name: str) -> Selection:
+    p = schema.read_result(root, "selection", name)
+    schema.require_fields(p, "selection", name)
+    df = _table(p, "selection", name, schema.KINDS["selection"].columns)
+    param = str(p["param"])
+    raw = p["choices"]
+    if not isinstance(raw, Mapping):
+        raise CorruptResult(f"the selection result {name!r} has 'choices' that is not a mapping task -> choice")
+    choices = {str(t): (c.get(param) if isinstance(c, Mapping) else c) for t, c in raw.items()}
+    fields = schema.parse_result_name("selection", name) or {}
+    keep = _num(p.get("keep"))
+    return Selection(name, str(p.get("method") or fields.get("method")), param,
+                     df.assign(task=df["task"].astype(str), chosen=df["chosen"].astype(bool)), choices,
+                     list(p.get("values") or []), str(p.get("rule") or ""), p.get("control_task"),
+                     keep if math.isfinite(keep) else None, _meta(p))
+
+
 def _table_loader(kind: str) -> Callable[[str | Path, str], pd.DataFrame]:
     return lambda root, name: load_table(root, kind, name)
 
@@ -313,7 +419,8 @@ LOADERS: dict[str, Callable[[str | Path, str], Any]] = {
     **{k: _table_loader(k) for k, info in schema.KINDS.items() if info.table},
     "addition": load_addition, "negation": load_negation, "disentanglement": load_disentanglement,
     "localization": load_localization, "sharing": load_sharing, "mask_iou": load_mask_iou,
-    "suite": load_suite, "preview": schema.load_preview,
+    "suite": load_suite, "preview": schema.load_preview, "learning_curve": load_learning_curve,
+    "selection": load_selection,
 }
 """The typed loader of every result kind (tables without a loader of their own: :func:`load_table`)."""
 
@@ -388,6 +495,74 @@ def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[s
         if r["method"] == m:
             ft.setdefault(r["task"], _num(r["finetuned_acc"]))
     return [zs.get(t, nan) for t in tasks], [ft.get(t, nan) for t in tasks]
+
+
+def count_test_examples(payload: Mapping[str, Any] | None) -> dict[str, int]:
+    """``{task: number of test examples}`` from a ``single`` result's ``examples`` (per method and task, a
+    string of 0/1 per test example; absent in stores written before it): the largest count seen per task."""
+    out: dict[str, int] = {}
+    examples = (payload or {}).get("examples")
+    if not isinstance(examples, Mapping):
+        return out
+    for per_task in examples.values():
+        if not isinstance(per_task, Mapping):
+            continue
+        for task, bits in per_task.items():
+            if isinstance(bits, Mapping):
+                n = max((len(v) for v in bits.values() if isinstance(v, str)), default=0)
+                if n:
+                    out[str(task)] = max(out.get(str(task), 0), n)
+    return out
+
+
+def format_choice(param: str, value: Any) -> str:
+    """A chosen hyperparameter as shown in tables: sparsity and learning rate with ``%g``, rank as an integer.
+
+    >>> format_choice("sparsity", 0.95), format_choice("rank", 16.0), format_choice("lr", 0.0001)
+    ('0.95', '16', '0.0001')
+    >>> format_choice("lr", None)
+    '—'
+    """
+    v = _num(value)
+    if not math.isfinite(v):
+        return "—" if value is None or isinstance(value, (int, float)) else str(value)
+    if param == "rank" and float(v).is_integer():
+        return str(int(v))
+    return f"{v:g}"
+
+
+def chosen_hyperparameters(selections: Iterable[Selection], tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """The per-task choices of stored selections as one table: a row per task, a column per selection
+    named ``<method label> · <param>`` (e.g. ``TaLoS · sparsity``, ``L-LoRA · rank``; variant ids get their
+    readable label, :func:`talos_core.schema.method_label`), cells :func:`format_choice`. ``tasks`` fixes the
+    rows (default: every task of any selection, in order of appearance); a task without a choice shows ``—``.
+
+    >>> sel = Selection("s", "talos", "sparsity", pd.DataFrame(), {"a": 0.9, "b": 0.5}, [0.5, 0.9], "", None, None)
+    >>> chosen_hyperparameters([sel]).to_dict("records")
+    [{'task': 'a', 'TaLoS · sparsity': '0.9'}, {'task': 'b', 'TaLoS · sparsity': '0.5'}]
+    """
+    sels = list(selections)
+    rows = list(tasks) if tasks is not None else list(dict.fromkeys(t for s in sels for t in s.tasks))
+    out = pd.DataFrame({"task": rows})
+    for s in sels:
+        col = f"{schema.method_label(s.method)} · {s.param}"
+        out[col] = [format_choice(s.param, s.choices.get(t)) if t in s.choices else "—" for t in rows]
+    return out
+
+
+def selection_candidates(sel: Selection) -> pd.DataFrame:
+    """Every candidate of a selection as a readable table: ``task, <param>, score (val negation target acc),
+    at α, control val acc, single-task val acc, chosen`` (✓ on the chosen row of each task)."""
+    t = sel.table
+    return pd.DataFrame({
+        "task": t["task"].astype(str),
+        sel.param: [format_choice(sel.param, v) for v in t["value"]],
+        "score (val target acc)": pd.to_numeric(t["score"], errors="coerce"),
+        "at α": pd.to_numeric(t["best_alpha"], errors="coerce"),
+        "control val acc": pd.to_numeric(t["control_val_acc"], errors="coerce"),
+        "single-task val acc": pd.to_numeric(t["single_val_acc"], errors="coerce"),
+        "chosen": ["✓" if c else "" for c in t["chosen"]],
+    })
 
 
 def xi_region_mean(payload: Mapping[str, Any]) -> float:
@@ -483,6 +658,17 @@ def get_preview(root: str | Path, name: str) -> PreviewCache:
     """Cached preview arrays (shared, read-only: never modify the returned arrays)."""
     meta, arrays = schema.preview_paths(root, name)
     return _cached_preview(str(root), name, (file_stamp(meta), file_stamp(arrays)))
+
+
+@_cache_data
+def _cached_test_examples(root: str, name: str, stamp: int) -> dict[str, int]:
+    return count_test_examples(schema.read_result(root, "single", name))
+
+
+def example_counts(root: str | Path, name: str) -> dict[str, int]:
+    """Cached ``{task: number of test examples}`` of the single-task result ``name`` (empty when it records no
+    per-example correctness; :func:`count_test_examples`)."""
+    return _cached_test_examples(str(root), name, file_stamp(schema.result_path(root, "single", name)))
 
 
 def try_get(kind: str, root: str | Path, name: str) -> Any | None:

@@ -713,6 +713,176 @@ def linearization_scatter(table: pd.DataFrame, *, title: str = "Is fine-tuning i
                        yaxis={"title": _title("linearized accuracy"), "range": [0, 1.02]})
 
 
+# --------------------------------------------------------------------------------------------
+# training budget (learning curves) and hyperparameter selection
+# --------------------------------------------------------------------------------------------
+def _grid_axes(n: int, cols: int, titles: Sequence[str], *, hspacing: float = 0.07, vspacing: float = 0.16,
+               **axis: Any) -> tuple[dict, list[dict]]:
+    """Layout axes for ``n`` panels in a grid of ``cols`` columns (row 1 at the top; every panel has its own
+    x and y axis, ``xaxis``/``yaxis`` for panel 0, ``xaxis2``/``yaxis2`` for panel 1, ...) and the panels'
+    title annotations."""
+    rows = max(1, math.ceil(n / cols))
+    xd = _panels(cols, hspacing)
+    h = (1.0 - (rows - 1) * vspacing) / rows
+    lay: dict[str, Any] = {}
+    anns = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        top = 1.0 - r * (h + vspacing)
+        yd = [round(max(0.0, top - h), 6), round(top, 6)]
+        sfx = "" if i == 0 else str(i + 1)
+        lay[f"xaxis{sfx}"] = {"domain": list(xd[c]), "anchor": f"y{sfx}", **axis.get("xaxis", {})}
+        lay[f"yaxis{sfx}"] = {"domain": yd, "anchor": f"x{sfx}", **axis.get("yaxis", {})}
+        anns.append({"text": titles[i], "x": sum(xd[c]) / 2, "xref": "paper", "y": yd[1], "yref": "paper",
+                     "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 13}})
+    return lay, anns
+
+
+def learning_curves(table: pd.DataFrame, *, budgets: Mapping[str, int | None] | None = None,
+                    plateaus: Mapping[str, Mapping[str, int]] | None = None,
+                    zero_shot: Mapping[str, float] | None = None, tasks: Sequence[str] | None = None,
+                    columns: int = 3, title: str = "Validation accuracy vs training step") -> go.Figure:
+    """Learning curves (issue 13: "budget set by convergence, measured"): validation accuracy against the
+    training step, one panel per task, one line per method (its colour everywhere).
+
+    ``table`` has columns ``method, task, step, val_acc`` (SCHEMA ``learning_curve``, several methods
+    concatenated). ``budgets[method]`` is the step budget chosen from that method's curves: a vertical line
+    on every panel, red and solid when all drawn methods share one budget, else dashed in each method's
+    colour. ``plateaus[method][task]`` (the step where that curve plateaus) is an open diamond on the
+    curve. ``zero_shot[task]`` (zero-shot validation accuracy) is a grey dotted line. ``tasks`` picks and
+    orders the panels (default: every task of the table).
+
+    >>> t = pd.DataFrame({"method": "talos", "task": ["a", "a", "b", "b"], "step": [5, 10, 5, 10],
+    ...                   "val_acc": [0.5, 0.7, 0.4, 0.6]})
+    >>> fig = learning_curves(t, budgets={"talos": 10}, plateaus={"talos": {"a": 10, "b": 5}})
+    >>> [s["x0"] for s in fig.layout.shapes if s["name"] == "budget"], fig.layout.xaxis2.anchor
+    ([10, 10], 'y2')
+    """
+    for col in ("method", "task", "step", "val_acc"):
+        if col not in table.columns:
+            raise TalosError(f"learning-curve table is missing column {col!r}")
+    if table.empty:
+        raise TalosError("learning-curve table is empty; nothing to draw")
+    all_tasks = list(dict.fromkeys(table["task"].astype(str)))
+    tasks = [t for t in (tasks if tasks is not None else all_tasks) if t in all_tasks]
+    if not tasks:
+        raise TalosError(f"no learning curves for the chosen task(s); the table has: {', '.join(all_tasks)}")
+    methods = list(dict.fromkeys(table["method"].astype(str)))
+    budgets = {m: b for m, b in (budgets or {}).items() if m in methods and b is not None}
+    plateaus = plateaus or {}
+    zero_shot = zero_shot or {}
+    cols = max(1, min(columns, len(tasks)))
+    axes, anns = _grid_axes(len(tasks), cols, tasks, yaxis={"range": [0, 1.05], "title": _title("val accuracy")},
+                            xaxis={"title": _title("step"), "rangemode": "tozero"})
+    shared = len(set(budgets.values())) == 1
+    traces, shapes = [], []
+    for i, task in enumerate(tasks):
+        sfx = "" if i == 0 else str(i + 1)
+        xa, ya = f"x{sfx}", f"y{sfx}"
+        sub = table[table["task"].astype(str) == task]
+        for m in methods:
+            s = sub[sub["method"].astype(str) == m].sort_values("step")
+            if s.empty:
+                continue
+            steps = s["step"].to_numpy(dtype=float)
+            acc = s["val_acc"].to_numpy(dtype=float)
+            traces.append({"type": "scatter", "x": _list(steps), "y": _list(acc), "mode": "lines+markers",
+                           "name": method_label(m), "legendgroup": m, "showlegend": i == 0, "xaxis": xa, "yaxis": ya,
+                           "line": {"color": method_color(m)}, "marker": {"size": 4},
+                           "hovertemplate": f"{method_label(m)} · {task}<br>step %{{x}}<br>val acc %{{y:.3f}}"
+                                            "<extra></extra>"})
+            p = (plateaus.get(m) or {}).get(task)
+            if p is not None:
+                before = steps <= p
+                yv = float(acc[before][-1]) if before.any() else float("nan")
+                traces.append({"type": "scatter", "x": [p], "y": [yv], "mode": "markers", "name": "plateau",
+                               "legendgroup": "plateau", "showlegend": not any(t.get("name") == "plateau"
+                                                                                  for t in traces),
+                               "xaxis": xa, "yaxis": ya, "hovertemplate": f"{method_label(m)} · {task}: plateau at "
+                                                                          "step %{x}<extra></extra>",
+                               "marker": {"symbol": "diamond-open", "size": 12, "color": method_color(m),
+                                          "line": {"width": 2}}})
+        for m, b in budgets.items():
+            color, dash = (MARK_COLOR, "solid") if shared else (method_color(m), "dash")
+            shapes.append({"type": "line", "xref": xa, "x0": b, "x1": b, "yref": f"{ya} domain", "y0": 0, "y1": 1,
+                           "name": "budget", "line": {"color": color, "dash": dash, "width": 2}})
+            if shared:
+                break
+        z = zero_shot.get(task)
+        if z is not None and math.isfinite(z):
+            shapes.append({"type": "line", "xref": f"{xa} domain", "x0": 0, "x1": 1, "yref": ya, "y0": z, "y1": z,
+                           "name": "zero-shot", "line": {"color": ZERO_SHOT_COLOR, "dash": "dot", "width": 1}})
+    if budgets:  # legend entries for the lines drawn as shapes
+        if shared:
+            b = next(iter(budgets.values()))
+            traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": f"budget = {b} steps",
+                           "line": {"color": MARK_COLOR, "width": 2}})
+        else:
+            for m, b in budgets.items():
+                traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "lines",
+                               "name": f"budget {method_label(m)} = {b}",
+                               "line": {"color": method_color(m), "dash": "dash", "width": 2}})
+    if any(zero_shot.get(t) is not None for t in tasks):
+        traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": "zero-shot",
+                       "line": {"color": ZERO_SHOT_COLOR, "dash": "dot", "width": 1}})
+    rows = math.ceil(len(tasks) / cols)
+    return make_figure(traces, title, height=170 + 260 * rows, shapes=shapes, annotations=anns,
+                       margin={"l": 60, "r": 20, "t": 125 if title else 75, "b": 50},
+                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.0 + 0.09 / rows, "xanchor": "left",
+                               "x": 0.0}, **axes)
+
+
+def selection_scores(table: pd.DataFrame, *, param: str, method: str | None = None,
+                     title: str | None = None) -> go.Figure:
+    """Hyperparameter selection by validation task negation (paper App. "Hyperparameter selection"): for
+    each task (a line), each candidate value (x, categorical, in grid order) and its score = the lowest
+    validation target accuracy of θ0 − α τ with the control task kept (lower is better); the chosen
+    candidate of each task is a red star.
+
+    ``table``: SCHEMA ``selection`` columns (``task, value, score, best_alpha, chosen``, ...).
+
+    >>> t = pd.DataFrame({"task": ["a", "a"], "value": [0.5, 0.9], "score": [0.4, 0.2], "best_alpha": [1.0, 5.0],
+    ...                   "control_val_acc": [0.6, 0.6], "chosen": [False, True]})
+    >>> fig = selection_scores(t, param="sparsity")
+    >>> [tr.name for tr in fig.data], list(fig.data[1].x)
+    (['a', 'chosen'], ['0.9'])
+    """
+    for col in ("task", "value", "score", "chosen"):
+        if col not in table.columns:
+            raise TalosError(f"selection table is missing column {col!r}")
+    if table.empty:
+        raise TalosError("selection table is empty; nothing to draw")
+
+    def fmt(v: Any) -> str:
+        return str(int(v)) if param == "rank" and float(v).is_integer() else f"{float(v):g}"
+
+    order = [fmt(v) for v in dict.fromkeys(table["value"])]
+    palette = [method_color(method or "talos"), *_FALLBACK]
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
+    traces = []
+    for i, (task, sub) in enumerate(table.groupby("task", sort=False)):
+        alpha = sub["best_alpha"] if "best_alpha" in sub else pd.Series(np.nan, index=sub.index)
+        traces.append({"type": "scatter", "x": [fmt(v) for v in sub["value"]],
+                       "y": _list(pd.to_numeric(sub["score"], errors="coerce").to_numpy(dtype=float)),
+                       "customdata": _list(pd.to_numeric(alpha, errors="coerce").to_numpy(dtype=float)),
+                       "mode": "lines+markers", "name": str(task),
+                       "line": {"color": palette[i % len(palette)], "dash": dashes[i // len(palette) % len(dashes)]},
+                       "hovertemplate": f"{task}<br>{param} %{{x}}<br>val target acc %{{y:.3f}} at α %{{customdata:g}}"
+                                        "<extra></extra>"})
+    ch = table[table["chosen"].astype(bool)]
+    traces.append({"type": "scatter", "x": [fmt(v) for v in ch["value"]],
+                   "y": _list(pd.to_numeric(ch["score"], errors="coerce").to_numpy(dtype=float)), "mode": "markers",
+                   "name": "chosen", "text": ch["task"].astype(str).tolist(),
+                   "hovertemplate": "%{text}: chosen " + param + " %{x}<extra></extra>",
+                   "marker": {"symbol": "star", "size": 15, "color": MARK_COLOR}})
+    title = title or (f"{method_label(method) + ': ' if method else ''}{param} per task — validation negation score "
+                      "(lower = forgets more)")
+    return make_figure(traces, title, height=360,
+                       xaxis={"type": "category", "categoryorder": "array", "categoryarray": order,
+                              "title": _title(f"candidate {param}")},
+                       yaxis={"title": _title("val target accuracy, control kept"), "rangemode": "tozero"})
+
+
 COMPARISON_HIGHER_BETTER = {"addition_abs", "addition_norm", "negation_control", "single_task_acc",
                             "zero_shot_acc"}
 COMPARISON_LOWER_BETTER = {"negation_target", "time_per_step_s", "peak_memory_mb"}
@@ -757,10 +927,12 @@ def _is_accuracy(col: str) -> bool:
     return col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith(("_acc", "_norm", "_abs"))
 
 
-def comparison_cells(df: pd.DataFrame) -> pd.DataFrame:
+def comparison_cells(df: pd.DataFrame, *, labels: bool = False) -> pd.DataFrame:
     """The comparison table as display strings (pure; what :func:`comparison_styler` shows): accuracies as
     percentages with their 95% bootstrap interval over test examples beside them where the table has one
     (``45.00% [41.2, 48.9]``), seconds in ms, memory in MB; the ``_lo``/``_hi`` columns folded into their means.
+    ``labels``: a first column ``name`` with each method's readable label (:func:`~talos_core.schema.method_label`,
+    variant rows such as ``talos-k0.9`` as ``TaLoS (k = 0.9)``).
 
     >>> comparison_cells(pd.DataFrame({"method": ["talos"], "addition_abs": [0.45],
     ...                                "addition_abs_lo": [0.412], "addition_abs_hi": [0.489]})).iloc[0].tolist()
@@ -768,6 +940,8 @@ def comparison_cells(df: pd.DataFrame) -> pd.DataFrame:
     """
     folded = {f"{c}{sfx}" for c in df.columns if interval_of(df, c) is not None for sfx in INTERVAL_SUFFIXES}
     out = pd.DataFrame(index=df.index)
+    if labels and "method" in df.columns:
+        out["name"] = [method_label(str(m)) for m in df["method"]]
     for col in df.columns:
         if col in folded:
             continue
@@ -791,7 +965,7 @@ def comparison_cells(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def comparison_styler(df: pd.DataFrame):
+def comparison_styler(df: pd.DataFrame, *, labels: bool = False):
     """A pandas ``Styler`` for the comparison table: best value per column bold on a green background,
     accuracies as percentages with their 95% interval beside them where the table has one
     (:func:`comparison_cells`), seconds and MB with sensible precision."""
@@ -801,7 +975,7 @@ def comparison_styler(df: pd.DataFrame):
         return ["font-weight: bold; background-color: #d9f0d3" if best.get(col.name) == idx else ""
                 for idx in col.index]
 
-    return comparison_cells(df).style.apply(_highlight, axis=0)
+    return comparison_cells(df, labels=labels).style.apply(_highlight, axis=0)
 
 
 # --------------------------------------------------------------------------------------------

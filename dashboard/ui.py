@@ -205,3 +205,49 @@ def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bo
     st.download_button(f"⬇ {name}.csv", raw_df.to_csv(index=False).encode(), file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv.{key or name}", on_click="ignore")
 
+
+
+# --------------------------------------------------------------------------------------------
+# blocks shared by pages: chosen hyperparameters (selection results)
+# --------------------------------------------------------------------------------------------
+def selections(ctx: Context, methods: Sequence[str] | None = None) -> list[D.Selection]:
+    """The stored selection results of the current suite/model (of ``methods`` when given), in teaching
+    order; a corrupt one is shown as a message and skipped."""
+    out = []
+    for m in ctx.methods("selection"):
+        if methods is not None and m not in methods:
+            continue
+        sel = load("selection", ctx, m, stop=False)
+        if sel is not None:
+            out.append(sel)
+    return out
+
+
+def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *, key: str,
+                           export: bool = True) -> bool:
+    """"Chosen hyperparameters" beside results: per task the value each method's selection chose (a table,
+    rows tasks), and in an expander every candidate's validation negation score (figure + table; ``export``:
+    with the figure's export popover). Returns whether anything was shown (``False`` when the store has no
+    selection for ``methods``)."""
+    from dashboard import figures as F
+
+    sels = selections(ctx, methods)
+    if not sels:
+        return False
+    st.markdown("**Chosen hyperparameters** (per task, on the validation split)")
+    left, right = st.columns([2, 3])
+    with left:
+        table(D.chosen_hyperparameters(sels), f"chosen_hyperparameters_{ctx.suite}_{ctx.model}",
+              key=f"{key}.chosen")
+    rules = {s.rule for s in sels if s.rule}
+    right.caption("Each value was chosen by validation task negation (paper App. \"Hyperparameter selection\"): "
+                  + ("; ".join(sorted(rules)) if rules else "lowest target accuracy with the control task kept")
+                  + ".")
+    with st.expander("Selection candidates (value → validation negation score)"):
+        by_id = {s.method: s for s in sels}
+        m = pick("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
+        sel = by_id[m]
+        chart(F.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}", key=f"{key}.selfig",
+              export=export)
+        table(D.selection_candidates(sel), f"selection_{ctx.suite}_{ctx.model}_{m}", key=f"{key}.seltbl")
+    return True

@@ -10,7 +10,7 @@ from dashboard import data as D
 from dashboard import ui
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
-from talos_core.schema import MissingResult
+from talos_core.schema import MissingResult, method_label, parse_variant
 
 ctx = ui.context()
 st.title("Task arithmetic")
@@ -22,6 +22,17 @@ methods = ctx.methods("addition") or ctx.methods("negation")
 if not methods:
     ui.stop_on_problem(MissingResult(f"no addition or negation results for {ctx.model} in suite {ctx.suite}"))
 method = ui.pick("Method", methods, "method", default="talos")
+variant = parse_variant(method)
+if variant is not None:
+    base, params = variant
+    fixed = ", ".join(f"{k} {v:g}" for k, v in params.items())
+    st.caption(f"`{method}` = **{method_label(method)}**: {method_label(base)} with fixed {fixed} for every task, "
+               f"a separate row beside the {method_label(base)} row (whose hyperparameters may be chosen per task).")
+# above the results, its candidates figure without an export popover (the results' charts own the first one)
+shown = ui.chosen_hyperparameters(ctx, [method], key="arith", export=False)
+if not shown and ctx.methods("selection") and variant is None:
+    st.caption(f"No per-task hyperparameter selection for {method_label(method)} in this store: its hyperparameters "
+               "are fixed for every task.")
 
 try:
     single = D.try_get("single", ctx.root, ctx.name())

@@ -3,10 +3,12 @@ the method comparison table; the sparsity ablation; published reference numbers 
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import data as D
 from dashboard import figures as F
+from dashboard import protocol as P
 from dashboard import ui
 from talos_core.schema import method_label
 
@@ -34,12 +36,43 @@ if ctx.has("efficiency"):
 else:
     st.info("No efficiency measurements in this store for this suite/model.")
 
+st.subheader("Training budget: learning curves")
+curve_methods = ctx.methods("learning_curve")
+curves = [c for c in (ui.load("learning_curve", ctx, m, stop=False) for m in curve_methods) if c is not None]
+if curves:
+    shown = ui.pick_many("Methods", [c.method for c in curves], "lcmethods")
+    tasks = list(dict.fromkeys(t for c in curves for t in c.tasks))
+    c1, c2 = st.columns([1, 3])
+    which = ui.pick("Task", ["all tasks", *tasks], "lctask", container=c1)
+    picked = [c for c in curves if c.method in shown]
+    if not picked:
+        st.info("Pick at least one method.")
+    else:
+        table = pd.concat([c.table for c in picked], ignore_index=True)
+        zero_shot = {t: z for c in picked for t, z in c.zero_shot.items()}
+        fig = F.learning_curves(table, budgets={c.method: c.budget for c in picked},
+                                plateaus={c.method: c.plateau for c in picked}, zero_shot=zero_shot,
+                                tasks=None if which == "all tasks" else [which])
+        ui.chart(fig, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc")
+        st.markdown(P.budget_sentence(picked))
+        st.caption("Lines: validation accuracy of the model being trained, every few steps (linearized FT and "
+                   "L-LoRA through their linearized models). Vertical line: the step budget chosen from the curves; "
+                   "open diamonds: where each task's curve plateaus; grey dotted: zero-shot validation accuracy.")
+        with st.expander("Data"):
+            ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
+else:
+    steps = P.fixed_steps(D.try_get("suite", ctx.root, ctx.suite))
+    st.info("No learning curves in this store for this suite/model: its runs trained a fixed budget"
+            + (f" of {steps} steps per task (suite record)" if steps else "")
+            + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
+              "step) show validation accuracy vs step here.")
+
 st.subheader("Method comparison (this store)")
 if ctx.has("comparison"):
     comp = ui.load("comparison", ctx, stop=False)
     if comp is not None:
         comp = comp.set_index("method").loc[D.order_methods(comp["method"].astype(str))].reset_index()
-        st.dataframe(F.comparison_styler(comp), hide_index=True)
+        st.dataframe(F.comparison_styler(comp, labels=True), hide_index=True)
         st.caption("Accuracies on test at the α selected on validation"
                    + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
                       if F.has_intervals(comp) else "")
@@ -47,6 +80,7 @@ if ctx.has("comparison"):
         ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
 else:
     st.info("No comparison table in this store for this suite/model.")
+ui.chosen_hyperparameters(ctx, key="eff")
 
 ablations = ctx.methods("sparsity_ablation")
 if ablations:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import data as D
 from dashboard import figures as F
+from dashboard import protocol as P
 from dashboard import ui
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
@@ -28,6 +29,50 @@ method = ui.pick("Method", methods, "method", default="talos", container=c1)
 others = [m for m in methods if m != method]
 baseline = ui.pick("Compare with", others, "baseline", default="nonlinear", container=c2) if others else None
 single = D.try_get("single", ctx.root, ctx.name()) if ctx.has("single") else None
+
+
+def _protocol() -> P.ProtocolSummary:
+    """What the store records about the protocol behind its results (suite record + stored results)."""
+    def metas(kind: str) -> dict:
+        out = {}
+        for m in ctx.methods(kind):
+            try:
+                out[m] = D.get(kind, ctx.root, ctx.name(m)).meta
+            except TalosError:
+                continue
+        return out
+
+    grids = {}
+    for m in ctx.methods("addition"):
+        try:
+            grids[m] = list(D.get("addition", ctx.root, ctx.name(m)).alpha_grid)
+        except TalosError:
+            continue
+    xi = []
+    for name in D.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model):
+        try:
+            p = D.get("disentanglement", ctx.root, name)
+        except TalosError:
+            continue
+        xi.append({"alphas1": list(p["alphas1"]), "alphas2": list(p["alphas2"]),
+                   "points_per_task": p.get("points_per_task")})
+    try:
+        suite = D.try_get("suite", ctx.root, ctx.suite)
+        examples = D.example_counts(ctx.root, ctx.name()) if ctx.has("single") else {}
+    except TalosError:
+        suite, examples = None, {}
+    known = set()
+    for kind in ("addition", "negation", "single", "comparison"):
+        known |= set(ctx.methods(kind))
+    return P.protocol_summary(suite if isinstance(suite, dict) else None, learning_curves=metas("learning_curve"),
+                              selections=metas("selection"), alpha_grids=grids, xi=xi, test_examples=examples,
+                              methods=sorted(known))
+
+
+protocol = _protocol()
+with st.expander(f"How these results were produced: {protocol.headline}", icon=":material/rule:"):
+    st.markdown(protocol.markdown())
+    st.caption(f"Read from the store's suite record and results (suite {ctx.suite}, model {ctx.model}).")
 
 
 def section(title: str, text: str, draw: Callable[[], None], *, wide: bool = False) -> None:
