@@ -90,6 +90,12 @@ def _sparse_methods(methods: Iterable[str]) -> list[str]:
 def _budget_line(ss: Mapping, curves: Mapping[str, Mapping], methods: Sequence[str]) -> str:
     budgets = {m: _num(p.get("budget")) for m, p in curves.items()}
     budgets = {m: int(b) for m, b in budgets.items() if b is not None}
+    if budgets and ss and not _num(ss.get("curve_steps")) and _num(ss.get("steps")):
+        # curves measured for another scale (e.g. the paper's, ahead of its results): the shown results do not use them
+        measured = "; ".join(f"{method_label(m)} {budgets[m]}" for m in _order(budgets))
+        return (f"**Training budget**: {_g(ss['steps'])} steps per task for every method, fixed by the suite scale. "
+                f"The store also holds learning curves measured for the paper's protocol (Efficiency page), whose "
+                f"budgets ({measured} steps) these results do not use yet.")
     if budgets:
         by = {}
         for m in _order(budgets):

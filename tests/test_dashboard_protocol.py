@@ -344,3 +344,14 @@ def test_pages_on_a_store_written_by_the_real_protocols(monkeypatch, tmp_path):
     md = _texts(at.markdown)
     assert "set by convergence" in md and "TaLoS sparsity from {0.5, 0.9}" in md
     assert "TaLoS (k = 0.9) (`talos-k0.9`)" in md and "Stored addition grids" in md
+
+
+def test_budget_line_does_not_claim_curves_the_results_did_not_use():
+    """A fixed-budget suite record beside learning curves of another scale (the shipped store today): the budget
+    is the record's, and the curves' budgets are named as not used."""
+    from dashboard.protocol import _budget_line
+
+    line = _budget_line({"steps": 40}, {"talos": {"budget": 750, "steps": 1000}}, ["talos"])
+    assert line.startswith("**Training budget**: 40 steps per task") and "750" in line and "do not use" in line
+    line = _budget_line({"steps": 1000, "curve_steps": 1000}, {"talos": {"budget": 750, "steps": 1000}}, ["talos"])
+    assert "750 steps" in line and "set by convergence" in line
