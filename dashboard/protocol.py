@@ -267,8 +267,11 @@ def protocol_summary(suite: Mapping[str, Any] | None, *, learning_curves: Mappin
     curves = dict(learning_curves or {})
     sels = dict(selections or {})
     all_methods = list(dict.fromkeys([*(suite.get("methods") or []), *methods]))
-    paper = (str(ss.get("protocol", "")).lower() == "paper" or bool(curves) or bool(sels)
-             or _num(ss.get("curve_steps")) is not None or bool(ss.get("selection")))
+    if ss:  # the record says which protocol produced the results (curves of another scale may sit beside them)
+        paper = (str(ss.get("protocol", "")).lower() == "paper" or _num(ss.get("curve_steps")) is not None
+                 or bool(ss.get("selection")))
+    else:
+        paper = bool(curves) or bool(sels)
     scale = suite.get("scale")
     if paper:
         headline = "the paper's protocol" + (f" (scale {scale})" if scale else "")
@@ -303,6 +306,31 @@ def budget_sentence(curves: Sequence[Any]) -> str:
     rules = list(dict.fromkeys(c.rule.strip().rstrip(".") for c in curves if getattr(c, "rule", "")))
     rule = f" **Rule**: {'; '.join(rules)}." if rules else " The rule is not recorded in these results."
     return f"**Budget**: {', '.join(parts)}{tol}.{rule}"
+
+
+def curves_note(suite: Mapping[str, Any] | None, curves: Sequence[Any]) -> str | None:
+    """A warning when the store's learning curves are not what its results used: the suite record trained a
+    fixed budget (no ``curve_steps``) while curves measured for the paper's protocol sit beside it; ``None``
+    when the curves set the results' budgets, or when nothing is recorded.
+
+    >>> curves_note({"scale": "mini", "scale_settings": {"steps": 40}}, [])
+    >>> class C: steps, meta = 1000, {"train_precision": ["bf16"]}
+    >>> curves_note({"scale": "mini", "scale_settings": {"steps": 40}}, [C()]).split(":")[0]
+    'These curves come from the paper-protocol learning-curve step (up to 1000 steps, bf16 training)'
+    """
+    ss = (suite or {}).get("scale_settings")
+    if not curves or not isinstance(ss, Mapping) or _num(ss.get("curve_steps")) is not None:
+        return None
+    steps = _num(ss.get("steps"))
+    if steps is None:
+        return None
+    ends = sorted({int(c.steps) for c in curves if _num(getattr(c, "steps", None)) is not None})
+    precisions = sorted({str(p) for c in curves for p in ((getattr(c, "meta", {}) or {}).get("train_precision") or [])})
+    what = ", ".join(x for x in (f"up to {'/'.join(map(str, ends))} steps" if ends else "",
+                                 f"{'/'.join(precisions)} training" if precisions else "") if x)
+    scale = (suite or {}).get("scale")
+    return (f"These curves come from the paper-protocol learning-curve step ({what}): the other results of this "
+            f"store{f' (scale {scale})' if scale else ''} trained a fixed {_g(steps)} steps per task, not these budgets.")
 
 
 def fixed_steps(suite: Mapping[str, Any] | None) -> int | None:

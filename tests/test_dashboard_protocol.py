@@ -355,3 +355,15 @@ def test_budget_line_does_not_claim_curves_the_results_did_not_use():
     assert line.startswith("**Training budget**: 40 steps per task") and "750" in line and "do not use" in line
     line = _budget_line({"steps": 1000, "curve_steps": 1000}, {"talos": {"budget": 750, "steps": 1000}}, ["talos"])
     assert "750 steps" in line and "set by convergence" in line
+
+
+def test_curves_note_flags_curves_the_results_did_not_use():
+    from types import SimpleNamespace
+
+    from dashboard.protocol import curves_note
+
+    curve = SimpleNamespace(steps=1000, meta={"train_precision": ["bf16"]})
+    note = curves_note({"scale": "mini", "scale_settings": {"steps": 40}}, [curve])
+    assert "up to 1000 steps, bf16 training" in note and "fixed 40 steps" in note and "scale mini" in note
+    assert curves_note({"scale_settings": {"steps": 1000, "curve_steps": 1000}}, [curve]) is None
+    assert curves_note({"scale_settings": {"steps": 40}}, []) is None and curves_note(None, [curve]) is None

@@ -55,6 +55,9 @@ if curves:
                                 tasks=None if which == "all tasks" else [which])
         ui.chart(fig, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc")
         st.markdown(P.budget_sentence(picked))
+        note = P.curves_note(D.try_get("suite", ctx.root, ctx.suite), picked)
+        if note:
+            st.warning(note)
         st.caption("Lines: validation accuracy of the model being trained, every few steps (linearized FT and "
                    "L-LoRA through their linearized models). Vertical line: the step budget chosen from the curves; "
                    "open diamonds: where each task's curve plateaus; grey dotted: zero-shot validation accuracy.")
