@@ -83,10 +83,16 @@ def mask_structure(mask: dict[str, torch.Tensor]) -> dict:
 
 # --------------------------------------------------------------------------------------------
 def job_mask(a: dict) -> dict:
+    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_val=a["samples"], max_train=8, max_test=8)
+    return calibrate_and_save(model, task, data, a)
+
+
+def calibrate_and_save(model, task, data, a: dict) -> dict:
+    """A real TaLoS mask (sparsity 0.9, ``a["samples"]`` validation examples, ``a["chunk_size"]``) of ``model``
+    on ``task``, saved to ``a["out"]``: its calibration time, sample count and structure."""
     from talos_core.masks import CalibrationConfig, calibrate_talos, calibration_split
     from talos_core.store import save_mask
 
-    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_val=a["samples"], max_train=8, max_test=8)
     calib = calibration_split(data.val, a["samples"], 0)
     cfg = CalibrationConfig(sparsity=SPARSITY, samples=a["samples"], chunk_size=a["chunk_size"],
                             batch_size=min(32, a["samples"]))
@@ -96,7 +102,7 @@ def job_mask(a: dict) -> dict:
     elapsed = time.perf_counter() - t0
     Path(a["out"]).parent.mkdir(parents=True, exist_ok=True)
     save_mask(mask, Path(a["out"]))
-    return {"calibration_s": elapsed, **mask_structure(mask)}
+    return {"calibration_s": elapsed, "samples": len(calib), **mask_structure(mask)}
 
 
 def _train_config(model_name: str, steps: int, batch: int):

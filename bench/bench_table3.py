@@ -217,22 +217,10 @@ def job_train(a: dict) -> dict:
 
 def job_mask(a: dict) -> dict:
     """A real TaLoS mask (4 rounds, sparsity 0.9, ``samples`` validation examples), saved to ``a["out"]``."""
-    from bench._worker import mask_structure
-    from bench.common import sync
-    from talos_core.masks import CalibrationConfig, calibrate_talos, calibration_split
-    from talos_core.store import save_mask
+    from bench._worker import calibrate_and_save
 
     model, task, data = _setup(a["model"], a["task"], a["device"], max_train=8, max_val=a["samples"])
-    calib = calibration_split(data.val, a["samples"], 0)
-    cfg = CalibrationConfig(sparsity=SPARSITY, samples=a["samples"], chunk_size=a["chunk_size"],
-                            batch_size=min(32, a["samples"]))
-    t0 = time.perf_counter()
-    mask = calibrate_talos(model, calib, task, cfg)
-    sync(model.device)
-    elapsed = time.perf_counter() - t0
-    Path(a["out"]).parent.mkdir(parents=True, exist_ok=True)
-    save_mask(mask, Path(a["out"]))
-    return {"calibration_s": elapsed, "samples": len(calib), **mask_structure(mask)}
+    return calibrate_and_save(model, task, data, a)
 
 
 def job_fisher(a: dict) -> dict:
