@@ -329,8 +329,9 @@ def curves_note(suite: Mapping[str, Any] | None, curves: Sequence[Any]) -> str |
     what = ", ".join(x for x in (f"up to {'/'.join(map(str, ends))} steps" if ends else "",
                                  f"{'/'.join(precisions)} training" if precisions else "") if x)
     scale = (suite or {}).get("scale")
+    where = f" (scale {scale})" if scale else ""
     return (f"These curves come from the paper-protocol learning-curve step ({what}): the other results of this "
-            f"store{f' (scale {scale})' if scale else ''} trained a fixed {_g(steps)} steps per task, not these budgets.")
+            f"store{where} trained a fixed {_g(steps)} steps per task, not these budgets.")
 
 
 def fixed_steps(suite: Mapping[str, Any] | None) -> int | None:
