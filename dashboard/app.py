@@ -78,7 +78,9 @@ def _pick_store(cfg: ServerConfig) -> Path | None:
         return None
     if st.query_params.get("store") != key:
         st.query_params["store"] = key
-    st.caption(f"Showing {ui.md(choices[key].description)}.")
+    chosen = choices[key]
+    what = "your own store" if cfg.read_only and chosen.kind == "user" else chosen.description
+    st.caption(f"Showing {ui.md(what)}.")
     return choices[key].path
 
 

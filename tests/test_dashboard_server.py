@@ -129,6 +129,7 @@ def test_read_only_mode_has_no_run_page_and_writes_nothing(monkeypatch, fixture_
     before = _tree_listing(store)
     at = open_app(monkeypatch, store, "learn", env={"TALOS_DASHBOARD_READ_ONLY": "1"})
     assert any("Read-only mode" in c.value for c in at.sidebar.caption)
+    assert not any("Run page" in c.value for c in at.sidebar.caption)
     assert not at.error
     at = open_app(monkeypatch, store, "run", env={"TALOS_DASHBOARD_READ_ONLY": "1"})  # a deep link to /run
     assert not any(t.value.startswith("Run") for t in at.title), "no Run page in read-only mode"
