@@ -1,5 +1,6 @@
 # TaLoS Studio — one command to set up and launch the dashboard, one to set up and run the tests.
-#   make dashboard   # set up (first time) + open the dashboard on the shipped cached_results
+#   make dashboard   # set up (first time) + open the dashboard on the shipped cached_results (on 127.0.0.1;
+#                    # HOST=0.0.0.0 to let others open it, READ_ONLY=1 for a workshop without the Run page)
 #   make test        # set up (first time) + run the whole test suite
 #   make lint        # ruff check (configuration in pyproject.toml)
 # Set-up installs Debian packages (offline datasets, Chromium for browser tests) when run as root
@@ -8,6 +9,8 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 PORT ?= 8501
+HOST ?= 127.0.0.1
+READ_ONLY ?=
 STORE ?=
 PYTEST_ARGS ?=
 APT_PACKAGES := wordnet-base dataset-fashion-mnist chromium chromium-driver \
@@ -39,7 +42,8 @@ system-deps:
 	fi
 
 dashboard: setup
-	$(PYTHON) -m talos_core.cli dashboard --port $(PORT) $(if $(STORE),--store $(STORE),)
+	$(PYTHON) -m talos_core.cli dashboard --port $(PORT) --host $(HOST) $(if $(STORE),--store $(STORE),) \
+		$(if $(READ_ONLY),--read-only,)
 
 test: setup
 	$(PYTHON) -m pytest -q $(PYTEST_ARGS)

@@ -1,12 +1,15 @@
 """TaLoS Studio dashboard — entry point (``dashboard`` is installed with talos_core: ``pip install -e .``).
 
-    talos dashboard                                     # opens the shipped cached_results
+    talos dashboard                                     # opens the shipped cached_results, on 127.0.0.1
     talos dashboard --store /path/to/store              # or TALOS_STORE=/path/to/store talos dashboard
+    talos dashboard --host 0.0.0.0 --read-only          # a workshop: reachable by others, computes nothing
     streamlit run dashboard/app.py                      # the same, started by hand
 
 Opens instantly on a results store (no GPU, no internet, no training): every figure is read from
 ``results/`` (SCHEMA.md). The store, suite, model and each page's pickers and sliders live in the URL
-query, so a link reproduces a view.
+query, so a link reproduces a view. The stores a visitor may pick, whether the Run page exists and its
+caps are the server's policy (:mod:`dashboard.access`); store-supplied text is shown as plain text
+(:func:`dashboard.ui.md`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import streamlit as st
 
 from dashboard import data as D
 from dashboard import ui
+from dashboard.access import ServerConfig, StoreRefused
 from talos_core import schema
 from talos_core.errors import TalosError
 
@@ -24,7 +28,8 @@ from talos_core.errors import TalosError
 PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 
-def _pages() -> dict[str, list]:
+def _pages(read_only: bool = False) -> dict[str, list]:
+    """The navigation; read-only mode has no Run page (nothing can be computed or written)."""
     p = lambda f, title, icon, **kw: st.Page(str(PAGES_DIR / f), title=title, icon=icon, **kw)  # noqa: E731
     return {
         "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="learn")],
@@ -35,23 +40,60 @@ def _pages() -> dict[str, list]:
             p("masks.py", "Masks", ":material/texture:", url_path="masks"),
             p("efficiency.py", "Efficiency & comparison", ":material/speed:", url_path="efficiency"),
         ],
-        "Compute": [p("run.py", "Run", ":material/play_circle:", url_path="run")],
+        **({} if read_only else {"Compute": [p("run.py", "Run", ":material/play_circle:", url_path="run")]}),
     }
+
+
+def _pick_store(cfg: ServerConfig) -> Path | None:
+    """The sidebar's store picker: one of the server's stores (:meth:`ServerConfig.stores`), kept in the URL
+    as ``?store=<folder>``. A ``?store=`` naming anything else is refused with one sentence (the same
+    whether the folder exists or not), nothing is read or created there, and ``None`` is returned."""
+    choices = {c.key: c for c in cfg.stores()}
+    query = st.query_params.get("store")
+    picked = st.session_state.get("store")
+    refused = None
+    if query is not None and query != picked:  # a link (or a hand-edited URL) names the store
+        try:
+            st.session_state["store"] = cfg.resolve(query).key
+        except StoreRefused as exc:
+            refused = exc
+            st.session_state["store"] = None
+    elif picked not in choices:
+        st.session_state["store"] = cfg.default_choice().key
+
+    def _follow() -> None:
+        if st.session_state.get("store") is not None:
+            st.query_params["store"] = st.session_state["store"]
+
+    key = st.selectbox("Store", list(choices), index=None, key="store", on_change=_follow,
+                       placeholder="Choose a store",
+                       format_func=lambda k: choices[k].label,
+                       help="The stores this server shows: the shipped results, your own store (where the Run "
+                            "page writes) and stores under the folders it was started with (--store-root).")
+    if refused is not None:  # shown once, by the page (ui.context), as one sentence
+        st.session_state["_ctx_problem"] = refused
+        return None
+    if key is None or key not in choices:
+        st.session_state["_ctx_problem"] = StoreRefused("no store is selected; choose one in the sidebar")
+        return None
+    if st.query_params.get("store") != key:
+        st.query_params["store"] = key
+    chosen = choices[key]
+    what = "your own store" if cfg.read_only and chosen.kind == "user" else chosen.description
+    st.caption(f"Showing {ui.md(what)}.")
+    return choices[key].path
 
 
 def _sidebar_context() -> None:
     """Store / suite / model pickers; puts a :class:`ui.Context` (or the problem) in session state."""
     st.session_state["_ctx"] = None
     st.session_state["_ctx_problem"] = None
-    default = str(schema.viewer_store())
     with st.sidebar:
         st.markdown("### Results store")
-        text = st.text_input("Store folder", value=default, key="store", bind="query-params",
-                             help="A folder written by the `talos` CLI (runs/ and results/). Default: "
-                                  "$TALOS_STORE, else the shipped cached_results/ of a source checkout, "
-                                  "else ./runs.")
-        root = Path((text or default).strip()).expanduser()
+        root = _pick_store(_config())
         st.session_state["_root"] = root
+        if root is None:
+            return
         try:
             idx = D.index(root)
         except TalosError as exc:
@@ -68,22 +110,35 @@ def _sidebar_context() -> None:
             return
         st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model)
         info = D.try_get("suite", root, suite) if ((idx["kind"] == "suite") & (idx["name"] == suite)).any() else None
-        if isinstance(info, dict):
-            parts = [f"Suite **{suite}**: {', '.join(info.get('tasks', []))}"]
+        if isinstance(info, dict):  # store-supplied fields: plain text (ui.md)
+            tasks = info.get("tasks") if isinstance(info.get("tasks"), list) else []
+            parts = [f"Suite **{ui.md(suite)}**: {ui.md(', '.join(map(str, tasks)))}"]
             if info.get("control_task"):
-                parts.append(f"control {info['control_task']}")
+                parts.append(f"control {ui.md(info['control_task'])}")
             if info.get("device"):
                 precision = info.get("eval_precision")
-                parts.append(f"computed on {info['device']}" + (f", {precision} evaluation" if precision else ""))
+                parts.append(f"computed on {ui.md(info['device'])}"
+                             + (f", {ui.md(precision)} evaluation" if precision else ""))
             st.caption("; ".join(parts))
+
+
+def _config() -> ServerConfig:
+    """The server's policy (:mod:`dashboard.access`), read from the environment ``talos dashboard`` sets."""
+    return ServerConfig.from_env()
 
 
 def main() -> None:
     st.set_page_config(page_title="TaLoS Studio", page_icon=":material/functions:", layout="wide")
-    nav = st.navigation(_pages())
+    try:
+        cfg = _config()
+    except TalosError as exc:  # a bad cap in the environment: one sentence
+        ui.stop_on_problem(exc)
+    nav = st.navigation(_pages(cfg.read_only))
     _sidebar_context()
     with st.sidebar:
         st.divider()
+        if cfg.read_only:
+            st.caption(":material/lock: Read-only mode: this server shows results and computes nothing.")
         st.caption("TaLoS Studio · task arithmetic with task-localized sparse fine-tuning. "
                    "The URL keeps this view: copy it to share.")
     try:

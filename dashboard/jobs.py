@@ -40,6 +40,9 @@ PROTOCOL_ORDER = ("single", "addition", "negation", "localization", "preview", "
                   "linearization", "sharing", "efficiency", "comparison")
 DEFAULT_PROTOCOLS = ("single", "addition", "negation", "localization", "preview", "masks", "efficiency",
                      "comparison")
+MAX_JOBS_ENV = "TALOS_DASHBOARD_MAX_JOBS"
+MAX_STEPS_ENV = "TALOS_DASHBOARD_MAX_STEPS"
+MAX_EXAMPLES_ENV = "TALOS_DASHBOARD_MAX_EXAMPLES"
 _CHILDREN: list[subprocess.Popen] = []  # runners started by this process, reaped by list_jobs()
 _TQDM = re.compile(r"(\d+)/(\d+) \[")
 
@@ -89,6 +92,64 @@ class JobSpec:
             raise TalosError(f"unknown protocol {bad[0]!r}; choose among: {', '.join(PROTOCOL_ORDER)}")
         if ("negation" in self.protocols) and self.control_task in self.tasks:
             raise TalosError(f"the negation control task {self.control_task!r} must not be one of the tasks")
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """Caps of one dashboard server on the jobs its visitors launch (a workshop shares one machine).
+
+    ``max_jobs`` queued or running jobs in the store at once, ``max_steps`` training steps per run,
+    ``max_examples`` examples per split (train, val, test); ``0`` means no cap. Defaults suit a CPU
+    workshop; set them with ``talos dashboard --max-jobs/--max-steps/--max-examples`` or the
+    ``TALOS_DASHBOARD_MAX_JOBS/_MAX_STEPS/_MAX_EXAMPLES`` environment variables.
+
+    >>> JobLimits(max_steps=100).problem(JobSpec(model="tiny-clip", tasks=("digits",), steps=500))
+    'steps 500 is above the cap of this dashboard server (100); lower it or ask whoever runs the server to raise it'
+    """
+
+    max_jobs: int = 2
+    max_steps: int = 2000
+    max_examples: int = 20000
+
+    @classmethod
+    def from_env(cls, env=None) -> JobLimits:
+        env = os.environ if env is None else env
+        out = {}
+        for name, var in (("max_jobs", MAX_JOBS_ENV), ("max_steps", MAX_STEPS_ENV),
+                          ("max_examples", MAX_EXAMPLES_ENV)):
+            text = str(env.get(var, "")).strip()
+            if not text:
+                continue
+            try:
+                value = int(text)
+            except ValueError:
+                value = -1
+            if value < 0:
+                raise TalosError(f"{var} must be a non-negative integer (0 = no cap), got {text!r}")
+            out[name] = value
+        return cls(**out)
+
+    def problem(self, spec: JobSpec) -> str | None:
+        """The sentence saying which field of ``spec`` is over a cap (``None`` if none is)."""
+        checks = [("steps", spec.steps, self.max_steps)] + [
+            (name.replace("_", " ") + " examples", getattr(spec, name), self.max_examples)
+            for name in ("max_train", "max_val", "max_test")]
+        for label, value, cap in checks:
+            if not cap:
+                continue
+            if value is None:
+                return f"{label} must be set (at most {cap} on this dashboard server)"
+            if value > cap:
+                return (f"{label} {value} is above the cap of this dashboard server ({cap}); lower it or ask whoever "
+                        f"runs the server to raise it")
+        return None
+
+    def busy(self, active: int) -> str | None:
+        """The sentence when ``active`` queued/running jobs already fill the cap (``None`` otherwise)."""
+        if self.max_jobs and active >= self.max_jobs:
+            return (f"{active} job{'s are' if active != 1 else ' is'} already queued or running and this dashboard "
+                    f"server runs at most {self.max_jobs} at once; wait for one to finish")
+        return None
 
 
 #: how the runner calls the ``talos`` CLI: this interpreter, ``-m talos_core.cli`` (works without the
@@ -256,10 +317,35 @@ def launch(job: JobInfo, *, python: str | None = None) -> JobInfo:
     return JobInfo(job.id, job.path, job.spec, read_status(job.path))
 
 
-def start_job(spec: JobSpec, store: str | Path, *, python: str | None = None) -> JobInfo:
-    """Create the job folder for ``spec`` and launch its detached runner; returns immediately."""
+def active_jobs(store: str | Path) -> int:
+    """Queued or running jobs in the store."""
+    return sum(j.state in ("queued", "running") for j in list_jobs(store))
+
+
+def start_job(spec: JobSpec, store: str | Path, *, python: str | None = None,
+              limits: JobLimits | None = None) -> JobInfo:
+    """Create the job folder for ``spec`` and launch its detached runner; returns immediately.
+
+    With ``limits``, a spec over a cap or a store already running ``limits.max_jobs`` jobs is refused
+    (:class:`TalosError`, nothing written); the count and the launch happen under a file lock, so two
+    visitors clicking at once cannot both pass the cap.
+    """
     cmds = build_commands(spec, Path(store).resolve())
-    return launch(create_job(store, cmds, asdict(spec)), python=python)
+    if limits is None:
+        return launch(create_job(store, cmds, asdict(spec)), python=python)
+    problem = limits.problem(spec)
+    if problem:
+        raise TalosError(problem)
+    import fcntl
+
+    root = jobs_root(store)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".launch.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        busy = limits.busy(active_jobs(store))
+        if busy:
+            raise TalosError(busy)
+        return launch(create_job(store, cmds, asdict(spec)), python=python)
 
 
 def run_job(job_dir: str | Path) -> int:

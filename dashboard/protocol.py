@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.plain import md, plain_data
 from talos_core.schema import METHODS, base_method_of, method_label, parse_variant, variant_id
 
 NOT_RECORDED = "not recorded in this store"
@@ -262,7 +263,11 @@ def protocol_summary(suite: Mapping[str, Any] | None, *, learning_curves: Mappin
     ``curve_every``, ``curve_tolerance``, ``selection`` (``[method, param, values]`` entries) and
     ``variants`` (``[method, param, value]``); older records lack them and the summary says what is known.
     """
-    suite = suite or {}
+    # store-supplied strings (scale, rules, method and task names...) become plain text in the markdown lines
+    suite = plain_data(dict(suite or {}))
+    learning_curves, selections = plain_data(dict(learning_curves or {})), plain_data(dict(selections or {}))
+    test_examples, methods = plain_data(dict(test_examples or {})), plain_data(list(methods))
+    xi = plain_data(list(xi))
     ss = suite.get("scale_settings") if isinstance(suite.get("scale_settings"), Mapping) else {}
     curves = dict(learning_curves or {})
     sels = dict(selections or {})
@@ -299,11 +304,13 @@ def budget_sentence(curves: Sequence[Any]) -> str:
     >>> budget_sentence([N(method="talos", budget=300, tolerance=0.01, rule="the plateau step")])
     '**Budget**: TaLoS 300 steps (tolerance 0.01). **Rule**: the plateau step.'
     """
-    parts = [f"{method_label(c.method)} {c.budget} steps" if c.budget is not None
-             else f"{method_label(c.method)}: no budget recorded" for c in curves]
+    parts = [f"{md(method_label(c.method), at_start=False)} {md(c.budget, at_start=False)} steps"
+             if c.budget is not None else f"{md(method_label(c.method), at_start=False)}: no budget recorded"
+             for c in curves]
     tols = sorted({c.tolerance for c in curves if c.tolerance is not None})
     tol = f" (tolerance {', '.join(f'{t:g}' for t in tols)})" if tols else ""
-    rules = list(dict.fromkeys(c.rule.strip().rstrip(".") for c in curves if getattr(c, "rule", "")))
+    rules = list(dict.fromkeys(md(str(c.rule).strip().rstrip("."), at_start=False) for c in curves
+                               if getattr(c, "rule", "")))
     rule = f" **Rule**: {'; '.join(rules)}." if rules else " The rule is not recorded in these results."
     return f"**Budget**: {', '.join(parts)}{tol}.{rule}"
 

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data as D
+from dashboard.plain import md
 from talos_core.errors import TalosError
 from talos_core.schema import EmptyStore, result_name, slug
 
@@ -48,9 +49,10 @@ class Context:
 # problems
 # --------------------------------------------------------------------------------------------
 def show_problem(exc: BaseException) -> None:
-    """One sentence, never a traceback: info for "not computed yet", error for broken files."""
+    """One sentence, never a traceback: info for "not computed yet", error for broken files. The sentence
+    names store files and values, so it is shown as plain text (:func:`md`)."""
     level = getattr(exc, "level", "error")
-    (st.info if level == "info" else st.error)(str(exc))
+    (st.info if level == "info" else st.error)(md(exc))
 
 
 def stop_on_problem(exc: BaseException) -> None:
@@ -170,7 +172,7 @@ def _export_panel(fig: go.Figure, name: str, key: str) -> None:
     for fmt in ("png", "svg"):
         got = st.session_state.get(store_key + fmt)
         if got and got[0] == fkey and not isinstance(got[1], Exception):
-            st.download_button(f"⬇ {name}.{fmt}", got[1], file_name=f"{name}.{fmt}",
+            st.download_button(f"⬇ {md(name)}.{fmt}", got[1], file_name=f"{name}.{fmt}",
                                mime="image/png" if fmt == "png" else "image/svg+xml", key=f"{key}.d{fmt}",
                                on_click="ignore")
             continue
@@ -182,7 +184,7 @@ def _export_panel(fig: go.Figure, name: str, key: str) -> None:
                     st.session_state[store_key + fmt] = (fkey, exc)
             st.rerun(scope="fragment")
         if got and got[0] == fkey and isinstance(got[1], Exception):
-            st.warning(str(got[1]))
+            st.warning(md(got[1]))
     st.download_button("⬇ HTML (interactive, offline)", lambda: figure_bytes(fig, "html"), file_name=f"{name}.html",
                        mime="text/html", key=f"{key}.dhtml", on_click="ignore")
 
@@ -202,7 +204,7 @@ def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bo
     raw_df = raw if raw is not None else (df.data if hasattr(df, "data") and not isinstance(df, pd.DataFrame) else df)
     if show:
         st.dataframe(df, hide_index=True)
-    st.download_button(f"⬇ {name}.csv", raw_df.to_csv(index=False).encode(), file_name=f"{name}.csv",
+    st.download_button(f"⬇ {md(name)}.csv", raw_df.to_csv(index=False).encode(), file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv.{key or name}", on_click="ignore")
 
 
@@ -241,7 +243,8 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
               key=f"{key}.chosen")
     rules = {s.rule for s in sels if s.rule}
     right.caption("Each value was chosen by validation task negation (paper App. \"Hyperparameter selection\"): "
-                  + ("; ".join(sorted(rules)) if rules else "lowest target accuracy with the control task kept")
+                  + ("; ".join(md(r, at_start=False) for r in sorted(map(str, rules))) if rules
+                     else "lowest target accuracy with the control task kept")
                   + ".")
     with st.expander("Selection candidates (value → validation negation score)"):
         by_id = {s.method: s for s in sels}

@@ -383,8 +383,8 @@ def load_preview(root: str | Path, name: str) -> PreviewCache:
 
     The one reader of SCHEMA.md's ``preview`` kind. A missing meta file is :class:`MissingResult`; a
     meta or arrays file that is garbled or incomplete (an array, a label list or a field missing, shapes
-    that disagree, an ``arrays`` name outside the preview folder) is :class:`CorruptResult`, one sentence
-    naming the file. Nothing is filled in.
+    that disagree, an ``arrays`` name outside the preview folder, or one whose real path, symlinks
+    followed, lies outside the store) is :class:`CorruptResult`, one sentence naming the file. Nothing is filled in.
     """
     from safetensors.numpy import load_file
 
@@ -401,6 +401,13 @@ def load_preview(root: str | Path, name: str) -> PreviewCache:
         raise CorruptResult(f"the preview meta file {meta_path} names arrays {arrays_name!r}, which is not a file "
                             f"in its folder {meta_path.parent}; recompute the preview")
     arr_path = meta_path.with_name(arrays_name)
+    try:  # a symlink (or a symlinked folder) must not lead a crafted store's preview outside the store
+        inside = arr_path.resolve().is_relative_to(Path(root).resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if not inside:
+        raise CorruptResult(f"the preview meta file {meta_path} names arrays {arrays_name!r}, which leads outside "
+                            f"the store {root}; recompute the preview")
     if not arr_path.is_file():
         raise CorruptResult(f"the preview {name!r} is incomplete: its arrays file {arr_path} is missing; "
                             f"recompute the preview")

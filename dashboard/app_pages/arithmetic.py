@@ -26,13 +26,14 @@ variant = parse_variant(method)
 if variant is not None:
     base, params = variant
     fixed = ", ".join(f"{k} {v:g}" for k, v in params.items())
-    st.caption(f"`{method}` = **{method_label(method)}**: {method_label(base)} with fixed {fixed} for every task, "
-               f"a separate row beside the {method_label(base)} row (whose hyperparameters may be chosen per task).")
+    st.caption(f"{ui.md(method)} = **{ui.md(method_label(method))}**: {ui.md(method_label(base))} with fixed "
+               f"{ui.md(fixed)} for every task, a separate row beside the {ui.md(method_label(base))} row (whose "
+               "hyperparameters may be chosen per task).")
 # above the results, its candidates figure without an export popover (the results' charts own the first one)
 shown = ui.chosen_hyperparameters(ctx, [method], key="arith", export=False)
 if not shown and ctx.methods("selection") and variant is None:
-    st.caption(f"No per-task hyperparameter selection for {method_label(method)} in this store: its hyperparameters "
-               "are fixed for every task.")
+    st.caption(f"No per-task hyperparameter selection for {ui.md(method_label(method))} in this store: its "
+               "hyperparameters are fixed for every task.")
 
 try:
     single = D.try_get("single", ctx.root, ctx.name())
@@ -41,16 +42,16 @@ except TalosError as exc:  # corrupt reference files: say so, keep going without
     ui.show_problem(exc)
     single, preview = None, None
 if preview is None:
-    st.info(f"No preview cache for {method}: the live linearized panel is off (exact results still work).")
+    st.info(f"No preview cache for {ui.md(method)}: the live linearized panel is off (exact results still work).")
 
 
 def _slider(label: str, lo: float, hi: float, value: float, step: float, key: str) -> float:
     """A float slider over the α grid's range, bound to the URL (``?<key>=α``)."""
     if hi - lo < 1e-12:  # a one-point grid: nothing to slide
-        st.caption(f"{label}: only α = {lo:g} was computed.")
+        st.caption(f"{ui.md(label)}: only α = {lo:g} was computed.")
         return float(lo)
     value = float(min(max(value, lo), hi))
-    return float(st.slider(label, float(lo), float(hi), value, float(step), key=key, bind="query-params",
+    return float(st.slider(ui.md(label), float(lo), float(hi), value, float(step), key=key, bind="query-params",
                            format="%.3g"))
 
 
@@ -59,7 +60,7 @@ tab_add, tab_neg = st.tabs(["Addition  θ0 + Σ α_t τ_t", "Negation  θ0 − �
 with tab_add:
     add = ui.load("addition", ctx, method, stop=False) if ctx.has("addition", method) else None
     if not ctx.has("addition", method):
-        st.info(f"No addition results for {method} in this store.")
+        st.info(f"No addition results for {ui.md(method)} in this store.")
     if add is not None:
         lo, hi = float(np.min(add.alpha_grid)), float(np.max(add.alpha_grid))
         step = add.grid_step / 5
@@ -78,7 +79,7 @@ with tab_add:
         left, right = st.columns(2)
         with left:
             ui.chart(view.exact_fig, f"addition_exact_{method}", key="add_exact")
-            (st.warning if view.mixed or view.snapped else st.caption)(view.note())
+            (st.warning if view.mixed or view.snapped else st.caption)(ui.md(view.note()))
         with right:
             if view.preview_fig is not None:
                 ui.chart(view.preview_fig, f"addition_preview_{method}", key="add_preview")
@@ -98,10 +99,10 @@ with tab_add:
 with tab_neg:
     neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
     if not ctx.has("negation", method):
-        st.info(f"No negation results for {method} in this store.")
+        st.info(f"No negation results for {ui.md(method)} in this store.")
     if neg is not None:
         st.caption(f"Negating a task should make the model forget it (target accuracy ↓) while keeping "
-                   f"the control task **{neg.control_task}** (≥ 95 % of its zero-shot accuracy).")
+                   f"the control task **{ui.md(neg.control_task)}** (≥ 95 % of its zero-shot accuracy).")
         cols = st.columns(min(4, len(neg.targets)))
         alphas = {}
         for i, t in enumerate(neg.targets):
@@ -114,7 +115,7 @@ with tab_neg:
         left, right = st.columns(2)
         with left:
             ui.chart(nview.exact_fig, f"negation_exact_{method}", key="neg_exact")
-            (st.warning if nview.exact["snapped"].any() else st.caption)(nview.note())
+            (st.warning if nview.exact["snapped"].any() else st.caption)(ui.md(nview.note()))
         with right:
             if nview.preview_fig is not None:
                 ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")

@@ -49,7 +49,7 @@ with right:
                                "search region": [str(q.get("search_region")) for q in panels]}), hide_index=True)
     ppt = p.get("points_per_task", "?")
     ppt = min(ppt.values()) if isinstance(ppt, dict) and ppt else ppt
-    st.caption(f"Points per task: {ppt}. Sparse methods search a wider α range "
+    st.caption(f"Points per task: {ui.md(ppt)}. Sparse methods search a wider α range "
                "(× 1/(1 − sparsity)) because their vectors are smaller; the box is clipped to the grid.")
 
 with st.expander("Data"):

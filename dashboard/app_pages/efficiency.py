@@ -28,7 +28,7 @@ if ctx.has("efficiency"):
             kind = str(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
             st.caption("Time per training step, mean ± std over all steps of all tasks (hatched = optimizer "
                        "step). Peak memory is the largest over tasks"
-                       + (f" ({kind}). " if kind else ". ")
+                       + (f" ({ui.md(kind)}). " if kind else ". ")
                        + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
             with st.expander("Data"):
                 ui.table(F.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
@@ -66,7 +66,7 @@ if curves:
 else:
     steps = P.fixed_steps(D.try_get("suite", ctx.root, ctx.suite))
     st.info("No learning curves in this store for this suite/model: its runs trained a fixed budget"
-            + (f" of {steps} steps per task (suite record)" if steps else "")
+            + (f" of {ui.md(steps)} steps per task (suite record)" if steps else "")
             + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
               "step) show validation accuracy vs step here.")
 

@@ -71,8 +71,8 @@ def _protocol() -> P.ProtocolSummary:
 
 protocol = _protocol()
 with st.expander(f"How these results were produced: {protocol.headline}", icon=":material/rule:"):
-    st.markdown(protocol.markdown())
-    st.caption(f"Read from the store's suite record and results (suite {ctx.suite}, model {ctx.model}).")
+    st.markdown(protocol.markdown())  # store-supplied values are escaped inside protocol_summary
+    st.caption(f"Read from the store's suite record and results (suite {ui.md(ctx.suite)}, model {ui.md(ctx.model)}).")
 
 
 def section(title: str, text: str, draw: Callable[[], None], *, wide: bool = False) -> None:
@@ -205,5 +205,6 @@ with st.expander("Published reference numbers (paper, not measured here)"):
 
 if single is not None:
     zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"]
-    st.caption(f"Store: {ctx.root} · suite {ctx.suite} · model {ctx.model} · mean zero-shot test accuracy "
+    st.caption(f"Store: {ui.md(ctx.root)} · suite {ui.md(ctx.suite)} · model {ui.md(ctx.model)} · mean zero-shot "
+               "test accuracy "
                f"{float(np.mean(zs)):.3f}")

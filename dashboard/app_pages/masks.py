@@ -39,7 +39,7 @@ for m, t in panels:
     df = ui.load("masks", ctx, m)
     sub = df[df["task"] == t]
     if sub.empty:
-        st.info(f"{m} has no mask for task {t}.")
+        st.info(ui.md(f"{m} has no mask for task {t}."))
         st.stop()
     tables[(m, t)] = sub
 
@@ -68,7 +68,7 @@ with left:
             ui.chart(F.mask_iou_heatmap(iou.tasks, iou.matrix, title=f"{method_label(m1)}: IoU between tasks"),
                      f"mask_iou_{m1}", key="miou")
     else:
-        st.info(f"No task × task mask IoU for {m1}.")
+        st.info(ui.md(f"No task × task mask IoU for {m1}."))
 with right:
     pairs = ctx.idx[(ctx.idx["kind"] == "mask_iou") & ctx.idx["vs"].notna() & (ctx.idx["suite"] == ctx.suite)
                     & (ctx.idx["model"] == ctx.model)]

@@ -1,21 +1,32 @@
 """Run: fine-tune + evaluate in the background (the `talos` CLI in a detached process); results land in the
-selected store and appear on the other pages. Progress bar and live log per job."""
+user's own store (``$TALOS_STORE``, else ``./runs``; never the shipped ``cached_results/``) and appear on the
+other pages when that store is picked in the sidebar. Progress bar and live log per job. The server's caps
+(:class:`dashboard.jobs.JobLimits`) bound job size and concurrent jobs; read-only mode has no Run page."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import jobs as J
 from dashboard import ui
+from dashboard.access import ServerConfig
 from talos_core.errors import TalosError
 
 st.title("Run: compute new results")
-root = Path(st.session_state.get("_root") or ".")
-st.caption(f"Results are written into the store **{root}** (change it in the sidebar). Each launch is a "
-           "separate background job with its own log; several people can launch jobs on one store at once.")
+try:
+    cfg = ServerConfig.from_env()
+    root = cfg.writable_store()
+except TalosError as exc:  # read-only mode (the page is not in the navigation then) or a bad cap
+    ui.stop_on_problem(exc)
+limits = cfg.limits
+caps = [f"{limits.max_jobs} concurrent job{'s' if limits.max_jobs != 1 else ''}" if limits.max_jobs else "",
+        f"≤ {limits.max_steps:,} steps" if limits.max_steps else "",
+        f"≤ {limits.max_examples:,} examples per split" if limits.max_examples else ""]
+caps = [c for c in caps if c]
+st.caption(f"Results are written into your store **{ui.md(root)}** (never into the shipped results); pick it in "
+           "the sidebar to see them. Each launch is a separate background job with its own log"
+           + (f". This server's caps: {', '.join(caps)}." if caps else "."))
 
 
 @st.cache_resource(show_spinner="Loading the model and task registries…")
@@ -66,10 +77,16 @@ sparsity = c2.slider("Sparsity (fraction frozen, sparse methods)", 0.0, 0.99, 0.
 
 with st.expander("Training and evaluation size", expanded=not gpu):
     d1, d2, d3, d4 = st.columns(4)
-    steps = d1.number_input("steps", 1, 100000, 30 if not gpu else 2000, key="run_steps")
-    max_train = d2.number_input("max train examples", 1, 10**7, 256 if not gpu else 100000, key="run_max_train")
-    max_val = d3.number_input("max val examples", 1, 10**7, 128 if not gpu else 2048, key="run_max_val")
-    max_test = d4.number_input("max test examples", 1, 10**7, 128 if not gpu else 10000, key="run_max_test")
+    def _capped(value: int, cap: int) -> int:
+        return min(value, cap) if cap else value
+
+    steps = d1.number_input("steps", 1, 100000, _capped(30 if not gpu else 2000, limits.max_steps), key="run_steps")
+    max_train = d2.number_input("max train examples", 1, 10**7, _capped(256 if not gpu else 100000,
+                                                                         limits.max_examples), key="run_max_train")
+    max_val = d3.number_input("max val examples", 1, 10**7, _capped(128 if not gpu else 2048, limits.max_examples),
+                              key="run_max_val")
+    max_test = d4.number_input("max test examples", 1, 10**7, _capped(128 if not gpu else 10000,
+                                                                       limits.max_examples), key="run_max_test")
     e1, e2, e3 = st.columns(3)
     suite = e1.text_input("suite name", "dashboard", key="run_suite",
                           help="Groups these results; existing results with the same suite/model/method are replaced.")
@@ -96,7 +113,8 @@ spec = J.JobSpec(model=model, tasks=tuple(chosen), method=method, sparsity=float
                  preview_points=int(preview_points), device="auto")
 try:
     cmds = J.build_commands(spec, root)
-    problem = None
+    over = limits.problem(spec) or limits.busy(J.active_jobs(root))
+    problem = TalosError(over) if over else None
 except TalosError as exc:
     cmds, problem = [], exc
 if problem:
@@ -108,11 +126,11 @@ if not gpu and model not in ("tiny-clip", "tiny-text", "tiny-t5", "minilm-l6"):
     st.warning(f"{model} is too large for a CPU-only machine in a workshop; pick a tiny-* model or minilm-l6.")
 if st.button("Launch in background", type="primary", disabled=problem is not None, key="run_launch"):
     try:
-        job = J.start_job(spec, root)
+        job = J.start_job(spec, root, limits=limits)
         st.session_state["run_job"] = job.label
         st.success(f"Started job {job.id}; follow it below. Results appear on the other pages when it finishes.")
     except (TalosError, OSError) as exc:
-        st.error(f"could not start the job: {exc}")
+        st.error(ui.md(f"could not start the job: {exc}"))
 
 st.subheader("Jobs in this store")
 
@@ -129,13 +147,13 @@ def _monitor() -> None:
     job = jobs[labels.index(pick)]
     frac, label = J.current_progress(job)
     state = job.state
-    st.progress(frac, text=f"{state} · {label}")
+    st.progress(frac, text=ui.md(f"{state} · {label}"))
     cols = st.columns([1, 4])
     if state in ("queued", "running") and cols[0].button("Cancel", key="run_cancel"):
         J.cancel_job(job)
     if state == "done":
-        cols[1].success("Finished: the new results are in the store; open the other pages "
-                        f"(suite **{job.spec.get('suite')}**, model **{job.spec.get('model')}**).")
+        cols[1].success("Finished: the new results are in your store; open the other pages "
+                        f"(suite **{ui.md(job.spec.get('suite'))}**, model **{ui.md(job.spec.get('model'))}**).")
     elif state in ("failed", "died"):
         cols[1].error(f"The job {state}; the log below says why.")
     st.code(J.tail_log(job.path, 6000) or "(log is empty)", language="text")

@@ -1,9 +1,17 @@
-"""``talos dashboard``: launch the Streamlit app of the installed ``dashboard`` package over a store."""
+"""``talos dashboard``: launch the Streamlit app of the installed ``dashboard`` package over a store.
+
+The server listens on 127.0.0.1 (this machine only) unless ``--host`` says otherwise, with a printed
+warning then (no authentication: anyone who reaches the port can use it). ``--store-root`` adds folders
+whose stores visitors may pick, ``--read-only`` drops the Run page, ``--max-jobs/--max-steps/--max-examples``
+cap what the Run page launches (0 = no cap). They reach the app as environment variables
+(``TALOS_DASHBOARD_ROOTS``, ``TALOS_DASHBOARD_READ_ONLY``, ``TALOS_DASHBOARD_MAX_*``; :mod:`dashboard.access`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import ipaddress
 import os
 import signal
 import subprocess
@@ -11,15 +19,81 @@ import sys
 import threading
 from pathlib import Path
 
-from talos_core.cli.common import add_store_argument
+from talos_core.cli.common import add_store_argument, positive_int
 from talos_core.errors import TalosError
+
+DEFAULT_HOST = "127.0.0.1"
+#: the caps of a workshop server (see dashboard.jobs.JobLimits, whose defaults these are)
+DEFAULT_MAX_JOBS, DEFAULT_MAX_STEPS, DEFAULT_MAX_EXAMPLES = 2, 2000, 20000
+
+
+def _cap(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer (0 = no cap), got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dashboard", help="launch the Streamlit dashboard")
-    add_store_argument(p, viewer=True, help="store to open")
-    p.add_argument("--port", type=int, default=8501)
+    add_store_argument(p, viewer=True, help="store to open first; also where the Run page writes, unless it is "
+                                            "the shipped cached_results (then ./runs)")
+    p.add_argument("--port", type=positive_int, default=8501)
+    p.add_argument("--host", default=DEFAULT_HOST,
+                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only); e.g. 0.0.0.0 to let "
+                        "others on the network open it (no authentication: use --read-only for a room)")
+    p.add_argument("--store-root", action="append", default=[], metavar="DIR",
+                   help="a folder whose stores (it, and its sub-folders holding results/ or runs/) visitors may "
+                        "pick, besides the shipped results and your store; repeatable (also $TALOS_DASHBOARD_ROOTS)")
+    p.add_argument("--read-only", action="store_true",
+                   help="workshop mode: no Run page, nothing computed or written")
+    p.add_argument("--max-jobs", type=_cap, default=None,
+                   help=f"queued or running jobs at once (default {DEFAULT_MAX_JOBS}; 0 = no cap)")
+    p.add_argument("--max-steps", type=_cap, default=None,
+                   help=f"training steps per run of a job (default {DEFAULT_MAX_STEPS}; 0 = no cap)")
+    p.add_argument("--max-examples", type=_cap, default=None,
+                   help=f"examples per split (train, val, test) of a job (default {DEFAULT_MAX_EXAMPLES}; 0 = no cap)")
     p.set_defaults(handler=_dashboard)
+
+
+def is_loopback(host: str) -> bool:
+    """Does ``host`` only accept connections from this machine (``127.0.0.0/8``, ``::1``, ``localhost``)?
+
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0"), is_loopback("::")
+    (True, True, False, False)
+    """
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def streamlit_command(app: Path, *, port: int, host: str = DEFAULT_HOST) -> list[str]:
+    """The ``streamlit run`` command line of the dashboard (its server binds ``host``:``port``)."""
+    return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
+            "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+
+
+def server_env(args: argparse.Namespace, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the Streamlit process: the store and the server policy (:mod:`dashboard.access`)."""
+    env = dict(os.environ if base is None else base)
+    env["TALOS_STORE"] = str(Path(args.store).expanduser().resolve())
+    roots = [str(Path(r).expanduser().resolve()) for r in args.store_root]
+    if roots:
+        env["TALOS_DASHBOARD_ROOTS"] = os.pathsep.join(roots + [r for r in env.get("TALOS_DASHBOARD_ROOTS", "")
+                                                                .split(os.pathsep) if r])
+    if args.read_only:
+        env["TALOS_DASHBOARD_READ_ONLY"] = "1"
+    for name in ("max_jobs", "max_steps", "max_examples"):
+        value = getattr(args, name)
+        if value is not None:
+            env[f"TALOS_DASHBOARD_{name.upper()}"] = str(value)
+    return env
 
 
 def dashboard_app() -> Path:
@@ -34,11 +108,20 @@ def dashboard_app() -> Path:
 
 def _dashboard(args: argparse.Namespace) -> int:
     app = dashboard_app()
-    store = Path(args.store).expanduser().resolve()
-    env = dict(os.environ, TALOS_STORE=str(store))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    print(f"TaLoS Studio dashboard ({app}) on store {store}: http://localhost:{args.port}", flush=True)
+    for root in args.store_root:
+        if not Path(root).expanduser().is_dir():
+            raise TalosError(f"--store-root {root!r} is not a folder; give folders that hold stores")
+    env = server_env(args)
+    cmd = streamlit_command(app, port=args.port, host=args.host)
+    shown = "localhost" if is_loopback(args.host) else args.host
+    mode = " (read-only)" if args.read_only else ""
+    print(f"TaLoS Studio dashboard ({app}) on store {env['TALOS_STORE']}{mode}: http://{shown}:{args.port}",
+          flush=True)
+    if not is_loopback(args.host):
+        print(f"warning: the dashboard listens on {args.host}:{args.port}, reachable from other machines, with no "
+              "authentication: anyone who can reach this port can browse the stores it serves"
+              + ("" if args.read_only else " and launch jobs on the Run page (add --read-only to prevent that)")
+              + ".", file=sys.stderr, flush=True)
     proc = subprocess.Popen(cmd, env=env)
     # a SIGTERM to `talos dashboard` stops the server too (Ctrl-C reaches both: same process group)
     main_thread = threading.current_thread() is threading.main_thread()
