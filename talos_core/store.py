@@ -245,10 +245,11 @@ class Run:
         return TaskVector.load(self.artifact("task_vector.safetensors"))
 
     def mask(self) -> dict[str, torch.Tensor] | None:
-        """The run's mask; ``None`` for a method without one. A sparse method's run must have its mask (a missing
-        one is an error, never replaced by the task vector's support)."""
+        """The run's mask; ``None`` for a method without one, and for a run exported without its weights (a
+        manifest only, as in ``cached_results/``: no task vector either). A sparse method's run that has its task
+        vector must have its mask: a missing one is an error, never replaced by the task vector's support."""
         p = self.path / "mask.safetensors"
-        if not p.exists() and not self.sparse and "mask.safetensors" not in (self.manifest.artifacts or {}):
+        if not p.exists() and (not self.sparse or not (self.path / "task_vector.safetensors").exists()):
             return None
         return load_mask(self.artifact("mask.safetensors"))
 
