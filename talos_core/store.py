@@ -144,9 +144,9 @@ class RunManifest:
     device: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
+    artifacts: dict[str, str] | None = None  # SHA-256 per artifact file name (None: older runs, not checked)
     train_precision: str | None = None  # the resolved training precision, "fp32" or "bf16" (None: older runs)
     curve: list[dict] | None = None  # learning curve [{"step", "val_acc"}] ([]: not asked for; None: older runs)
-    artifacts: dict[str, str] | None = None  # SHA-256 per artifact file name (None: older runs, not checked)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json`` (keys in field order). The fields added after the format was
