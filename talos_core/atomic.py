@@ -8,8 +8,10 @@ torch only inside the safetensors functions (so the torch-free :mod:`talos_core.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import struct
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,12 +78,44 @@ def read_json(path: Path) -> Any:
         raise TalosError(f"corrupt JSON file {path}: {exc}") from None
 
 
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def canonical_safetensors(data: bytes) -> bytes:
+    """The same safetensors file with its JSON header written in one canonical form: keys sorted (the
+    ``__metadata__`` entries included), no spaces, padded with spaces to a multiple of 8 bytes as the format
+    asks. The ``safetensors`` writer keeps the metadata in a hash map, so its key order (and with it the file's
+    bytes and checksum) varies from process to process; the tensor bytes and their offsets (relative to the
+    end of the header) are left as they are, so every reader sees the same tensors and metadata.
+
+    >>> from safetensors.torch import save
+    >>> import torch
+    >>> a = canonical_safetensors(save({"x": torch.ones(2)}, metadata={"b": "1", "a": "2"}))
+    >>> a == canonical_safetensors(save({"x": torch.ones(2)}, metadata={"a": "2", "b": "1"}))
+    True
+    """
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data[8 + n:]
+
+
 def atomic_save_safetensors(tensors: dict[str, torch.Tensor], path: Path,
                             metadata: dict[str, str] | None = None) -> None:
+    """Write tensors (and string metadata) as safetensors, atomically, in canonical form
+    (:func:`canonical_safetensors`): identical tensors and metadata give identical bytes."""
     from safetensors.torch import save
 
-    data = save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata=metadata)
-    atomic_write_bytes(Path(path), data)
+    data = save({k: v.detach().cpu().contiguous() for k, v in tensors.items()},
+                metadata=dict(sorted(metadata.items())) if metadata else None)
+    atomic_write_bytes(Path(path), canonical_safetensors(data))
 
 
 def load_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

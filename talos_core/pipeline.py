@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from talos_core.atomic import atomic_write_json
+from talos_core.atomic import atomic_write_json, file_sha256
 from talos_core.errors import TalosError, check_range
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density
@@ -22,6 +23,16 @@ from talos_core.store import Run, RunManifest, Store, save_mask, versions
 from talos_core.tasks import get_task, load_task
 from talos_core.tasks.base import TaskData
 from talos_core.training import TrainConfig
+
+#: the largest seed: seeds feed numpy and torch generators, which take 64-bit integers
+MAX_SEED = 2**63 - 1
+#: the inputs of each model family (a model of one modality cannot run a task of the other)
+FAMILY_MODALITY = {"clip": "image", "cnn": "image", "text-encoder": "text", "t5": "text"}
+
+
+def model_modality(spec) -> str | None:
+    """``"image"`` or ``"text"``: what a model spec's family takes (``None`` for a family not listed here)."""
+    return FAMILY_MODALITY.get(spec.family)
 
 
 @dataclass(frozen=True)
@@ -56,10 +67,35 @@ class FinetuneRequest:
     eval_every: int = 0  # learning curve: validation accuracy every N steps and at the last (0 = off)
 
     def validate(self) -> None:
-        get_model_spec(self.model)
-        get_task(self.task)
-        get_method(self.method)
+        spec = get_model_spec(self.model)
+        task = get_task(self.task)
+        method = get_method(self.method)
+        modality = model_modality(spec)
+        if modality is not None and modality != task.modality:
+            raise TalosError(f"model {self.model!r} takes {modality} inputs but task {self.task!r} is a "
+                             f"{task.modality} task; choose a task with {modality} inputs (see `talos tasks`) or a "
+                             f"model for {task.modality} inputs (see `talos models`)")
         check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
+            raise TalosError(f"seed must be an integer in [0, 2**63 - 1], got {self.seed!r}")
+        for name in ("steps", "batch_size"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise TalosError(f"{name} must be a positive integer, got {v!r}")
+        if self.warmup_steps is not None and (not isinstance(self.warmup_steps, int) or self.warmup_steps < 0):
+            raise TalosError(f"warmup_steps must be a non-negative integer, got {self.warmup_steps!r}")
+        if self.lr is not None:
+            check_range("lr", self.lr, 0.0, 1.0, low_open=True, high_open=False)
+        if self.weight_decay is not None:
+            check_range("weight_decay", self.weight_decay, 0.0, math.inf)
+        keys = [k for k, _ in self.options]
+        bad = sorted(k for k in keys if k not in method.options)
+        if bad:
+            allowed = ", ".join(method.options) if method.options else "none (it takes no --option)"
+            raise TalosError(f"method {self.method!r} has no option {bad[0]!r}; its options: {allowed}")
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise TalosError(f"option {dup[0]!r} is given twice; give each --option once")
         for name in ("max_train", "max_val", "max_test"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1):
@@ -93,10 +129,17 @@ class FinetuneRequest:
 
     def train_config(self) -> TrainConfig:
         d = get_model_spec(self.model).defaults
-        pick = lambda k: getattr(self, k) if getattr(self, k) is not None else d.get(k)  # noqa: E731
-        return TrainConfig(steps=pick("steps") or 2000, batch_size=pick("batch_size") or 128,
-                           lr=pick("lr") or 1e-5, weight_decay=pick("weight_decay") or 0.0,
-                           warmup_steps=pick("warmup_steps") or 0, grad_clip=self.grad_clip, seed=self.seed,
+
+        def pick(key: str, fallback: float) -> float:  # the request's value, else the model's, else fallback
+            for value in (getattr(self, key), d.get(key)):
+                if value is not None:
+                    return value
+            return fallback
+
+        # a given 0 stays 0 (TrainConfig refuses lr 0 and steps 0 with one sentence), never a silent fallback
+        return TrainConfig(steps=pick("steps", 2000), batch_size=pick("batch_size", 128),
+                           lr=pick("lr", 1e-5), weight_decay=pick("weight_decay", 0.0),
+                           warmup_steps=pick("warmup_steps", 0), grad_clip=self.grad_clip, seed=self.seed,
                            precision=self.resolved_train_precision(), checkpoint_every=self.checkpoint_every,
                            eval_every=self.eval_every)
 
@@ -145,15 +188,30 @@ def load_request_data(req: FinetuneRequest) -> TaskData:
 
 def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, progress: bool = True,
                  on_step: Callable[[int, dict], None] | None = None) -> Run:
-    """Fine-tune (or reuse) the run ``req`` and return it from ``store``."""
+    """Fine-tune (or reuse) the run ``req`` and return it from ``store``.
+
+    The request and the store are checked before any work (one :class:`TalosError` each; nothing written).
+    Fine-tuning and publishing hold the store's lock on the run id (:meth:`Store.run_lock`): a second process
+    asking for the same run waits, then finds the first one's run and reuses it (``force`` re-runs it). The
+    manifest records the SHA-256 of every artifact (``RunManifest.artifacts``)."""
+    req.validate()
+    store.check_folder()
+    rid = req.run_id()
+    if store.has_run(rid) and not force:
+        return store.get_run(rid)
+    store.ensure()
+    with store.run_lock(rid):
+        if store.has_run(rid) and not force:
+            return store.get_run(rid)  # another process published it while this one waited
+        return _finetune_and_publish(req, store, rid, progress=progress, on_step=on_step)
+
+
+def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progress: bool,
+                          on_step: Callable[[int, dict], None] | None) -> Run:
     from talos_core.inference.forward import accuracy  # looked up per call (tests count its calls)
     from talos_core.inference.precision import model_precision
     from talos_core.inference.runtime import memoized_zero_shot
 
-    req.validate()
-    rid = req.run_id()
-    if store.has_run(rid) and not force:
-        return store.get_run(rid)
     t_start = time.perf_counter()
     task = get_task(req.task)
     data = load_request_data(req)
@@ -192,6 +250,7 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     if out.mask is not None:
         save_mask(out.mask, staging / "mask.safetensors")
     out.vector.save(staging / "task_vector.safetensors")
+    artifacts = {f.name: file_sha256(f) for f in sorted(staging.iterdir()) if f.suffix == ".safetensors"}
     every = max(1, len(out.history) // 200)
     manifest = RunManifest(
         run_id=rid, model=req.model, task=req.task, method=req.method, family=model.family,
@@ -201,6 +260,6 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
         data_sizes={"train": len(data.train), "val": len(data.val), "test": len(data.test)},
         metrics=metrics, timings=timings, info=out.info, history=out.history[::every], device=str(device),
         versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), train_precision=train_config.precision,
-        curve=out.curve)
+        curve=out.curve, artifacts=artifacts)
     atomic_write_json(staging / "manifest.json", manifest.to_dict())
     return store.commit(staging, rid)

@@ -10,13 +10,22 @@ Layout::
       results/<kind>/<name>.json         # tidy tables and grids written by talos_core.evaluation
 
 Every file is written to a temporary name in the same folder and renamed into place, and a run
-folder is assembled under ``runs/.tmp-*`` and renamed when complete, so a reader (the dashboard,
-another workshop participant) never sees a half-written artifact, and two writers never share a
-temporary file. Results that several processes update in place (the per-model ``single``,
-``linearization`` and ``efficiency`` tables, one row group per method) are read, merged and written
-under :meth:`Store.locked`, an exclusive lock between processes (``<store>/.locks/``), so that
-processes fine-tuning different methods into one store (``talos suite --stage train``) never lose
-each other's rows. ``cached_results/`` in the repository is a store too.
+folder is assembled under ``runs/.tmp-<run id>-<pid>-*`` and renamed when complete, so a reader (the
+dashboard, another workshop participant) never sees a half-written artifact, and two writers never share a
+temporary file; staging folders of writers that died (their pid is gone, or older than an hour) are removed
+the next time a run is staged. Two processes fine-tuning the same run take turns (:meth:`Store.run_lock`): the
+second finds the first's run and reuses it.
+
+Artifacts cannot silently lie: a run's manifest records the SHA-256 of each artifact
+(``RunManifest.artifacts``), checked when the artifact is read (:meth:`Run.task_vector`, :meth:`Run.mask`);
+a task vector with non-finite or out-of-range entries is refused when loaded; a sparse method's run
+without its mask is an error; :meth:`Store.corrupt_runs` lists the run folders whose manifest cannot be read.
+
+Results that several processes update in place (the per-model ``single``, ``linearization`` and
+``efficiency`` tables, one row group per method) are read, merged and written under :meth:`Store.locked`,
+an exclusive lock between processes (``<store>/.locks/``), so that processes fine-tuning different methods
+into one store (``talos suite --stage train``) never lose each other's rows.
+``cached_results/`` in the repository is a store too.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import os
 import platform
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +52,7 @@ from talos_core.atomic import (
     atomic_save_safetensors,
     atomic_write_bytes,
     atomic_write_json,
+    file_sha256,
     load_safetensors,
     read_json,
 )
@@ -104,8 +115,13 @@ class RunManifest:
     :class:`~talos_core.pipeline.FinetuneRequest` fields (without ``options``), ``metrics`` the run's own
     evaluation (accuracies, mask density, ...), ``timings`` its per-iteration costs, ``train_precision`` the
     resolved training precision (``"fp32"``/``"bf16"``; absent from runs written before it was recorded, which
-    trained in fp32 on CPU and bf16 autocast on CUDA) and ``curve`` the learning curve (validation accuracy of
-    the model being trained every ``eval_every`` steps, when the request asked for one).
+    trained in fp32 on CPU and bf16 autocast on CUDA), ``curve`` the learning curve (validation accuracy of
+    the model being trained every ``eval_every`` steps, when the request asked for one) and ``artifacts`` the
+    SHA-256 (hex) of each artifact file by name (``{"task_vector.safetensors": ..., "mask.safetensors": ...}``),
+    checked whenever the run reads one (:meth:`Run.artifact`). Manifests written before checksums were
+    recorded (``artifacts`` absent, e.g. the shipped ``cached_results/runs/*/manifest.json``) still load: their
+    artifacts are read without a checksum check (the task vector's own checks still apply). ``artifacts`` is
+    not part of ``config``, so it does not change the run id.
     """
 
     format: str = RUN_FORMAT
@@ -128,13 +144,14 @@ class RunManifest:
     device: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
+    artifacts: dict[str, str] | None = None  # SHA-256 per artifact file name (None: older runs, not checked)
     train_precision: str | None = None  # the resolved training precision, "fp32" or "bf16" (None: older runs)
     curve: list[dict] | None = None  # learning curve [{"step", "val_acc"}] ([]: not asked for; None: older runs)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json`` (keys in field order). The fields added after the format was
-        fixed (``train_precision``, ``curve``) are left out when ``None`` — absent from the file it was read
-        from — so a manifest written before them reads back to the same object; new runs write both."""
+        fixed (``train_precision``, ``curve``, ``artifacts``) are left out when ``None`` — absent from the file it
+        was read from — so a manifest written before them reads back to the same object; new runs write them."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if not (f.name in _LATER_FIELDS and getattr(self, f.name) is None)}
 
@@ -169,13 +186,13 @@ class RunManifest:
 
 _REQUIRED = ("model", "task", "method")
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
-_LATER_FIELDS = ("train_precision", "curve")
+_LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {
     "format": (str,), "run_id": (str,), "model": (str,), "task": (str,), "method": (str,), "family": (str,),
     "sparsity": (int, float), "seed": (int,), "eval_mode": (str,), "sparse_method": (bool,), "config": (dict,),
     "request": (dict,), "data_sizes": (dict,), "metrics": (dict,), "timings": (dict,), "info": (dict,),
     "history": (list,), "device": (str,), "versions": (dict,), "created": (str,), "train_precision": (str,),
-    "curve": (list,)}
+    "curve": (list,), "artifacts": (dict,)}
 _KIND_NAMES = {(str,): "a string", (int, float): "a number", (int,): "an integer", (bool,): "true or false",
                (dict,): "an object", (list,): "a list"}
 
@@ -191,14 +208,61 @@ class Run:
     def id(self) -> str:
         return self.path.name
 
+    @property
+    def sparse(self) -> bool:
+        """A sparse method's run (catalogue :data:`talos_core.schema.METHODS`; the manifest's ``sparse_method``
+        for a method the catalogue does not know): it must have a mask."""
+        info = schema.METHODS.get(self.manifest.method)
+        return info.sparse if info is not None else self.manifest.sparse_method
+
+    def artifact(self, name: str) -> Path:
+        """The path of artifact ``name`` after checking it: present, and (when the manifest records its SHA-256)
+        unchanged. A missing or altered file is one :class:`TalosError` naming it."""
+        path = self.path / name
+        if not path.is_file():
+            raise TalosError(f"run {self.id} has no {name} (missing file {path}); fine-tune it again "
+                             f"(talos finetune --force)")
+        want = (self.manifest.artifacts or {}).get(name)
+        if want is not None and file_sha256(path) != want:
+            raise TalosError(f"{path} does not match the SHA-256 its run manifest records: the file was altered "
+                             f"or damaged; fine-tune the run again (talos finetune --force)")
+        return path
+
+    def verify(self) -> list[str]:
+        """One sentence per artifact that fails its checks (missing, altered, unreadable, inconsistent or
+        non-finite entries): each is read as the commands read it. ``[]`` when all pass."""
+        problems = []
+        for read in (self.task_vector, self.mask):
+            try:
+                read()
+            except TalosError as exc:
+                problems.append(str(exc))
+        return problems
+
     def task_vector(self):
         from talos_core.vectors import TaskVector
 
-        return TaskVector.load(self.path / "task_vector.safetensors")
+        return TaskVector.load(self.artifact("task_vector.safetensors"))
 
     def mask(self) -> dict[str, torch.Tensor] | None:
+        """The run's mask; ``None`` for a method without one, and for a run exported without its weights (a
+        manifest only, as in ``cached_results/``: no task vector either). A sparse method's run that has its task
+        vector must have its mask: a missing one is an error, never replaced by the task vector's support."""
         p = self.path / "mask.safetensors"
-        return load_mask(p) if p.exists() else None
+        if not p.exists() and (not self.sparse or not (self.path / "task_vector.safetensors").exists()):
+            return None
+        return load_mask(self.artifact("mask.safetensors"))
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a process of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 class Store:
@@ -209,10 +273,17 @@ class Store:
 
     # ----- runs -----------------------------------------------------------------------------
     def ensure(self) -> None:
-        (self.root / "runs").mkdir(parents=True, exist_ok=True)
-        marker = self.root / "store.json"
-        if not marker.exists():
-            atomic_write_json(marker, {"format": STORE_FORMAT})
+        """Create the store's folder and marker; a store that is a file or cannot be written is one
+        :class:`TalosError`."""
+        self.check_folder()
+        try:
+            (self.root / "runs").mkdir(parents=True, exist_ok=True)
+            marker = self.root / "store.json"
+            if not marker.exists():
+                atomic_write_json(marker, {"format": STORE_FORMAT})
+        except OSError as exc:
+            raise TalosError(f"cannot write the store {self.root}: {exc.strerror or exc}; pass --store with a "
+                             f"folder you can write") from None
 
     def run_path(self, rid: str) -> Path:
         return self.root / "runs" / rid
@@ -236,7 +307,51 @@ class Store:
             try:
                 yield Run(path, RunManifest.read(path / "manifest.json"))
             except TalosError:
-                continue  # a corrupt or incomplete run is skipped, not fatal for listing
+                continue  # a corrupt or incomplete run is skipped here; corrupt_runs() lists it
+
+    def corrupt_runs(self) -> list[tuple[str, str]]:
+        """``(run folder name, one sentence)`` for every run folder that :meth:`runs` skips because its manifest
+        is missing, unreadable or incomplete (staging ``.tmp-*`` folders are not runs and are left out)."""
+        folder = self.root / "runs"
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith(".") or not path.is_dir():
+                continue
+            if not (path / "manifest.json").exists():
+                out.append((path.name, f"run folder {path} has no manifest.json"))
+                continue
+            try:
+                RunManifest.read(path / "manifest.json")
+            except TalosError as exc:
+                out.append((path.name, str(exc)))
+        return out
+
+    def check_folder(self, *, write: bool = True) -> None:
+        """The store must be a folder (or not exist yet) and, with ``write``, writable: else one :class:`TalosError`
+        naming it. Writes nothing (call before any slow work)."""
+        root = self.root
+        if root.exists() and not root.is_dir():
+            raise TalosError(f"store {root} is a file; --store must name a folder (existing or new)")
+        if not write:
+            return
+        probe = root
+        while not probe.exists():
+            probe = probe.parent
+        if not probe.is_dir():
+            raise TalosError(f"store {root} cannot be created: {probe} is a file, not a folder")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise TalosError(f"store {root} is not writable ({probe} is read-only); pass --store with a folder you "
+                             f"can write")
+        for sub in ("runs", "results", "checkpoints", "store.json"):
+            p = root / sub
+            if sub != "store.json" and p.exists() and not p.is_dir():
+                raise TalosError(f"store {root} is damaged: {p} is a file, not a folder")
+
+    def run_lock(self, rid: str):
+        """Exclusive lock on fine-tuning run ``rid`` between processes (:meth:`locked` on ``run/<rid>``)."""
+        return self.locked("run", rid)
 
     def find_runs(self, *, model: str | None = None, task: str | None = None,
                   method: str | None = None) -> list[Run]:
@@ -254,11 +369,38 @@ class Store:
         return pd.DataFrame(rows)
 
     def staging(self, rid: str) -> Path:
-        """A fresh private folder to assemble run ``rid`` in (see :meth:`commit`)."""
+        """A fresh private folder to assemble run ``rid`` in (see :meth:`commit`), named
+        ``.tmp-<rid>-<pid>-<random>``; stale staging folders are cleaned first (:meth:`clean_stale`)."""
         self.ensure()
+        self.clean_stale()
         path = self.root / "runs" / f".tmp-{rid}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         path.mkdir(parents=True)
         return path
+
+    def clean_stale(self, max_age_s: float = 3600.0) -> list[str]:
+        """Remove the ``runs/.tmp-*`` staging and ``runs/.old-*`` trash folders left by writers that died: those
+        whose writer pid (in the name) is no longer running on this machine, and any older than ``max_age_s``
+        (a staging folder lives for the seconds it takes to write a run's files). Returns the names removed."""
+        folder = self.root / "runs"
+        if not folder.is_dir():
+            return []
+        removed = []
+        now = time.time()
+        for path in folder.iterdir():
+            if not path.is_dir() or not path.name.startswith((".tmp-", ".old-")):
+                continue
+            try:
+                age = now - path.stat().st_mtime
+            except OSError:
+                continue
+            stale = age > max_age_s
+            if not stale and path.name.startswith(".tmp-"):
+                pid = path.name.rsplit("-", 2)[-2] if path.name.count("-") >= 2 else ""
+                stale = pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid))
+            if stale:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path.name)
+        return removed
 
     def checkpoint_dir(self, rid: str) -> Path:
         """Stable folder for a run's resumable checkpoints (survives a crash; removed on commit)."""

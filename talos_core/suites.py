@@ -184,6 +184,16 @@ STAGES = ("all", "train")
 """What ``talos suite --stage`` runs: every step, or only the fine-tuning ones (see :func:`run_suite`)."""
 
 
+def default_scale(name: str) -> str:
+    """The scale a suite runs at when none is asked for: ``full`` (the documented one), else its first scale.
+
+    >>> default_scale("text"), default_scale("tiny")
+    ('full', 'mini')
+    """
+    scales = list(get_suite(name).scales)
+    return "full" if "full" in scales else scales[0]
+
+
 def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
               methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
               log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
@@ -423,7 +433,7 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     name = spec.name
     sc = spec.scales[scale]
     store = Store(store) if not isinstance(store, Store) else store
-    store.ensure()
+    store.check_folder()
     t_start = time.perf_counter()
     ft_methods = list(methods) if methods else list(spec.methods)
     ph_methods = list(spec.posthoc) if posthoc is None else list(posthoc)
@@ -434,6 +444,7 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
         if m not in spec.posthoc:
             raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
     steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device)
+    store.ensure()  # after every check: a bad suite request writes nothing
     if stage == "train":
         return _train_stage(spec, scale, store, [st for st in steps if st.trains], log=log, progress=progress)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -39,7 +40,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors
+from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors, read_json
 from talos_core.errors import TalosError, check_range
 from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
@@ -580,7 +581,24 @@ def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAd
     meta_path, tensor_path = folder / "checkpoint.json", folder / "checkpoint.safetensors"
     if not (meta_path.exists() and tensor_path.exists()):
         return 0, [], []
-    meta = json.loads(meta_path.read_text())
+    try:
+        return _resume_from(meta_path, tensor_path, config, params, opt, device, eval_every)
+    except (TalosError, ValueError, KeyError, TypeError, RuntimeError, AttributeError) as exc:
+        # a damaged checkpoint must not block the run on every retry: it is discarded and training starts over
+        for f in (meta_path, tensor_path):
+            f.unlink(missing_ok=True)
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        warnings.warn(f"discarded the unreadable checkpoint in {folder} ({detail}); training starts from step 0",
+                      stacklevel=2)
+        return 0, [], []
+
+
+def _resume_from(meta_path: Path, tensor_path: Path, config: TrainConfig, params: dict, opt: MaskedAdamW,
+                 device: torch.device, eval_every: int) -> tuple[int, list, list]:
+    """:func:`_maybe_resume` on files that exist; a damaged file raises (the caller discards it)."""
+    meta = read_json(meta_path)
+    if not isinstance(meta, dict):
+        raise TalosError(f"corrupt checkpoint {meta_path}: expected a JSON object")
     if meta.get("config") != _config_key(config, device):
         return 0, [], []  # a different configuration: start over
     tensors, st_meta = load_safetensors(tensor_path)
@@ -590,8 +608,15 @@ def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAd
     curve = [c for c in meta.get("curve", []) if eval_every and c["step"] % eval_every == 0]
     if {c["step"] for c in curve} != set(range(eval_every, step + 1, eval_every) if eval_every else ()):
         return 0, [], []
+    history = list(meta.get("history", []))
+    want = {f"{n}::{part}": tuple(ref.shape) for n in opt.names()
+            for part, ref in (("param", params[n]), ("exp_avg", opt.exp_avg[n]), ("exp_avg_sq", opt.exp_avg_sq[n]))}
+    bad = [k for k, shape in want.items() if k not in tensors or tuple(tensors[k].shape) != shape
+           or not bool(torch.isfinite(tensors[k]).all())]
+    if bad:  # checked before anything is copied: θ and the optimizer are untouched when the file is refused
+        raise TalosError(f"corrupt checkpoint {tensor_path}: tensor {bad[0]!r} is missing, misshapen or not finite")
     with torch.no_grad():
         for n in opt.names():
             params[n].copy_(tensors[f"{n}::param"])
     opt.load_state_tensors(tensors, step)
-    return step, list(meta.get("history", [])), curve
+    return step, history, curve

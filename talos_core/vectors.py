@@ -120,13 +120,38 @@ class TaskVector:
 
     @classmethod
     def load(cls, path: str | Path) -> "TaskVector":
+        """Read a task vector file; a file that is not one, or whose entries are inconsistent (an index outside
+        its tensor, values and indices of different lengths, a dense entry of the wrong shape) or not finite
+        (NaN, ±inf), is one :class:`TalosError` naming the file."""
         tensors, meta = load_safetensors(Path(path))
         if meta.get("format") != FORMAT:
             raise TalosError(f"{path} is not a TaLoS task vector (format {meta.get('format')!r}, expected {FORMAT!r})")
-        shapes = {n: tuple(s) for n, s in json.loads(meta["shapes"]).items()}
-        values = {n: tensors[f"{n}::values"] for n in shapes}
+        try:
+            shapes = {n: tuple(int(d) for d in s) for n, s in json.loads(meta["shapes"]).items()}
+            values = {n: tensors[f"{n}::values"] for n in shapes}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise TalosError(f"task vector {path} is corrupt: its header does not match its tensors ({exc})") from None
         indices = {n: tensors.get(f"{n}::indices") for n in shapes}
+        for n, shape in shapes.items():
+            _check_entry(path, n, shape, values[n], indices[n])
         return cls(values, indices, shapes)
+
+
+def _check_entry(path: str | Path, name: str, shape: tuple[int, ...], values: torch.Tensor,
+                 indices: torch.Tensor | None) -> None:
+    """One stored entry must be a finite delta that fits its parameter's ``shape`` (see :meth:`TaskVector.load`)."""
+    numel = int(torch.Size(shape).numel())
+    if indices is None:
+        ok = tuple(values.shape) == tuple(shape)
+    else:
+        ok = (indices.dim() == 1 and values.dim() == 1 and indices.numel() == values.numel()
+              and not indices.is_floating_point()
+              and (indices.numel() == 0 or (int(indices.min()) >= 0 and int(indices.max()) < numel)))
+    if not ok:
+        raise TalosError(f"task vector {path} is corrupt: entry {name!r} does not fit its shape {tuple(shape)}")
+    if values.is_floating_point() and not bool(torch.isfinite(values).all()):
+        raise TalosError(f"task vector {path} holds non-finite values (NaN or inf) in {name!r}; "
+                         f"fine-tune the run again (talos finetune --force)")
 
 
 def sum_vectors(vectors: Sequence[TaskVector], alphas: Sequence[float] | None = None) -> TaskVector:

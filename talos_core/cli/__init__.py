@@ -36,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TalosError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a folder that cannot be written or read (read-only store, a file where a folder goes)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error: cannot use{where}: {exc.strerror or exc}; check --store and the paths given", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

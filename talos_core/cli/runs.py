@@ -11,8 +11,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("finetune", help="calibrate (if needed) + fine-tune + evaluate one run into a store")
     add_run_arguments(p)
     p.set_defaults(handler=_finetune)
-    p = sub.add_parser("runs", help="list the runs in a store")
+    p = sub.add_parser("runs", help="list the runs in a store (and the corrupt ones; exit status 1 when any is)")
     add_store_argument(p)
+    p.add_argument("--verify", action="store_true",
+                   help="also check every run's artifacts against the SHA-256 its manifest records (reads them all)")
     p.set_defaults(handler=_runs)
     p = sub.add_parser("export", help="copy a store's results and run manifests (no weights) into another store")
     p.add_argument("--store", required=True, help="source store")
@@ -40,13 +42,30 @@ def _finetune(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
+    from talos_core.errors import TalosError
     from talos_core.store import Store
 
-    table = Store(args.store).run_table()
+    store = Store(args.store)
+    if not store.root.exists():
+        raise TalosError(f"store {store.root} does not exist; pass --store with a results store folder")
+    if not store.root.is_dir():
+        raise TalosError(f"store {store.root} is a file; --store must name a results store folder")
+    if not (store.root / "runs").is_dir() and not (store.root / "store.json").exists():
+        raise TalosError(f"{store.root} is not a results store (no store.json or runs/ folder); pass --store "
+                         f"with a results store folder")
+    table = store.run_table()
     if table.empty:
         print(f"no runs in {args.store}")
     else:
         print_table(table)
+    corrupt = store.corrupt_runs()
+    if args.verify:
+        corrupt += [(run.id, problem) for run in store.runs() for problem in run.verify()]
+    if corrupt:
+        print(f"{len(corrupt)} corrupt run(s), not used by any command (fine-tune them again, or delete the folders):")
+        for rid, problem in corrupt:
+            print(f"  CORRUPT {rid}: {problem}")
+        return 1
     return 0
 
 

@@ -12,14 +12,17 @@ from pathlib import Path
 
 from talos_core.cli.common import add_eval_precision_argument, add_store_argument, add_train_precision_argument
 from talos_core.errors import TalosError, unknown
-from talos_core.suites import STAGES, SUITES, results_markdown, run_suite
+from talos_core.store import Store
+from talos_core.suites import STAGES, SUITES, default_scale, results_markdown, run_suite
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("suite", help="run a whole suite (all methods and analyses) into a store")
     p.add_argument("name", help=f"suite name: {', '.join(SUITES)}")
     add_store_argument(p, help="store to write")
-    p.add_argument("--scale", default="full", help="full (documented) or mini (down-scaled)")
+    p.add_argument("--scale", default=None,
+                   help="the suite's scale: full (documented) or mini (down-scaled) (default: full, or the suite's "
+                        "first scale when it has no full one: mini for tiny)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--methods", default=None, help="comma-separated subset of the suite's methods")
@@ -45,8 +48,10 @@ def _suite(args: argparse.Namespace) -> int:
     if args.name not in SUITES:
         raise unknown("suite", args.name, SUITES)
     store = Path(args.store)
-    run_suite(args.name, store, scale=args.scale, seed=args.seed, device=args.device, methods=methods,
-              posthoc=posthoc, log=(lambda s: None) if args.quiet else print, resume=args.resume,
+    Store(store).check_folder()
+    scale = args.scale or default_scale(args.name)
+    run_suite(args.name, store, scale=scale, seed=args.seed, device=args.device, methods=methods, posthoc=posthoc,
+              log=(lambda s: None) if args.quiet else print, resume=args.resume,
               eval_precision=args.eval_precision, train_precision=args.train_precision, stage=args.stage)
     if args.stage == "all":
         print(results_markdown(store, args.name))

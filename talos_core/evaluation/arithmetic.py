@@ -406,6 +406,11 @@ def default_control_task(tasks: Sequence[str]) -> str:
     from talos_core.tasks import get_task, list_tasks
 
     modality = get_task(tasks[0]).modality
+    taken = [s.name for s in list_tasks() if s.control and s.modality == modality and s.source == "offline"
+             and s.name in tasks]
+    if taken:  # the registered offline control is a target: falling back to an online one would fail late
+        raise TalosError(f"the control task of {modality} tasks, {taken[0]!r}, is among the negation targets "
+                         f"({', '.join(tasks)}); remove it from --tasks or pass another one with --control-task")
     cands = [s for s in list_tasks() if s.control and s.modality == modality and s.name not in tasks]
     cands.sort(key=lambda s: s.source != "offline")
     if not cands:

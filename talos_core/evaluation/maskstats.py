@@ -152,7 +152,10 @@ def vector_support(vector) -> dict[str, torch.Tensor]:
 
 
 def run_mask(run, *, support_if_missing: bool = True) -> dict[str, torch.Tensor] | None:
-    """A run's mask, or (methods without one) its task vector's support; ``None`` when neither applies."""
+    """A run's mask, or (methods without one: non-linear FT, L-LoRA, ...) its task vector's support; ``None``
+    when neither applies. A sparse method's run must have its mask: a missing or altered ``mask.safetensors``
+    is one :class:`TalosError` (:meth:`talos_core.store.Run.mask`), never replaced by the task vector's support
+    (which, after fine-tuning, is a subset of the mask and would report a wrong density)."""
     mask = run.mask()
     if mask is not None:
         return mask

@@ -427,7 +427,9 @@ class Protocol:
 
     ``settings`` is the frozen dataclass of its typed settings (validated when built); ``method_kind``
     says what the request's ``method`` names (a fine-tuning method, a post-hoc method, or nothing);
-    ``needs_tasks=False`` for protocols that only read stored results.
+    ``needs_tasks=False`` for protocols that only read stored results; ``min_tasks`` the fewest tasks it
+    is defined on (task addition and the merges combine at least two task vectors, Eq. 1 of the paper;
+    disentanglement compares pairs).
     """
 
     name: str
@@ -436,6 +438,7 @@ class Protocol:
     run: Callable[[EvalRequest, Any], EvalOutcome] = field(repr=False, compare=False)
     method_kind: Literal["finetune", "posthoc"] | None = "finetune"
     needs_tasks: bool = True
+    min_tasks: int = 1
 
     def make_settings(self, given: Any = None) -> Any:
         """The protocol's settings from ``None`` (defaults), an instance, or a mapping of field values."""
@@ -469,11 +472,11 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
     Protocol("single", "zero-shot and single-task fine-tuned accuracy per task (val and test)", EvalSettings,
              _single),
     Protocol("addition", "task addition θ0 + α Σ τ_t, α chosen on val by normalized accuracy", AdditionSettings,
-             _addition),
+             _addition, min_tasks=2),
     Protocol("negation", "task negation θ0 − α τ_t, α chosen on val under the 95% control constraint",
              NegationSettings, _negation),
     Protocol("disentanglement", "disentanglement error ξ(α1, α2) on a grid, for every pair of tasks",
-             DisentanglementSettings, _disentanglement),
+             DisentanglementSettings, _disentanglement, min_tasks=2),
     Protocol("localization", "function localization matrix: acc of θ0 + τ_t on t' / zero-shot acc on t'",
              EvalSettings, _localization),
     Protocol("masks", "mask density per tensor / layer type / block, and mask IoU between tasks (and methods)",
@@ -489,9 +492,9 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              NoSettings, _comparison, method_kind=None, needs_tasks=False),
     Protocol("posthoc", "a post-hoc method (--method ties, dare, ...) merging the nonlinear runs: addition, "
              "negation and single, hyperparameters chosen on val", PosthocSettings, evaluate_posthoc,
-             method_kind="posthoc"),
+             method_kind="posthoc", min_tasks=2),
     Protocol("sparsity-ablation", "addition, negation and single-task summaries of a sparse method at several "
-             "sparsities", AblationSettings, sparsity_ablation),
+             "sparsities", AblationSettings, sparsity_ablation, min_tasks=2),
     Protocol("selection", "per task, choose a hyperparameter (sparsity, rank or lr) by validation task negation: "
              "lowest target acc with the control at >= 95% of zero-shot", SelectionSettings, run_selection),
     Protocol("learning-curve", "validation accuracy every eval_every steps while fine-tuning each task, and the "
@@ -543,6 +546,9 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
     chosen = proto.make_settings(settings)
     if proto.needs_tasks:
         tasks = _check_tasks(tasks)
+        if len(tasks) < proto.min_tasks:
+            raise TalosError(f"protocol {proto.name!r} needs at least {proto.min_tasks} tasks, got {len(tasks)} "
+                             f"({', '.join(tasks)}); pass a comma-separated list such as --tasks tweets,wordnet-verbs")
     proto.check_method(method)
     _check_result_method(result_method, method)
     per_task = _check_task_overrides(task_overrides, model, tuple(tasks), method, proto, overrides)

@@ -83,6 +83,7 @@ class FinetuneMethod:
     name: str
     description: str
     run: Callable[[MethodContext], MethodOutput] = field(repr=False, compare=False)
+    options: tuple[str, ...] = ()  # the method-specific option keys it accepts (--option KEY=VALUE)
 
     def __post_init__(self) -> None:
         method_info(self.name, "finetune")  # a catalogue entry of this kind

@@ -167,8 +167,8 @@ BASELINE_METHODS: tuple[FinetuneMethod, ...] = (
     FinetuneMethod("linearized", "Linearized FT: train f(x,θ0) + (θ−θ0)ᵀ∇f(x,θ0) via a JVP (Ortiz-Jiménez et al.)",
                    _run_linearized),
     FinetuneMethod("llora", "L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
-                   run_llora),
+                   run_llora, options=("rank", "lora_alpha")),
     FinetuneMethod("lota", "LoTA: short dense calibration, top-k |Δθ| mask, restart from θ0, sparse FT (Panda et al.)",
-                   _run_lota),
+                   _run_lota, options=LOTA_OPTIONS),
 )
 """Full fine-tuning (non-linear, linearized) and the parameter-efficient baselines (L-LoRA, LoTA)."""
