@@ -109,7 +109,9 @@ def _sidebar_context() -> None:
                 f"the store {root} has no results that follow SCHEMA.md")
             return
         st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model)
-        info = D.try_get("suite", root, suite) if ((idx["kind"] == "suite") & (idx["name"] == suite)).any() else None
+        info, problem = D.suite_record(root, suite)
+        if problem:
+            st.warning(ui.md(problem))
         if isinstance(info, dict):  # store-supplied fields: plain text (ui.md)
             tasks = info.get("tasks") if isinstance(info.get("tasks"), list) else []
             parts = [f"Suite **{ui.md(suite)}**: {ui.md(', '.join(map(str, tasks)))}"]

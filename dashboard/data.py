@@ -677,3 +677,13 @@ def try_get(kind: str, root: str | Path, name: str) -> Any | None:
         return get(kind, root, name)
     except MissingResult:
         return None
+
+
+def suite_record(root: str | Path, name: str) -> tuple[dict | None, str | None]:
+    """``(record, problem)``: the suite record ``name`` (``None`` when missing or unreadable) and, for an
+    unreadable one, its one-sentence problem — a corrupt record costs its description, never the pages."""
+    try:
+        record = try_get("suite", root, name)
+    except CorruptResult as exc:
+        return None, str(exc)
+    return (record if isinstance(record, dict) else None), None

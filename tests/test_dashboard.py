@@ -207,6 +207,20 @@ def test_corrupt_json_is_a_message_not_a_traceback(monkeypatch, fixture_store, t
     assert any("lacks field" in e.value for e in at.error)
 
 
+@pytest.mark.parametrize("page", [p for p in PAGES if p != "run"])
+def test_corrupt_suite_record_is_one_sentence_and_the_pages_still_work(monkeypatch, fixture_store, tmp_path, page):
+    """A corrupt ``results/suite/<name>.json`` costs the suite's description only: one warning naming the file
+    on every page, no traceback, the page's results still shown (issue 15)."""
+    store = shutil.copytree(fixture_store, tmp_path / "store")
+    suite_dir = store / "results" / "suite"
+    suite_dir.mkdir(parents=True, exist_ok=True)
+    (suite_dir / "default.json").write_text("{broken")
+    at = open_app(monkeypatch, store, page)
+    warnings = [w.value for w in at.sidebar.warning]
+    assert len(warnings) == 1 and "default.json" in warnings[0] and "corrupt" in warnings[0]
+    assert not at.error
+
+
 def test_run_page_shows_the_commands(monkeypatch, tmp_path):
     at = open_app(monkeypatch, tmp_path, "run")
     code = "\n".join(c.value for c in at.code)

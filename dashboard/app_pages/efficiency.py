@@ -55,7 +55,7 @@ if curves:
                                 tasks=None if which == "all tasks" else [which])
         ui.chart(fig, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc")
         st.markdown(P.budget_sentence(picked))
-        note = P.curves_note(D.try_get("suite", ctx.root, ctx.suite), picked)
+        note = P.curves_note(D.suite_record(ctx.root, ctx.suite)[0], picked)
         if note:
             st.warning(note)
         st.caption("Lines: validation accuracy of the model being trained, every few steps (linearized FT and "
@@ -64,7 +64,7 @@ if curves:
         with st.expander("Data"):
             ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
 else:
-    steps = P.fixed_steps(D.try_get("suite", ctx.root, ctx.suite))
+    steps = P.fixed_steps(D.suite_record(ctx.root, ctx.suite)[0])
     st.info("No learning curves in this store for this suite/model: its runs trained a fixed budget"
             + (f" of {ui.md(steps)} steps per task (suite record)" if steps else "")
             + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "

@@ -57,7 +57,7 @@ def _protocol() -> P.ProtocolSummary:
         xi.append({"alphas1": list(p["alphas1"]), "alphas2": list(p["alphas2"]),
                    "points_per_task": p.get("points_per_task")})
     try:
-        suite = D.try_get("suite", ctx.root, ctx.suite)
+        suite = D.suite_record(ctx.root, ctx.suite)[0]
         examples = D.example_counts(ctx.root, ctx.name()) if ctx.has("single") else {}
     except TalosError:
         suite, examples = None, {}
