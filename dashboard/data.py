@@ -197,12 +197,19 @@ class Matrix:
     extra: dict = field(default_factory=dict)
 
 
+def _read_kind_table(root: str | Path, kind: str, name: str, empty: str | None = None) -> tuple[dict, pd.DataFrame]:
+    """A result's payload (required fields checked) and its table (SCHEMA columns checked); ``empty``: the
+    problem to report when the table has no rows (``None``: an empty table is fine)."""
+    p = schema.read_result(root, kind, name)
+    schema.require_fields(p, kind, name)
+    df = _table(p, kind, name, schema.KINDS[kind].columns)
+    if empty is not None and df.empty:
+        raise CorruptResult(f"the {kind} result {name!r} {empty}")
+    return p, df
+
+
 def load_addition(root: str | Path, name: str) -> Addition:
-    p = schema.read_result(root, "addition", name)
-    schema.require_fields(p, "addition", name)
-    df = _table(p, "addition", name, schema.KINDS["addition"].columns)
-    if df.empty:
-        raise CorruptResult(f"the addition result {name!r} has an empty α curve")
+    p, df = _read_kind_table(root, "addition", name, empty="has an empty α curve")
     grid = np.asarray(p.get("alpha_grid") or sorted(df["alpha"].unique()), dtype=float)
     sel = _num(p["selected_alpha"])
     if not math.isfinite(sel):
@@ -220,11 +227,7 @@ def load_addition(root: str | Path, name: str) -> Addition:
 
 
 def load_negation(root: str | Path, name: str) -> Negation:
-    p = schema.read_result(root, "negation", name)
-    schema.require_fields(p, "negation", name)
-    df = _table(p, "negation", name, schema.KINDS["negation"].columns)
-    if df.empty:
-        raise CorruptResult(f"the negation result {name!r} has an empty table")
+    p, df = _read_kind_table(root, "negation", name, empty="has an empty table")
     czs = p.get("control_zero_shot_acc")
     if isinstance(czs, Mapping):
         czs_d = {str(k): _num(v) for k, v in czs.items()}
@@ -340,11 +343,7 @@ class LearningCurve:
 
 
 def load_learning_curve(root: str | Path, name: str) -> LearningCurve:
-    p = schema.read_result(root, "learning_curve", name)
-    schema.require_fields(p, "learning_curve", name)
-    df = _table(p, "learning_curve", name, schema.KINDS["learning_curve"].columns)
-    if df.empty:
-        raise CorruptResult(f"the learning_curve result {name!r} has no points")
+    p, df = _read_kind_table(root, "learning_curve", name, empty="has no points")
     df = df.assign(task=df["task"].astype(str), step=pd.to_numeric(df["step"], errors="coerce"),
                    val_acc=pd.to_numeric(df["val_acc"], errors="coerce"))
     if df["step"].isna().any():
@@ -395,9 +394,7 @@ class Selection:
 
 
 def load_selection(root: str | Path, name: str) -> Selection:
-    p = schema.read_result(root, "selection", name)
-    schema.require_fields(p, "selection", name)
-    df = _table(p, "selection", name, schema.KINDS["selection"].columns)
+    p, df = _read_kind_table(root, "selection", name)
     param = str(p["param"])
     raw = p["choices"]
     if not isinstance(raw, Mapping):
