@@ -1,0 +1,305 @@
+"""Load: one dashboard server, N concurrent browser sessions moving the Arithmetic α slider (issue 15).
+
+A bounded load script against localhost, not a timed test. It
+
+1. starts one server as a workshop would (``python -m talos_core.cli dashboard --port P --read-only``, from the
+   repository root, on the default store: the shipped ``cached_results/``),
+2. opens N sessions in one headless Chromium (Playwright, asyncio; one browser context + page per session),
+   each on the Arithmetic page (``/arithmetic``),
+3. in every session, for ``--seconds``: focus the α slider, press ArrowRight (ArrowLeft once the slider is at
+   its maximum, and back), and time until the *Linearized preview* chart changes — the same detection as
+   ``tests/test_browser.py::test_arithmetic_slider_updates_chart_in_a_real_browser`` (the Plotly figure's
+   title and trace values read from the DOM); one move at a time per session,
+4. samples the RSS of the server's process tree with psutil every 0.5 s (before the sessions, peak, after).
+
+Errors (all must be 0): a move whose chart did not change within ``--move-timeout`` (10 s), a page that did
+not load its chart within ``--load-timeout``, page exceptions (``pageerror``), Streamlit error elements
+(``stException``, ``st.error``) and Streamlit's connection-lost dialog seen on a page.
+
+    python -m bench.bench_load                          # 30 sessions, 60 s
+    python -m bench.bench_load --sessions 2 --seconds 10 --json /tmp/load.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
+PREVIEW = "Linearized preview"
+
+# the preview chart's signature: title (holds α) + trace values, or null while it is not drawn
+SIGNATURE_JS = """(prefix) => {
+    for (const el of document.querySelectorAll('.js-plotly-plot')) {
+        const t = ((el.layout && el.layout.title && el.layout.title.text) || '').replace(/<[^>]+>/g, '');
+        if (t.startsWith(prefix)) return JSON.stringify([t, (el.data || []).map(d => Array.from(d.y || []))]);
+    }
+    return null;
+}"""
+CHANGED_JS = "([prefix, prev]) => { const s = (" + SIGNATURE_JS + ")(prefix); return s !== null && s !== prev; }"
+ERRORS_JS = """() => document.querySelectorAll(
+    '[data-testid="stException"], [data-testid="stAlertContentError"], [data-testid="stConnectionStatus"]').length"""
+SLIDER = '[data-testid="stSlider"] input[type="range"]'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the dashboard server exited with status {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"the dashboard server did not become healthy on port {port} within {timeout:.0f} s")
+
+
+class TreeRSS:
+    """Sum of the RSS of a process and all its descendants, sampled every ``interval`` s in a thread."""
+
+    def __init__(self, pid: int, interval: float = 0.5):
+        import psutil
+
+        self._proc = psutil.Process(pid)
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []  # (t, MB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def now_mb(self) -> float:
+        import psutil
+
+        total = 0
+        try:
+            procs = [self._proc, *self._proc.children(recursive=True)]
+        except psutil.Error:
+            return float("nan")
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / 2**20
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds of the tree's live processes (a busy server vs a busy load generator)."""
+        import psutil
+
+        total = 0.0
+        try:
+            procs = [self._proc, *self._proc.children(recursive=True)]
+        except psutil.Error:
+            return float("nan")
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.now_mb()))
+            self._stop.wait(self.interval)
+
+    def start(self) -> TreeRSS:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def peak_mb(self) -> float:
+        return max((mb for _, mb in self.samples), default=float("nan"))
+
+
+async def _session(i: int, browser, url: str, seconds: float, move_timeout: float, load_timeout: float,
+                   stats: dict) -> None:
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = await ctx.new_page()
+    page.on("pageerror", lambda exc: stats["page_exceptions"].append(f"session {i}: {exc}"))
+    try:
+        t0 = time.monotonic()
+        try:
+            await page.goto(url, timeout=load_timeout * 1000)
+            await page.wait_for_function(f"() => ({SIGNATURE_JS})({json.dumps(PREVIEW)}) !== null",
+                                         timeout=load_timeout * 1000, polling=250)
+        except Exception as exc:  # noqa: BLE001 (Playwright's TimeoutError and navigation errors alike)
+            stats["load_failures"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            return
+        stats["load_ms"].append((time.monotonic() - t0) * 1000)
+        slider = page.locator(SLIDER).first
+        await slider.focus()
+        key = "ArrowRight"
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            value, lo, hi = await slider.evaluate("el => [Number(el.value), Number(el.min), Number(el.max)]")
+            if value >= hi - 1e-9:
+                key = "ArrowLeft"
+            elif value <= lo + 1e-9:
+                key = "ArrowRight"
+            prev = await page.evaluate(SIGNATURE_JS, PREVIEW)
+            t = time.monotonic()
+            await page.keyboard.press(key)
+            try:
+                await page.wait_for_function(CHANGED_JS, arg=[PREVIEW, prev], timeout=move_timeout * 1000,
+                                             polling=50)
+                stats["move_ms"].append((time.monotonic() - t) * 1000)
+            except Exception as exc:  # noqa: BLE001
+                stats["timeouts"].append(f"session {i}: {type(exc).__name__}")
+                await slider.focus()  # a rerun may have re-created the input
+        n_err = await page.evaluate(ERRORS_JS)
+        if n_err:
+            stats["streamlit_errors"].append(f"session {i}: {n_err} error element(s)")
+    except Exception as exc:  # noqa: BLE001 (a session that broke mid-way is an error, the others go on)
+        stats["session_errors"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    finally:
+        await ctx.close()
+
+
+async def _drive(url: str, sessions: int, seconds: float, move_timeout: float, load_timeout: float,
+                 stats: dict) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM,
+                                          args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                                "--disable-renderer-backgrounding",
+                                                "--disable-background-timer-throttling"])
+        try:
+            await asyncio.gather(*(_session(i, browser, url, seconds, move_timeout, load_timeout, stats)
+                                   for i in range(sessions)))
+        finally:
+            await browser.close()
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    if len(xs) == 1:
+        return xs[0]
+    return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1]
+
+
+def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: float = 10.0,
+        load_timeout: float = 180.0) -> dict:
+    """Start the server, drive ``sessions`` browser sessions for ``seconds``, stop the server; the summary dict."""
+    port = _free_port()
+    log = tempfile.NamedTemporaryFile("w+", prefix="talos_load_", suffix=".log", delete=False)
+    proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
+                             "--read-only"], cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+    stats: dict = {k: [] for k in ("move_ms", "load_ms", "timeouts", "page_exceptions", "streamlit_errors",
+                                   "load_failures", "session_errors")}
+    try:
+        _wait_healthy(port, proc)
+        mem = TreeRSS(proc.pid).start()
+        time.sleep(1.0)
+        before = mem.now_mb()
+        cpu0 = mem.cpu_s()
+        t0 = time.monotonic()
+        asyncio.run(_drive(f"http://127.0.0.1:{port}{path}", sessions, seconds, move_timeout, load_timeout, stats))
+        wall = time.monotonic() - t0
+        server_cpu = mem.cpu_s() - cpu0
+        time.sleep(3.0)  # sessions closed: what the server keeps
+        after = mem.now_mb()
+        mem.stop()
+        server_alive = proc.poll() is None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        log.close()
+    moves = stats["move_ms"]
+    errors = {k: len(stats[k]) for k in ("timeouts", "load_failures", "page_exceptions", "streamlit_errors",
+                                         "session_errors")}
+    if not server_alive:
+        errors["server_died"] = 1
+    return {
+        "sessions": sessions, "seconds": seconds, "path": path, "move_timeout_s": move_timeout,
+        "sessions_loaded": len(stats["load_ms"]), "moves": len(moves),
+        "moves_per_s": len(moves) / wall if wall else float("nan"),
+        "p50_ms": _pct(moves, 50), "p95_ms": _pct(moves, 95), "max_ms": max(moves, default=float("nan")),
+        "load_p50_ms": _pct(stats["load_ms"], 50), "load_max_ms": max(stats["load_ms"], default=float("nan")),
+        "errors": errors, "errors_total": sum(errors.values()),
+        "rss_before_mb": before, "rss_peak_mb": mem.peak_mb(), "rss_after_mb": after,
+        "wall_s": wall, "server_cpu_s": server_cpu, "server_cpu_share": server_cpu / wall if wall else None,
+        "server_log": log.name,
+        "error_samples": {k: stats[k][:5] for k in errors if k in stats and stats[k]},
+    }
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| sessions | s | sessions loaded | moves | p50 move→chart ms | p95 ms | max ms | page load p50 / max s "
+            "| errors (timeouts / load / page exc / st.error / other) | server RSS MB before / peak / after |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        e = r["errors"]
+        lines.append(
+            f"| {r['sessions']} | {r['seconds']:g} | {r['sessions_loaded']} | {r['moves']} | {r['p50_ms']:.0f} "
+            f"| {r['p95_ms']:.0f} | {r['max_ms']:.0f} | {r['load_p50_ms'] / 1000:.1f} / {r['load_max_ms'] / 1000:.1f} "
+            f"| {r['errors_total']} ({e['timeouts']} / {e['load_failures']} / {e['page_exceptions']} / "
+            f"{e['streamlit_errors']} / {e['session_errors'] + e.get('server_died', 0)}) "
+            f"| {r['rss_before_mb']:.0f} / {r['rss_peak_mb']:.0f} / {r['rss_after_mb']:.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sessions", type=int, default=30, help="concurrent browser sessions (default 30)")
+    ap.add_argument("--seconds", type=float, default=60.0, help="how long each session moves the slider (default 60)")
+    ap.add_argument("--path", default="/arithmetic", help="page to open (default /arithmetic)")
+    ap.add_argument("--move-timeout", type=float, default=10.0,
+                    help="a move whose chart did not change after this many s is an error (default 10)")
+    ap.add_argument("--load-timeout", type=float, default=180.0,
+                    help="a page whose chart is not drawn after this many s is an error (default 180)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the summary here")
+    args = ap.parse_args(argv)
+    if args.sessions < 1 or args.seconds <= 0:
+        ap.error(f"--sessions must be ≥ 1 and --seconds > 0 (got {args.sessions}, {args.seconds:g})")
+    if not Path(CHROMIUM).exists():
+        ap.error(f"no Chromium at {CHROMIUM} (apt-get install -y chromium, or set TALOS_CHROMIUM)")
+    sys.path.insert(0, str(ROOT))
+    from bench.common import machine_line, write_json
+
+    machine = machine_line("cpu")
+    r = run(args.sessions, args.seconds, args.path, args.move_timeout, args.load_timeout)
+    print(machine)
+    print()
+    print(table([r]))
+    print(f"\nwall {r['wall_s']:.0f} s; server CPU {r['server_cpu_s']:.0f} s "
+          f"({100 * r['server_cpu_share']:.0f} % of one core; the browsers run on the same machine)")
+    if r["errors_total"]:
+        print("\nerrors:", json.dumps(r["error_samples"], indent=1))
+    write_json(args.json, {"machine": machine, **r})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
