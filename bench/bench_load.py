@@ -285,8 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--sessions must be ≥ 1 and --seconds > 0 (got {args.sessions}, {args.seconds:g})")
     if not Path(CHROMIUM).exists():
         ap.error(f"no Chromium at {CHROMIUM} (apt-get install -y chromium, or set TALOS_CHROMIUM)")
-    sys.path.insert(0, str(ROOT))
-    from bench.common import machine_line, write_json
+    from bench.common import machine_line, write_json  # run as ``python -m bench.bench_load`` from the repo root
 
     machine = machine_line("cpu")
     r = run(args.sessions, args.seconds, args.path, args.move_timeout, args.load_timeout)
