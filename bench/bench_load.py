@@ -27,15 +27,15 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
+
+from bench.server import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
@@ -55,26 +55,6 @@ ERRORS_JS = """() => document.querySelectorAll(
 SLIDER = '[data-testid="stSlider"] input[type="range"]'
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the dashboard server exited with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"the dashboard server did not become healthy on port {port} within {timeout:.0f} s")
-
-
 class TreeRSS:
     """Sum of the RSS of a process and all its descendants, sampled every ``interval`` s in a thread."""
 
@@ -88,33 +68,24 @@ class TreeRSS:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def now_mb(self) -> float:
-        import psutil
-
-        total = 0
-        try:
-            procs = [self._proc, *self._proc.children(recursive=True)]
-        except psutil.Error:
-            return float("nan")
-        for p in procs:
-            try:
-                total += p.memory_info().rss
-            except psutil.Error:
-                pass
-        return total / 2**20
+        return self._sum(lambda p: p.memory_info().rss) / 2**20
 
     def cpu_s(self) -> float:
         """User + system CPU seconds of the tree's live processes (a busy server vs a busy load generator)."""
+        return self._sum(lambda p: sum(p.cpu_times()[:2]))  # user + system
+
+    def _sum(self, value) -> float:
+        """``value(process)`` summed over the tree's live processes (NaN when the root is gone)."""
         import psutil
 
-        total = 0.0
         try:
             procs = [self._proc, *self._proc.children(recursive=True)]
         except psutil.Error:
             return float("nan")
+        total = 0.0
         for p in procs:
             try:
-                t = p.cpu_times()
-                total += t.user + t.system
+                total += value(p)
             except psutil.Error:
                 pass
         return total
@@ -207,7 +178,7 @@ def _pct(xs: list[float], q: float) -> float:
 def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: float = 10.0,
         load_timeout: float = 180.0) -> dict:
     """Start the server, drive ``sessions`` browser sessions for ``seconds``, stop the server; the summary dict."""
-    port = _free_port()
+    port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="talos_load_", suffix=".log", delete=False)
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--read-only"], cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
@@ -215,7 +186,7 @@ def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: 
     stats: dict = {k: [] for k in ("move_ms", "load_ms", "timeouts", "page_exceptions", "streamlit_errors",
                                    "load_failures", "session_errors")}
     try:
-        _wait_healthy(port, proc)
+        wait_healthy(port, proc, timeout=120.0)
         mem = TreeRSS(proc.pid).start()
         time.sleep(1.0)
         before = mem.now_mb()

@@ -270,6 +270,15 @@ class Step:
                 None if tov is None else dict(tov))
 
 
+    def run(self, store: Store, model: str, suite: str, *, progress: bool = False) -> Any:
+        """Resolve the step against ``store`` and evaluate it (its protocol writes its results)."""
+        from talos_core.evaluation.protocols import evaluate
+
+        settings, ov, per_task = self.resolve(store)
+        return evaluate(store, self.protocol, model, self.tasks, self.method, suite=suite, settings=settings,
+                        overrides=ov, task_overrides=per_task, result_method=self.result_method, progress=progress)
+
+
 def _resolved(value: Any, store: Store) -> Any:
     """``value(store)`` for a :data:`Resolved` function (settings dataclasses are not callable), else ``value``."""
     return value(store) if callable(value) else value
@@ -425,7 +434,6 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
                progress: bool, resume: bool, stage: str = "all") -> dict:
     import torch
 
-    from talos_core.evaluation.protocols import evaluate
     from talos_core.inference.precision import current_precision, resolve_precision
     from talos_core.inference.runtime import resolve_device
     from talos_core.models import get_model_spec
@@ -490,9 +498,7 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
             continue
         t0 = time.perf_counter()
         log(f"[{name}/{scale}] {st.label} ...")
-        settings, ov, per_task = st.resolve(store)
-        evaluate(store, st.protocol, spec.model, st.tasks, st.method, suite=name, settings=settings,
-                 overrides=ov, task_overrides=per_task, result_method=st.result_method, progress=progress)
+        st.run(store, spec.model, name, progress=progress)
         timings[st.label] = time.perf_counter() - t0
         session["steps_run"].append(st.label)
         write_meta(complete=False)
@@ -507,15 +513,12 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
 def _train_stage(spec: SuiteSpec, scale: str, store: Store, steps: Sequence[Step], *, log: Callable[[str], None],
                  progress: bool) -> dict:
     """``talos suite --stage train``: the fine-tuning steps only, no suite record (see :func:`run_suite`)."""
-    from talos_core.evaluation.protocols import evaluate
 
     times: dict[str, float] = {}
     for st in steps:
         t0 = time.perf_counter()
         log(f"[{spec.name}/{scale}] {st.label} (train stage) ...")
-        settings, ov, per_task = st.resolve(store)
-        evaluate(store, st.protocol, spec.model, st.tasks, st.method, suite=spec.name, settings=settings,
-                 overrides=ov, task_overrides=per_task, result_method=st.result_method, progress=progress)
+        st.run(store, spec.model, spec.name, progress=progress)
         times[st.label] = time.perf_counter() - t0
         log(f"[{spec.name}/{scale}] {st.label} done in {times[st.label]:.1f}s")
     return {"stage": "train", "step_times_s": times, "wall_time_s": float(sum(times.values()))}

@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from dashboard_fixtures import REPO
+
+from bench.server import free_port, wait_healthy
 
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -28,30 +28,10 @@ TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).ma
     y: (el.data || []).map(t => Array.from(t.y || []))}))"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"streamlit did not become healthy on port {port} within {timeout:.0f} s")
-
-
 @pytest.fixture()
 def server(fixture_store, tmp_path):
     """The app launched as the README says, on a free port, killed (process group) afterwards."""
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, TALOS_STORE=str(fixture_store), PYTHONUNBUFFERED="1")
     log = open(tmp_path / "streamlit.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
@@ -59,7 +39,7 @@ def server(fixture_store, tmp_path):
                              "--browser.gatherUsageStats", "false"],
                             cwd=str(REPO), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_healthy(port, proc)
+        wait_healthy(port, proc)
         yield f"http://127.0.0.1:{port}"
     finally:
         try:

@@ -22,6 +22,7 @@ from dashboard_fixtures import MODEL, REPO, SUITE
 from google.protobuf.json_format import MessageToDict
 from streamlit.testing.v1 import AppTest
 
+from bench.server import free_port
 from dashboard import jobs as J
 from dashboard.access import ServerConfig, StoreRefused
 from talos_core.errors import TalosError
@@ -256,12 +257,6 @@ def test_preview_arrays_must_stay_inside_the_store(monkeypatch, fixture_store, t
 # --------------------------------------------------------------------------------------------
 # the listening address
 # --------------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listening(port: int) -> set[str]:
     """Local addresses with a socket in LISTEN state on ``port`` (from /proc/net/tcp and tcp6)."""
     found = set()
@@ -285,7 +280,7 @@ def _listening(port: int) -> set[str]:
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp")
 def test_talos_dashboard_listens_on_loopback_by_default(fixture_store, tmp_path):
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--store", str(fixture_store)], cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT,
@@ -346,7 +341,7 @@ def test_crafted_store_in_a_real_browser_fetches_nothing_and_links_nothing(fixtu
     if not Path(chromium).exists():
         pytest.skip(f"no Chromium at {chromium}")
     store = crafted_store(fixture_store, tmp_path / "crafted")
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--store", str(store)], cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT,

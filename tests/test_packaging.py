@@ -12,15 +12,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from dashboard_fixtures import REPO
+
+from bench.server import free_port, health
 
 pytestmark = pytest.mark.slow
 
@@ -59,20 +59,6 @@ def _build_wheel(tmp: Path) -> Path:
     return out_dir / name
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _health(port: int) -> str | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-            return r.read().decode().strip()
-    except OSError:
-        return None
-
-
 def test_wheel_installs_and_talos_dashboard_serves(tmp_path, fixture_store):
     wheel = _build_wheel(tmp_path)
     venv = tmp_path / "venv"
@@ -107,7 +93,7 @@ def test_wheel_installs_and_talos_dashboard_serves(tmp_path, fixture_store):
     assert "app ok" in out.stdout
 
     # `talos dashboard` from outside the repository serves the health endpoint
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "dashboard.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen([str(talos), "dashboard", "--port", str(port), "--store", str(fixture_store)],
@@ -115,7 +101,7 @@ def test_wheel_installs_and_talos_dashboard_serves(tmp_path, fixture_store):
                                 start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while _health(port) != "ok":
+        while health(port) != "ok":
             assert proc.poll() is None, f"talos dashboard exited ({proc.returncode}): {log_path.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"no health answer in 120 s: {log_path.read_text()[-3000:]}"
             time.sleep(0.5)
@@ -125,9 +111,9 @@ def test_wheel_installs_and_talos_dashboard_serves(tmp_path, fixture_store):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while _health(port) is not None and time.monotonic() < deadline:
+        while health(port) is not None and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _health(port) is None, "the Streamlit server outlived `talos dashboard`"
+        assert health(port) is None, "the Streamlit server outlived `talos dashboard`"
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

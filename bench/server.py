@@ -1,0 +1,39 @@
+"""Starting a dashboard server for a measurement or a test: a free local port, and waiting until it answers.
+
+Stdlib only, so the browser tests, the packaging test and ``bench.bench_load`` share it without importing torch.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def health(port: int) -> str | None:
+    """The Streamlit health endpoint's answer on ``port`` (``"ok"`` when serving), ``None`` when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+            return r.read().decode().strip() if r.status == 200 else None
+    except OSError:
+        return None
+
+
+def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    """Wait until the server ``proc`` answers on ``port``; an error if it exits or ``timeout`` s pass first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the dashboard server exited with status {proc.returncode}")
+        if health(port) is not None:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the dashboard server did not become healthy on port {port} within {timeout:.0f} s")
