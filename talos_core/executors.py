@@ -229,8 +229,8 @@ class SuiteJob:
 
 
 def _run_in_worker(job: SuiteJob, label: str, fine_tune: str | None, progress: bool) -> dict:
-    """Body of one Ray task: fine-tune one task's run of step ``label`` (``fine_tune`` = the task), or run
-    the step; returns its time and host."""
+    """Body of one Ray task: fine-tune one run of step ``label`` (``fine_tune`` = its :func:`run_parts` key), or
+    run the step; returns its time and host."""
     import torch
 
     from talos_core.inference.precision import eval_precision
@@ -257,18 +257,74 @@ def _run_in_worker(job: SuiteJob, label: str, fine_tune: str | None, progress: b
                 os.environ[k] = v
 
 
-def fine_tune_run(step, store: Store, model: str, task: str, *, progress: bool = False) -> None:
-    """Fine-tune (or find) the run of ``task`` that ``step`` evaluates (its overrides, task overrides)."""
+def run_parts(step) -> list[tuple[str, str, Any]]:
+    """``(key, task, candidate)`` of every run a fine-tuning step makes, each of which can be trained on its own
+    (a Ray task, or a ``--stage train`` process that shares the work, :func:`fine_tune_parts`): one per task for
+    ``single`` (candidate ``None``), one per task and candidate value for ``selection`` (keys ``"<task>
+    <param>=<value>"``, candidates in the order the selection trains them). Other steps: ``[]``."""
+    if not step.trains:
+        return []
+    if step.protocol == "single":
+        return [(t, t, None) for t in step.tasks]
+    if step.protocol == "selection" and not callable(step.settings):
+        s = step.settings
+        return [(f"{t} {s.param}={v:g}", t, v) for v in s.values for t in step.tasks]
+    return []
+
+
+def part_overrides(step, store: Store, task: str, candidate: Any) -> dict:
+    """The fine-tuning settings of one :func:`run_parts` entry, as the step itself resolves them when it runs
+    (its overrides, the task's overrides, then the selection candidate's change)."""
+    from talos_core.evaluation.runs import merge_overrides
+    from talos_core.evaluation.selection import candidate_delta
+
+    settings, ov, per_task = step.resolve(store)
+    base = merge_overrides(ov, (per_task or {}).get(task))
+    if candidate is None:
+        return dict(base)
+    return merge_overrides(base, candidate_delta(settings.param, candidate, base))
+
+
+def fine_tune_run(step, store: Store, model: str, key: str, *, progress: bool = False) -> None:
+    """Fine-tune (or find) the run ``key`` (a :func:`run_parts` key) of ``step``."""
     from talos_core.evaluation.runs import resolve_runs
 
-    _, ov, per_task = step.resolve(store)
-    resolve_runs(store, model, (task,), step.method, overrides=ov, train=True, progress=progress,
-                 task_overrides=per_task)
+    for k, task, candidate in run_parts(step):
+        if k == key:
+            resolve_runs(store, model, (task,), step.method, overrides=part_overrides(step, store, task, candidate),
+                         train=True, progress=progress)
+            return
+    raise unknown("run of step " + repr(step.label), key, [k for k, _, _ in run_parts(step)])
+
+
+def fine_tune_parts(step, store: Store, model: str, *, progress: bool = False,
+                    log: Callable[[str], None] | None = None) -> list[str]:
+    """Fine-tune the runs of ``step`` that no other process is fine-tuning now; returns the keys trained here.
+
+    ``talos suite --stage train`` calls this before the step itself, so several processes started with the same
+    command share a step's runs: each skips the runs already in the store and those whose run lock
+    (:meth:`Store.run_lock`) another process holds, and the step, run afterwards, finds them all (waiting for
+    the runs still in training, :func:`talos_core.pipeline.run_finetune`). One process alone trains every run,
+    in the step's own order, as before."""
+    from talos_core.evaluation.runs import build_request, find_run
+
+    done = []
+    for key, task, candidate in run_parts(step):
+        ov = part_overrides(step, store, task, candidate)
+        if find_run(store, model, task, step.method, ov) is not None:
+            continue
+        if store.lock_held("run", build_request(model, task, step.method, ov).run_id()):
+            if log:
+                log(f"  {step.label} [{key}]: another process is fine-tuning it")
+            continue
+        fine_tune_run(step, store, model, key, progress=progress)
+        done.append(key)
+    return done
 
 
 def splits_runs(step) -> bool:
-    """A step whose runs are its own fine-tuning (``trains`` and ``single``): one Ray task per task's run."""
-    return bool(step.trains) and step.protocol == "single"
+    """A fine-tuning step whose runs can be trained one by one (:func:`run_parts`): one Ray task per run."""
+    return bool(run_parts(step))
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,10 +463,10 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         if splits_runs(st):
             parts[st.label] = []
             run_deps = [d for d in run_graph[st.label] if d in labels]  # its runs: not the writer order
-            for task in st.tasks:
-                lab = _run_label(st.label, task)
+            for key, _, _ in run_parts(st):
+                lab = _run_label(st.label, key)
                 display.states[lab] = {"state": "pending"}
-                refs[lab] = remote.options(name=lab, **opts).remote(job, st.label, task,
+                refs[lab] = remote.options(name=lab, **opts).remote(job, st.label, key,
                                                                     *[refs[d] for d in run_deps])
                 needs[lab] = run_deps
                 parts[st.label].append(lab)
@@ -472,8 +528,8 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
     return {lab: t for lab, t in times.items() if lab in labels}
 
 
-def _run_label(label: str, task: str) -> str:
-    return f"{label} [fine-tune {task}]"
+def _run_label(label: str, key: str) -> str:
+    return f"{label} [fine-tune {key}]"
 
 
 def check_executor(executor: str) -> str:

@@ -677,12 +677,17 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
 
 def _train_stage(spec: SuiteSpec, scale: str, store: Store, steps: Sequence[Step], *, log: Callable[[str], None],
                  progress: bool) -> dict:
-    """``talos suite --stage train``: the fine-tuning steps only, no suite record (see :func:`run_suite`)."""
+    """``talos suite --stage train``: the fine-tuning steps only, no suite record (see :func:`run_suite`).
+
+    Several processes started with the same command share the work: each fine-tunes the runs of a step that no
+    other process is fine-tuning (:func:`talos_core.executors.fine_tune_parts`) before running the step."""
+    from talos_core.executors import fine_tune_parts
 
     times: dict[str, float] = {}
     for st in steps:
         t0 = time.perf_counter()
         log(f"[{spec.name}/{scale}] {st.label} (train stage) ...")
+        fine_tune_parts(st, store, spec.model, progress=progress, log=log)
         st.run(store, spec.model, spec.name, progress=progress)
         times[st.label] = time.perf_counter() - t0
         log(f"[{spec.name}/{scale}] {st.label} done in {times[st.label]:.1f}s")

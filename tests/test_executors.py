@@ -279,3 +279,35 @@ def test_train_stage_on_ray_fine_tunes_each_run_as_a_task(ray_instance, tmp_path
     runs = Store(store).run_table()
     assert len(runs) == 3 and set(runs["task"]) == set(get_suite("tiny").tasks)
     assert not (store / "results" / "suite").exists()  # the train stage writes no suite record
+
+
+def test_train_stage_processes_share_a_steps_runs(tmp_path):
+    """``talos suite --stage train`` in several processes: each trains the runs no other process holds."""
+    from talos_core.evaluation.runs import build_request
+    from talos_core.executors import fine_tune_parts, part_overrides, run_parts
+    from talos_core.store import Store
+
+    spec = get_suite("tiny")
+    paper = {st.label: st for st in suite_steps(spec, "paper", ["talos"], [], seed=0, device="cpu")}
+    sel = paper["talos: selection (sparsity)"]
+    values = sel.settings.values
+    assert [k for k, _, _ in run_parts(sel)] == [f"{t} sparsity={v:g}" for v in values for t in spec.tasks]
+    assert run_parts(paper["talos: addition"]) == [] and run_parts(paper["talos: learning curve"]) == []
+
+    single = next(st for st in suite_steps(spec, "mini", ["talos"], [], seed=0, device="cpu")
+                  if st.protocol == "single")
+    assert [k for k, _, _ in run_parts(single)] == list(spec.tasks)
+    store = Store(tmp_path / "s")
+    store.ensure()
+    first = spec.tasks[0]
+    rid = build_request(spec.model, first, "talos", part_overrides(single, store, first, None)).run_id()
+    assert not store.lock_held("run", rid)
+    with store.run_lock(rid):  # as if another process were fine-tuning the first task's run
+        assert store.lock_held("run", rid)
+        lines = []
+        assert fine_tune_parts(single, store, spec.model, log=lines.append) == list(spec.tasks[1:])
+    assert any("another process is fine-tuning it" in ln for ln in lines)
+    assert not store.lock_held("run", rid)
+    assert sorted(r.manifest.task for r in store.runs()) == sorted(spec.tasks[1:])
+    assert fine_tune_parts(single, store, spec.model) == [first]  # the lock is free now: this process takes it
+    assert fine_tune_parts(single, store, spec.model) == []  # nothing left
