@@ -5,6 +5,10 @@ is the same for both; what differs is who runs the steps:
 
 * ``local`` (the default) runs them one after another in this process, in the table's order (what
   ``talos suite`` always did; results are bit for bit the same).
+* ``processes`` runs the same units as ``ray`` (every step, every fine-tuning run of a step that fine-tunes) on
+  ``--jobs N`` worker processes of this machine (started fresh, reused from unit to unit), in dependency order: parallel
+  evaluation on one GPU (several processes share it; with CUDA MPS they run side by side) or on many cores,
+  without Ray. A unit that fails is not retried; the rest is as with Ray (failed / blocked steps in the record).
 * ``ray`` submits every step — and every fine-tuning run of a step that fine-tunes the runs later steps
   evaluate — as a Ray task with declared resources (``num_gpus`` per model step when the cluster has GPUs,
   ``num_cpus`` otherwise), passing the tasks it waits for as arguments: the dependency graph
@@ -43,7 +47,7 @@ from typing import Any
 from talos_core.errors import TalosError, unknown
 from talos_core.store import Store
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "processes", "ray")
 """What ``talos suite --executor`` accepts."""
 
 INSTALL_RAY = "pip install -e '.[ray]' (or pip install ray)"
@@ -365,9 +369,12 @@ def check_address(address: str) -> None:
 
 
 def preflight(executor: str, address: str | None, gpus_per_task: float | None = None,
-              cpus_per_task: float = 1.0) -> None:
-    """Before anything is written: ``ray`` needs Ray installed, a reachable ``address`` and positive resources."""
+              cpus_per_task: float = 1.0, jobs: int | None = None) -> None:
+    """Before anything is written: ``ray`` needs Ray installed, a reachable ``address`` and positive resources;
+    ``processes`` a positive ``jobs``."""
     check_executor(executor)
+    if executor == "processes":
+        check_jobs(jobs)
     if executor != "ray":
         return
     if gpus_per_task is not None and not gpus_per_task > 0:
@@ -402,7 +409,8 @@ def connect_ray(address: str | None):
 
 
 def run_ray(job: SuiteJob, steps: Sequence, display: Progress, *, address: str | None = None,
-            gpus_per_task: float | None = None, cpus_per_task: float = 1.0, progress: bool = False) -> dict[str, float]:
+            gpus_per_task: float | None = None, cpus_per_task: float = 1.0, progress: bool = False,
+            **_: Any) -> dict[str, float]:
     """Run ``steps`` as Ray tasks (see the module docstring); returns ``{label: seconds}`` of the steps that
     finished (a split step's time includes its fine-tuning tasks'). Failures are in ``display``."""
     ray, started = connect_ray(address)
@@ -530,6 +538,77 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
 
 def _run_label(label: str, key: str) -> str:
     return f"{label} [fine-tune {key}]"
+
+
+def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: int | None = None,
+                  progress: bool = False, **_: Any) -> dict[str, float]:
+    """Run ``steps`` (and the runs of the fine-tuning steps, :func:`run_parts`) on ``jobs`` worker processes of
+    this machine (default: its CPU count; ``spawn``-ed, reused from unit to unit), a unit starting when the
+    units it depends on (:func:`step_graph`, as with Ray) are done. Returns ``{label: seconds}`` of the steps that
+    finished (a split step's time includes its runs'); failures and blocked steps are in ``display``."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    jobs = check_jobs(jobs)
+    table = list(job.steps().values())
+    graph, run_graph = step_graph(table), step_graph(table, results=False)
+    labels = {st.label for st in steps}
+    units: dict[str, tuple[str, str | None]] = {}  # display label -> (step label, run key or None)
+    needs: dict[str, list[str]] = {}
+    parts: dict[str, list[str]] = {}
+    for st in steps:
+        deps = [d for d in graph[st.label] if d in labels]  # steps done in an earlier session are not waited for
+        if splits_runs(st):
+            run_deps = [d for d in run_graph[st.label] if d in labels]
+            parts[st.label] = []
+            for key, _, _ in run_parts(st):
+                lab = _run_label(st.label, key)
+                display.states[lab] = {"state": "pending"}
+                units[lab], needs[lab] = (st.label, key), run_deps
+                parts[st.label].append(lab)
+            deps = deps + parts[st.label]
+        units[st.label], needs[st.label] = (st.label, None), deps
+    times: dict[str, float] = {}
+    state: dict[str, bool] = {}  # display label -> succeeded
+    running: dict[Any, str] = {}
+    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no inherited CUDA or thread state
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:  # workers are reused, as Ray's are
+        while len(state) < len(units):
+            for lab in units:
+                if lab in state or lab in running.values():
+                    continue
+                if any(d in state and not state[d] for d in needs[lab]):
+                    display.block(lab, [d for d in needs[lab] if d in state and not state[d]])
+                    state[lab] = False
+                elif all(state.get(d) for d in needs[lab]) and len(running) < jobs:
+                    display.start(lab)
+                    step_label, key = units[lab]
+                    running[pool.submit(_run_in_worker, job, step_label, key, progress)] = lab
+            if not running:
+                continue  # only blocked units were left this round
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                lab = running.pop(fut)
+                try:
+                    out = fut.result()
+                except Exception as exc:  # noqa: BLE001 - the unit's own error, one line in the record
+                    display.fail(lab, _one_line(exc))
+                    state[lab] = False
+                    continue
+                secs = float(out["seconds"]) + sum(times.get(p, 0.0) for p in parts.get(lab, []))
+                times[lab] = secs
+                display.done(lab, secs)
+                state[lab] = True
+    return {lab: t for lab, t in times.items() if lab in labels}
+
+
+def check_jobs(jobs: int | None) -> int:
+    """``--jobs``: a positive number of worker processes (``None``: this machine's CPU count)."""
+    if jobs is None:
+        return os.cpu_count() or 1
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TalosError(f"--jobs must be a positive number of worker processes, got {jobs!r}")
+    return jobs
 
 
 def check_executor(executor: str) -> str:

@@ -311,7 +311,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
               log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
               eval_precision: str | None = None, train_precision: str | None = None, stage: str = "all",
               model: str | None = None, executor: str = "local", address: str | None = None,
-              gpus_per_task: float | None = None, cpus_per_task: float = 1.0) -> dict:
+              gpus_per_task: float | None = None, cpus_per_task: float = 1.0, jobs: int | None = None) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
@@ -332,11 +332,12 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
 
     ``executor="ray"`` runs the steps as Ray tasks on the Ray instance at ``address`` (see
     :mod:`talos_core.executors`: dependencies, resources, retries, the shared-filesystem requirement);
-    ``"local"`` (default) runs them in order in this process. Either can resume the other's run.
+    ``"processes"`` runs the same units on ``jobs`` worker processes of this machine (no Ray); ``"local"``
+    (default) runs them in order in this process. Each can resume the others' runs.
     """
     from talos_core.executors import preflight
 
-    preflight(executor, address, gpus_per_task, cpus_per_task)
+    preflight(executor, address, gpus_per_task, cpus_per_task, jobs)
     if stage not in STAGES:
         raise unknown("suite stage", stage, STAGES)
     from talos_core.inference.precision import check_precision
@@ -356,7 +357,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
         return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
                           progress=progress, resume=resume, stage=stage,
                           executor=dict(executor=executor, address=address, gpus_per_task=gpus_per_task,
-                                        cpus_per_task=cpus_per_task))
+                                        cpus_per_task=cpus_per_task, jobs=jobs))
 
 
 Resolved = Callable[[Store], Any]
@@ -592,8 +593,9 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
                      precision=current_precision(), threads=torch.get_num_threads(),
                      env={k: v for k, v in os.environ.items() if k.startswith("TALOS_")})
     if stage == "train":
-        if kind == "ray":
-            return _train_stage_ray(job, [st for st in steps if st.trains], log=log, progress=progress, **run)
+        if kind != "local":
+            return _train_stage_parallel(job, kind, [st for st in steps if st.trains], log=log, progress=progress,
+                                         **run)
         return _train_stage(spec, scale, store, [st for st in steps if st.trains], log=log, progress=progress)
 
     requested = current_precision()
@@ -660,6 +662,8 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     display.on_change = changed
     if kind == "ray":
         X.run_ray(job, todo, display, progress=progress, **run)
+    elif kind == "processes":
+        X.run_processes(job, todo, display, progress=progress, **run)
     else:
         X.run_local(job, todo, store, display, progress=progress)
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -699,12 +703,14 @@ def _in_order(times: dict[str, float], order: Sequence[str]) -> dict[str, float]
     return {**{lab: times[lab] for lab in order if lab in times}, **times}
 
 
-def _train_stage_ray(job, steps: Sequence[Step], *, log: Callable[[str], None], progress: bool, **run: Any) -> dict:
-    """``talos suite --stage train --executor ray``: the fine-tuning steps as Ray tasks, no suite record."""
-    from talos_core.executors import Progress, run_ray
+def _train_stage_parallel(job, kind: str, steps: Sequence[Step], *, log: Callable[[str], None], progress: bool,
+                          **run: Any) -> dict:
+    """``talos suite --stage train --executor ray|processes``: the fine-tuning steps (each run its own task), no
+    suite record."""
+    from talos_core.executors import Progress, run_processes, run_ray
 
     display = Progress(f"[{job.suite}/{job.scale}]", [st.label for st in steps], log=log)
-    times = run_ray(job, steps, display, progress=progress, **run)
+    times = (run_ray if kind == "ray" else run_processes)(job, steps, display, progress=progress, **run)
     for line in display.summary():
         log(line)
     if display.failures():

@@ -182,6 +182,35 @@ def test_ray_executor_gives_the_local_results(ray_instance, local_tiny, tmp_path
 
 
 @pytest.mark.slow
+def test_processes_executor_gives_the_local_results(local_tiny, tmp_path, capsys):
+    store = tmp_path / "proc"
+    assert main(["suite", "tiny", "--scale", "mini", "--store", str(store), "--executor", "processes",
+                 "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\[tiny/mini\] steps: 29/29 done, 0 running", out), out  # 23 steps + 6 fine-tuning runs
+    assert differing_results(local_tiny, store) == []
+    meta = json.loads((store / "results" / "suite" / "tiny.json").read_text())
+    session = meta["sessions"][-1]
+    assert meta["complete"] is True and session["executor"] == "processes" and "failed" not in meta
+    assert "talos: fine-tune + single [fine-tune drug-reviews]" in session["steps"]  # each run is a unit
+
+
+def test_jobs_goes_with_the_processes_executor(capsys, tmp_path):
+    store = tmp_path / "s"
+    assert main(["suite", "tiny", "--store", str(store), "--jobs", "2"]) == 2
+    assert "--jobs goes with --executor processes" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # argparse's own error for a non-positive --jobs
+        main(["suite", "tiny", "--store", str(store), "--executor", "processes", "--jobs", "0"])
+    assert exc.value.code == 2 and "expected a positive integer, got '0'" in capsys.readouterr().err
+    assert not store.exists()
+    with pytest.raises(TalosError, match="--jobs must be a positive number"):
+        from talos_core.suites import run_suite
+
+        run_suite("tiny", str(store), scale="mini", executor="processes", jobs=0)
+    assert not store.exists()
+
+
+@pytest.mark.slow
 def test_failed_step_is_retried_reported_and_resumed_by_the_local_executor(ray_instance, tmp_path):
     """A step that fails (here: its result folder is a file) is retried once, then named in the suite record
     while the independent steps finish; the steps that need it are blocked; ``--resume`` with the local

@@ -15,6 +15,7 @@ from talos_core.cli.common import (
     add_store_argument,
     add_train_precision_argument,
     number,
+    positive_int,
 )
 from talos_core.errors import TalosError, unknown
 from talos_core.executors import EXECUTORS
@@ -50,9 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="device of the plan's cost estimate (talos_core/plan_costs.json: h100, h100-shared, "
                         "cpu-2core; default h100)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
-                   help="local (default): the steps one after another in this process; ray: every step and "
-                        "fine-tuning run as a Ray task (pip install -e '.[ray]'), in parallel where the steps' "
-                        "dependencies allow (README 'Scale-out with Ray')")
+                   help="local (default): the steps one after another in this process; processes: every step and "
+                        "fine-tuning run in its own worker process of this machine (--jobs of them at a time), in "
+                        "parallel where the steps' dependencies allow; ray: the same as Ray tasks "
+                        "(pip install -e '.[ray]'; README 'Scale-out with Ray')")
+    p.add_argument("--jobs", type=positive_int, default=None,
+                   help="with --executor processes: worker processes at a time (default: this machine's CPU count; "
+                        "on one GPU, e.g. 6 with CUDA MPS)")
     p.add_argument("--address", default=None,
                    help="with --executor ray: the Ray cluster (HOST:PORT from `ray start --head`, or auto); default: "
                         "a new local Ray instance on this machine's CPUs and GPUs. The store must be on a "
@@ -88,11 +93,13 @@ def _suite(args: argparse.Namespace) -> int:
     if args.executor != "ray" and (args.address or args.gpus_per_task is not None or args.cpus_per_task != 1.0):
         raise TalosError("--address, --gpus-per-task and --cpus-per-task go with --executor ray; add it, or leave "
                          "them out to run locally")
+    if args.executor != "processes" and args.jobs is not None:
+        raise TalosError("--jobs goes with --executor processes; add it, or leave --jobs out")
     run_suite(args.name, store, scale=scale, seed=args.seed, device=args.device, methods=methods, posthoc=posthoc,
               log=(lambda s: None) if args.quiet else print, resume=args.resume,
               eval_precision=args.eval_precision, train_precision=args.train_precision, stage=args.stage,
               model=args.model, executor=args.executor, address=args.address, gpus_per_task=args.gpus_per_task,
-              cpus_per_task=args.cpus_per_task)
+              cpus_per_task=args.cpus_per_task, jobs=args.jobs)
     if args.stage == "all":
         print(results_markdown(store, args.name))
     return 0
