@@ -16,7 +16,17 @@ Errors (all must be 0): a move whose chart did not change within ``--move-timeou
 not load its chart within ``--load-timeout``, page exceptions (``pageerror``), Streamlit error elements
 (``stException``, ``st.error``) and Streamlit's connection-lost dialog seen on a page.
 
-    python -m bench.bench_load                          # 30 sessions, 60 s
+``--client ws`` replaces the browsers by websocket clients speaking Streamlit's own protocol
+(:mod:`bench.st_client`: the frontend's ``BackMsg``/``ForwardMsg`` protobufs on ``/_stcore/stream``), so the
+server is measured alone, not 30 Chromium renderers sharing its cores: each session opens ``/arithmetic``, finds
+the α slider's widget id in the deltas and moves it one slider step at a time (the widget state and the fragment
+rerun request the frontend sends), timing send → the fragment run's ``script_finished`` (and → the preview chart's
+delta, which must arrive with the new α in its title). Errors: a move or page load without ``script_finished``
+within its timeout, exception elements, ``st.error`` alerts, a missing or unchanged preview chart, a closed
+connection. ``--ramp S`` starts one session every S seconds (default 0.5 s for ws, 0 for browsers).
+
+    python -m bench.bench_load                          # 30 browser sessions, 60 s
+    python -m bench.bench_load --client ws --sessions 30 --seconds 60
     python -m bench.bench_load --sessions 2 --seconds 10 --json /tmp/load.json
 """
 
@@ -150,8 +160,70 @@ async def _session(i: int, browser, url: str, seconds: float, move_timeout: floa
         await ctx.close()
 
 
+async def _after(delay: float, coro) -> None:
+    """``coro`` started ``delay`` s from now (the ramp-up: one session every ``--ramp`` s)."""
+    await asyncio.sleep(delay)
+    await coro
+
+
+async def _ws_session(i: int, base: str, page: str, seconds: float, move_timeout: float, load_timeout: float,
+                      stats: dict) -> None:
+    """One protocol-level session (:mod:`bench.st_client`): open the page, then move the α slider for ``seconds``."""
+    from bench.st_client import ProtocolError, StreamlitSession, alpha_control
+
+    def errors_of(result, what: str) -> None:
+        for e in result.errors:
+            stats["page_exceptions" if e.startswith("exception") else "streamlit_errors"].append(
+                f"session {i} {what}: {e}")
+
+    try:
+        async with StreamlitSession(base, page, timeout=load_timeout) as s:
+            t0 = time.monotonic()
+            try:
+                first = await s.run_page()
+            except ProtocolError as exc:
+                stats["load_failures"].append(f"session {i}: {exc}")
+                return
+            errors_of(first, "load")
+            control = alpha_control(first.elements)
+            if control is None or first.preview_title is None:
+                stats["load_failures"].append(f"session {i}: no α slider or no preview chart on {page}")
+                return
+            stats["load_ms"].append((time.monotonic() - t0) * 1000)
+            s.timeout = move_timeout
+            title, direction = first.preview_title, 1
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                value, direction = control.next_value(direction)
+                t = time.monotonic()
+                try:
+                    result = await s.move(control, value)
+                except ProtocolError as exc:
+                    stats["timeouts"].append(f"session {i}: {exc}")
+                    s.timeout = load_timeout  # wait for the late run to finish before the next move (not timed)
+                    await s.finish_run(control, value)
+                    s.timeout = move_timeout
+                    continue
+                stats["move_ms"].append((time.monotonic() - t) * 1000)
+                errors_of(result, f"move to {value:g}")
+                if result.preview_title is None or result.preview_title == title:
+                    stats["stale_preview"].append(f"session {i}: α {value:g}: preview {result.preview_title!r}")
+                else:
+                    stats["preview_ms"].append((result.preview_at - t) * 1000)
+                    title = result.preview_title
+    except Exception as exc:  # noqa: BLE001 (a closed connection, a protocol surprise: an error, the others go on)
+        first_line = (str(exc).splitlines() or [""])[0]
+        stats["session_errors"].append(f"session {i}: {type(exc).__name__}: {first_line}")
+
+
+async def _drive_ws(base: str, page: str, sessions: int, seconds: float, move_timeout: float, load_timeout: float,
+                    ramp: float, stats: dict) -> None:
+    await asyncio.gather(*(_after(i * ramp, _ws_session(i, base, page, seconds, move_timeout, load_timeout, stats))
+                           for i in range(sessions)))
+
+
 async def _drive(url: str, sessions: int, seconds: float, move_timeout: float, load_timeout: float,
-                 stats: dict) -> None:
+                 stats: dict, ramp: float = 0.0) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -160,7 +232,8 @@ async def _drive(url: str, sessions: int, seconds: float, move_timeout: float, l
                                                 "--disable-renderer-backgrounding",
                                                 "--disable-background-timer-throttling"])
         try:
-            await asyncio.gather(*(_session(i, browser, url, seconds, move_timeout, load_timeout, stats)
+            await asyncio.gather(*(_after(i * ramp, _session(i, browser, url, seconds, move_timeout, load_timeout,
+                                                            stats))
                                    for i in range(sessions)))
         finally:
             await browser.close()
@@ -175,25 +248,39 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: float = 10.0,
-        load_timeout: float = 180.0) -> dict:
-    """Start the server, drive ``sessions`` browser sessions for ``seconds``, stop the server; the summary dict."""
+        load_timeout: float = 180.0, client: str = "browser", ramp: float | None = None) -> dict:
+    """Start the server, drive ``sessions`` sessions (``client``: ``browser`` = headless Chromium pages, ``ws`` =
+    Streamlit-protocol websocket clients) for ``seconds``, one started every ``ramp`` s, stop the server; the
+    summary dict."""
+    import psutil
+
+    if ramp is None:
+        ramp = 0.5 if client == "ws" else 0.0
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="talos_load_", suffix=".log", delete=False)
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--read-only"], cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
-    stats: dict = {k: [] for k in ("move_ms", "load_ms", "timeouts", "page_exceptions", "streamlit_errors",
-                                   "load_failures", "session_errors")}
+    stats: dict = {k: [] for k in ("move_ms", "load_ms", "preview_ms", "timeouts", "page_exceptions",
+                                   "streamlit_errors", "load_failures", "session_errors", "stale_preview")}
     try:
         wait_healthy(port, proc, timeout=120.0)
         mem = TreeRSS(proc.pid).start()
         time.sleep(1.0)
         before = mem.now_mb()
         cpu0 = mem.cpu_s()
+        me = psutil.Process()  # the load generator itself (the ws clients run here)
+        own0 = sum(me.cpu_times()[:2])
         t0 = time.monotonic()
-        asyncio.run(_drive(f"http://127.0.0.1:{port}{path}", sessions, seconds, move_timeout, load_timeout, stats))
+        if client == "ws":
+            asyncio.run(_drive_ws(f"http://127.0.0.1:{port}", path, sessions, seconds, move_timeout, load_timeout,
+                                  ramp, stats))
+        else:
+            asyncio.run(_drive(f"http://127.0.0.1:{port}{path}", sessions, seconds, move_timeout, load_timeout,
+                               stats, ramp))
         wall = time.monotonic() - t0
         server_cpu = mem.cpu_s() - cpu0
+        client_cpu = sum(me.cpu_times()[:2]) - own0
         time.sleep(3.0)  # sessions closed: what the server keeps
         after = mem.now_mb()
         mem.stop()
@@ -203,34 +290,40 @@ def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: 
         log.close()
     moves = stats["move_ms"]
     errors = {k: len(stats[k]) for k in ("timeouts", "load_failures", "page_exceptions", "streamlit_errors",
-                                         "session_errors")}
+                                         "session_errors", "stale_preview")}
     if not server_alive:
         errors["server_died"] = 1
     return {
+        "client": client, "ramp_s": ramp,
         "sessions": sessions, "seconds": seconds, "path": path, "move_timeout_s": move_timeout,
         "sessions_loaded": len(stats["load_ms"]), "moves": len(moves),
         "moves_per_s": len(moves) / wall if wall else float("nan"),
         "p50_ms": _pct(moves, 50), "p95_ms": _pct(moves, 95), "max_ms": max(moves, default=float("nan")),
+        "preview_p50_ms": _pct(stats["preview_ms"], 50), "preview_p95_ms": _pct(stats["preview_ms"], 95),
+        "client_cpu_s": client_cpu,
         "load_p50_ms": _pct(stats["load_ms"], 50), "load_max_ms": max(stats["load_ms"], default=float("nan")),
         "errors": errors, "errors_total": sum(errors.values()),
         "rss_before_mb": before, "rss_peak_mb": mem.peak_mb(), "rss_after_mb": after,
         "wall_s": wall, "server_cpu_s": server_cpu, "server_cpu_share": server_cpu / wall if wall else None,
-        "server_log": log.name,
+        "server_log": log.name, "server_cpu_s_per_move": server_cpu / len(moves) if moves else None,
         "error_samples": {k: stats[k][:5] for k in errors if k in stats and stats[k]},
     }
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| sessions | s | sessions loaded | moves | p50 move→chart ms | p95 ms | max ms | page load p50 / max s "
-            "| errors (timeouts / load / page exc / st.error / other) | server RSS MB before / peak / after |")
+    head = ("| client | sessions | ramp s | s | sessions loaded | moves | p50 move ms | p95 ms | max ms "
+            "| page load p50 / max s | errors (timeouts / load / exc / st.error / other / stale preview) "
+            "| server CPU s (% of one core) | server RSS MB before / peak / after |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         e = r["errors"]
         lines.append(
-            f"| {r['sessions']} | {r['seconds']:g} | {r['sessions_loaded']} | {r['moves']} | {r['p50_ms']:.0f} "
+            f"| {r.get('client', 'browser')} | {r['sessions']} | {r.get('ramp_s', 0):g} | {r['seconds']:g} "
+            f"| {r['sessions_loaded']} | {r['moves']} | {r['p50_ms']:.0f} "
             f"| {r['p95_ms']:.0f} | {r['max_ms']:.0f} | {r['load_p50_ms'] / 1000:.1f} / {r['load_max_ms'] / 1000:.1f} "
             f"| {r['errors_total']} ({e['timeouts']} / {e['load_failures']} / {e['page_exceptions']} / "
-            f"{e['streamlit_errors']} / {e['session_errors'] + e.get('server_died', 0)}) "
+            f"{e['streamlit_errors']} / {e['session_errors'] + e.get('server_died', 0)} / {e.get('stale_preview', 0)}) "
+            f"| {r['server_cpu_s']:.0f} ({100 * r['server_cpu_share']:.0f} %) "
             f"| {r['rss_before_mb']:.0f} / {r['rss_peak_mb']:.0f} / {r['rss_after_mb']:.0f} |")
     return "\n".join(lines)
 
@@ -244,21 +337,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="a move whose chart did not change after this many s is an error (default 10)")
     ap.add_argument("--load-timeout", type=float, default=180.0,
                     help="a page whose chart is not drawn after this many s is an error (default 180)")
+    ap.add_argument("--client", choices=("browser", "ws"), default="browser",
+                    help="browser: headless Chromium pages; ws: Streamlit-protocol websocket clients (no rendering)")
+    ap.add_argument("--ramp", type=float, default=None,
+                    help="start one session every RAMP s (default 0.5 for ws, 0 for browser)")
     ap.add_argument("--json", type=Path, default=None, help="also write the summary here")
     args = ap.parse_args(argv)
     if args.sessions < 1 or args.seconds <= 0:
         ap.error(f"--sessions must be ≥ 1 and --seconds > 0 (got {args.sessions}, {args.seconds:g})")
-    if not Path(CHROMIUM).exists():
+    if args.ramp is not None and args.ramp < 0:
+        ap.error(f"--ramp must be ≥ 0 (got {args.ramp:g})")
+    if args.client == "browser" and not Path(CHROMIUM).exists():
         ap.error(f"no Chromium at {CHROMIUM} (apt-get install -y chromium, or set TALOS_CHROMIUM)")
     from bench.common import machine_line, write_json  # run as ``python -m bench.bench_load`` from the repo root
 
     machine = machine_line("cpu")
-    r = run(args.sessions, args.seconds, args.path, args.move_timeout, args.load_timeout)
+    r = run(args.sessions, args.seconds, args.path, args.move_timeout, args.load_timeout, args.client, args.ramp)
     print(machine)
     print()
     print(table([r]))
     print(f"\nwall {r['wall_s']:.0f} s; server CPU {r['server_cpu_s']:.0f} s "
-          f"({100 * r['server_cpu_share']:.0f} % of one core; the browsers run on the same machine)")
+          f"({100 * r['server_cpu_share']:.0f} % of one core); load generator (this Python process) CPU "
+          f"{r['client_cpu_s']:.0f} s"
+          + ("; the browsers run on the same machine" if args.client == "browser" else "")
+          + (f"; move → preview chart p50 {r['preview_p50_ms']:.0f} ms, p95 {r['preview_p95_ms']:.0f} ms"
+             if args.client == "ws" else ""))
     if r["errors_total"]:
         print("\nerrors:", json.dumps(r["error_samples"], indent=1))
     write_json(args.json, {"machine": machine, **r})

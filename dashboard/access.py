@@ -106,6 +106,7 @@ class ServerConfig:
     limits: JobLimits = field(default_factory=JobLimits)
     uploads: UploadLimits = field(default_factory=UploadLimits)
     default: Path | None = None  # the store shown first ($TALOS_STORE, else the shipped results)
+    store_given: bool = False  # $TALOS_STORE (`talos dashboard --store`) named the store to show first
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:
@@ -120,7 +121,8 @@ class ServerConfig:
             user = _absolute(Path(USER_STORE))
         roots = tuple(_absolute(Path(p)) for p in env.get(ROOTS_ENV, "").split(os.pathsep) if p.strip())
         return cls(shipped=shipped, user_store=user, roots=roots, read_only=_truthy(env.get(READ_ONLY_ENV)),
-                   limits=JobLimits.from_env(env), uploads=UploadLimits.from_env(env), default=default)
+                   limits=JobLimits.from_env(env), uploads=UploadLimits.from_env(env), default=default,
+                   store_given=bool(given))
 
     def stores(self) -> list[StoreChoice]:
         """The selectable stores, shipped first, then the user's, then those under extra roots (by name).

@@ -19,6 +19,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import data as D
+from dashboard import merged as M
 from dashboard import ui
 from dashboard.access import ServerConfig, StoreRefused
 from talos_core import schema
@@ -44,44 +45,93 @@ def _pages(read_only: bool = False) -> dict[str, list]:
     }
 
 
-def _pick_store(cfg: ServerConfig) -> Path | None:
+def _suites_of(path: Path) -> list[str]:
+    """The suites a store holds results of ([] for a store without results or one that cannot be read)."""
+    try:
+        idx = D.index(path)
+    except (TalosError, OSError):
+        return []
+    return D.available(idx, "suite", kind=[k for k in schema.KINDS if k != "suite"])
+
+
+def _has(path: Path, suite: str, model: str) -> bool:
+    try:
+        idx = D.index(path)
+    except (TalosError, OSError):
+        return False
+    return bool(D.available(idx, "kind", suite=suite, model=model))
+
+
+def _pick_store(cfg: ServerConfig) -> Path | str | None:
     """The sidebar's store picker: one of the server's stores (:meth:`ServerConfig.stores`), kept in the URL
-    as ``?store=<folder>``. A ``?store=`` naming anything else is refused with one sentence (the same
-    whether the folder exists or not), nothing is read or created there, and ``None`` is returned."""
-    choices = {c.key: c for c in cfg.stores()}
+    as ``?store=<folder>``, or all of them side by side (``?store=all``, :mod:`dashboard.merged`; offered when
+    more than one store holds results, the default then unless ``--store`` named one). A ``?store=`` naming
+    anything else is refused with one sentence (the same whether the folder exists or not), nothing is read or
+    created there, and ``None`` is returned."""
+    stores = cfg.stores()
+    choices = {c.key: c for c in stores}
+    merged = sum(1 for c in stores if _suites_of(c.path)) > 1
+    keys = list(choices) + ([M.ALL_STORES] if merged else [])  # the side-by-side view last
     query = st.query_params.get("store")
     picked = st.session_state.get("store")
     refused = None
     if query is not None and query != picked:  # a link (or a hand-edited URL) names the store
-        try:
-            st.session_state["store"] = cfg.resolve(query).key
-        except StoreRefused as exc:
-            refused = exc
-            st.session_state["store"] = None
-    elif picked not in choices:
-        st.session_state["store"] = cfg.default_choice().key
+        if query == M.ALL_STORES and merged:
+            st.session_state["store"] = M.ALL_STORES
+        else:
+            try:
+                st.session_state["store"] = cfg.resolve(query).key
+            except StoreRefused as exc:
+                refused = exc
+                st.session_state["store"] = None
+    elif picked not in keys:
+        st.session_state["store"] = (M.ALL_STORES if merged and not cfg.store_given
+                                     else cfg.default_choice().key)
 
     def _follow() -> None:
         if st.session_state.get("store") is not None:
             st.query_params["store"] = st.session_state["store"]
 
-    key = st.selectbox("Store", list(choices), index=None, key="store", on_change=_follow,
+    key = st.selectbox("Store", keys, index=None, key="store", on_change=_follow,
                        placeholder="Choose a store",
-                       format_func=lambda k: choices[k].label,
+                       format_func=lambda k: M.ALL_STORES_LABEL if k == M.ALL_STORES else choices[k].label,
                        help="The stores this server shows: the shipped results, your own store (where the Run "
-                            "page writes) and stores under the folders it was started with (--store-root).")
+                            "page writes) and stores under the folders it was started with (--store-root); "
+                            "or all of them at once, suites labelled by where they come from.")
     if refused is not None:  # shown once, by the page (ui.context), as one sentence
         st.session_state["_ctx_problem"] = refused
         return None
-    if key is None or key not in choices:
+    if key is None or key not in keys:
         st.session_state["_ctx_problem"] = StoreRefused("no store is selected; choose one in the sidebar")
         return None
     if st.query_params.get("store") != key:
         st.query_params["store"] = key
+    if key == M.ALL_STORES:
+        st.caption("Showing every store of this server: each suite says where it comes from; tables show the rows "
+                   "of every store holding the same suite and model.")
+        return M.ALL_STORES
     chosen = choices[key]
     what = "your own store" if cfg.read_only and chosen.kind == "user" else chosen.description
     st.caption(f"Showing {ui.md(what)}.")
     return choices[key].path
+
+
+def _pick_suite(cfg: ServerConfig, root: Path | str) -> tuple[Path, str | None, str, tuple]:
+    """The suite picker: this store's suites, or (all stores side by side) every store's suites labelled by
+    origin. Returns the store folder the suite is read from, the suite, its origin label and the other stores
+    to compare with (filled in once the model is known: the stores list)."""
+    if root != M.ALL_STORES:
+        idx = D.index(root)
+        return Path(root), ui.pick("Suite (task set)", D.available(idx, "suite", kind=[
+            k for k in schema.KINDS if k != "suite"]), "suite"), "", ()
+    stores = cfg.stores()
+    entries = M.suite_entries(stores, _suites_of)
+    label = ui.pick("Suite (task set)", [e.label for e in entries], "suite",
+                    help="Every store's suites: · shipped = the shipped results, · yours = your own store.")
+    entry = M.entry_by_label(entries, label)
+    if entry is None:
+        raise schema.EmptyStore("no store of this server holds results that follow SCHEMA.md")
+    return entry.store.path, entry.suite, entry.origin, tuple(stores)
 
 
 def _sidebar_context() -> None:
@@ -90,25 +140,33 @@ def _sidebar_context() -> None:
     st.session_state["_ctx_problem"] = None
     with st.sidebar:
         st.markdown("### Results store")
-        root = _pick_store(_config())
-        st.session_state["_root"] = root
-        if root is None:
+        cfg = _config()
+        picked = _pick_store(cfg)
+        if picked is None:
+            st.session_state["_root"] = None
             return
         try:
+            root, suite, origin, stores = _pick_suite(cfg, picked)
             idx = D.index(root)
         except TalosError as exc:
+            st.session_state["_root"] = None if picked == M.ALL_STORES else picked
             st.session_state["_ctx_problem"] = exc
             st.caption("No results to show here yet.")
             return
-        suites = D.available(idx, "suite", kind=[k for k in schema.KINDS if k != "suite"])
-        suite = ui.pick("Suite (task set)", suites, "suite")
+        st.session_state["_root"] = root
         models = D.available(idx, "model", suite=suite)
         model = ui.pick("Model", models, "model")
         if suite is None or model is None:
             st.session_state["_ctx_problem"] = schema.EmptyStore(
                 f"the store {root} has no results that follow SCHEMA.md")
             return
-        st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model)
+        names = M.origins(stores)
+        others = tuple((names[c.path], c.path) for c in M.stores_with(stores, suite, model, _has) if c.path != root)
+        st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model, origin=origin,
+                                              others=others)
+        if others:
+            st.caption(f"Also in {ui.md(', '.join(o for o, _ in others))}: suite {ui.md(suite)} with model "
+                       f"{ui.md(model)}; the comparison tables show both.")
         info, problem = D.suite_record(root, suite)
         if problem:
             st.warning(ui.md(problem))

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.plain import plain_figure
 from talos_core.errors import TalosError
 from talos_core.schema import method_label
 
@@ -123,6 +124,7 @@ LIGHT_TEMPLATE: dict = {"layout": {"xaxis": {"gridcolor": "#ebebeb", "zerolineco
                                    "yaxis": {"gridcolor": "#ebebeb", "zerolinecolor": "#cccccc"}}}
 
 
+@plain_figure
 def make_figure(data: Sequence[dict], title: str = "", *, height: int | None = None, shapes: Sequence[dict] = (),
                 annotations: Sequence[dict] = (), **layout: Any) -> go.Figure:
     """Wrap trace dicts and layout keys into ONE ``go.Figure`` (validated only if :data:`VALIDATE`).
@@ -148,6 +150,7 @@ def make_figure(data: Sequence[dict], title: str = "", *, height: int | None = N
     return go.Figure({"data": list(data), "layout": lay}, _validate=VALIDATE)
 
 
+@plain_figure
 def export_ready(fig: go.Figure) -> go.Figure:
     """A copy of ``fig`` with the ``plotly_white`` template, for static exports (PNG/SVG/HTML)."""
     out = go.Figure(fig.to_plotly_json())
@@ -247,6 +250,7 @@ def mask_density_grid(masks: pd.DataFrame) -> pd.DataFrame:
     return dens.astype(float)
 
 
+@plain_figure
 def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fraction per block and layer type",
                          zmax: float | None = None, zmin: float = 0.0) -> go.Figure:
     """Heatmap of mask density: x = transformer block, y = layer type, colour = trainable fraction.
@@ -269,6 +273,7 @@ def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fractio
                        yaxis={"title": _title("layer type"), "autorange": "reversed", "type": "category"})
 
 
+@plain_figure
 def mask_density_bars(masks: pd.DataFrame, *, group: str = "method", by: str = "block",
                       title: str = "Trainable fraction per layer",
                       colors: Mapping[str, str] | None = None) -> go.Figure:
@@ -304,6 +309,7 @@ def mask_density_bars(masks: pd.DataFrame, *, group: str = "method", by: str = "
                        yaxis={"title": _title("trainable fraction"), "rangemode": "tozero"})
 
 
+@plain_figure
 def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask overlap (IoU) between tasks",
                      zmin: float = 0.0, zmax: float = 1.0) -> go.Figure:
     """IoU of the trainable sets of two tasks' masks, ``|M_a ∩ M_b| / |M_a ∪ M_b|`` (diagonal = 1)."""
@@ -317,6 +323,7 @@ def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask ov
                        xaxis={"type": "category"}, yaxis={"type": "category", "autorange": "reversed"})
 
 
+@plain_figure
 def cross_method_iou_bars(table: pd.DataFrame, methods: Sequence[str], *, title: str | None = None) -> go.Figure:
     """Per-task IoU between two methods' masks (SCHEMA ``mask_iou`` ``<m1>__vs__<m2>`` table)."""
     m1, m2 = (list(methods) + ["?", "?"])[:2]
@@ -343,6 +350,7 @@ def _region_box(region: Sequence[float] | None, a1: np.ndarray, a2: np.ndarray, 
              "name": "search region", "line": {"color": MARK_COLOR, "width": 3}, "fillcolor": "rgba(0,0,0,0)"}]
 
 
+@plain_figure
 def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, task1: str = "task 1",
                task2: str = "task 2", search_region: Sequence[float] | None = None, zmin: float = 0.0,
                zmax: float | None = None, title: str | None = None) -> go.Figure:
@@ -370,6 +378,7 @@ def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, t
                        yaxis={"title": _title(f"α {task1}"), "scaleanchor": "x", "scaleratio": 1})
 
 
+@plain_figure
 def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None = None,
                     title: str = "Disentanglement error ξ (shared colour scale)") -> go.Figure:
     """Several ξ heatmaps in one row on ONE colour axis (``zmin = 0``, shared ``zmax``).
@@ -435,6 +444,7 @@ def centered_colorscale(zmin: float, zmax: float, center: float = 1.0, *, full_d
     return [[0.0, _mix(mid, lo, min(1.0, (center - zmin) / full_drop))], [round(p, 6), mid], [1.0, hi]]
 
 
+@plain_figure
 def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | None = None,
                          zmax: float | None = None, title: str = "Function localization") -> go.Figure:
     """Row = task the vector was fine-tuned on, column = task evaluated; value = acc ÷ zero-shot acc.
@@ -463,6 +473,7 @@ def shared_range(*matrices: Any) -> tuple[float, float]:
     return _finite_min(*matrices), _finite_max(*matrices)
 
 
+@plain_figure
 def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", zmin: float | None = None,
                     zmax: float | None = None, title: str | None = None) -> go.Figure:
     """Parameter sharing: row = task whose bottom-k entries were pruned/perturbed, column = evaluated task,
@@ -484,6 +495,7 @@ def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", z
 # --------------------------------------------------------------------------------------------
 # arithmetic
 # --------------------------------------------------------------------------------------------
+@plain_figure
 def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: str = "accuracy",
                     color: str | None = None, method: str | None = None, opacity: float = 1.0,
                     zero_shot: Sequence[float] | None = None, single_task: Sequence[float] | None = None,
@@ -522,6 +534,7 @@ def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: st
                        yaxis={"range": [0, 1.05], "title": _title(y_title)}, xaxis={"type": "category"})
 
 
+@plain_figure
 def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_acc: Sequence[float], *,
                   control_task: str = "control", zero_shot_target: Sequence[float] | None = None,
                   control_zero_shot: float | None = None, method: str | None = None,
@@ -557,6 +570,7 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
                        xaxis={"type": "category", "title": _title("negated task")})
 
 
+@plain_figure
 def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, current_alpha: float | None = None,
                 y: str = "normalized_accuracy", method: str | None = None,
                 title: str = "Average accuracy vs α") -> go.Figure:
@@ -592,6 +606,7 @@ def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, cur
                        xaxis={"title": _title("α")}, yaxis={"title": _title(y.replace("_", " "))})
 
 
+@plain_figure
 def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | None = None,
                    current_alpha: float | None = None, control_zero_shot: float | None = None,
                    method: str | None = None) -> go.Figure:
@@ -653,6 +668,7 @@ def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@plain_figure
 def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over all tasks)") -> go.Figure:
     """Three panels: time per step split into forward+backward and optimizer (stacked, ± std),
     peak memory, calibration time. One colour per method; the optimizer part is hatched."""
@@ -685,6 +701,7 @@ def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over al
     return make_figure(traces, title, height=380, annotations=anns, barmode="stack", **axes)
 
 
+@plain_figure
 def sparsity_curve(table: pd.DataFrame, *, method: str | None = None,
                    metrics: Sequence[str] = ("addition_norm", "single_task_acc", "negation_target"),
                    title: str = "Sparsity ablation") -> go.Figure:
@@ -699,6 +716,7 @@ def sparsity_curve(table: pd.DataFrame, *, method: str | None = None,
                        yaxis={"title": _title("value")})
 
 
+@plain_figure
 def linearization_scatter(table: pd.DataFrame, *, title: str = "Is fine-tuning in the linear regime?") -> go.Figure:
     """Fine-tuned accuracy (x) vs its linearized prediction's accuracy (y); on the diagonal = linear regime."""
     traces = [{"type": "scatter", "x": _list(sub["finetuned_acc"].to_numpy(dtype=float)),
@@ -738,6 +756,7 @@ def _grid_axes(n: int, cols: int, titles: Sequence[str], *, hspacing: float = 0.
     return lay, anns
 
 
+@plain_figure
 def learning_curves(table: pd.DataFrame, *, budgets: Mapping[str, int | None] | None = None,
                     plateaus: Mapping[str, Mapping[str, int]] | None = None,
                     zero_shot: Mapping[str, float] | None = None, tasks: Sequence[str] | None = None,
@@ -832,6 +851,7 @@ def learning_curves(table: pd.DataFrame, *, budgets: Mapping[str, int | None] | 
                                "x": 0.0}, **axes)
 
 
+@plain_figure
 def selection_scores(table: pd.DataFrame, *, param: str, method: str | None = None,
                      title: str | None = None) -> go.Figure:
     """Hyperparameter selection by validation task negation (paper App. "Hyperparameter selection"): for
@@ -1008,6 +1028,7 @@ def published_addition_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@plain_figure
 def published_addition_bars(*, title: str = "PUBLISHED (paper Table 1, ViT-B/32) — not measured here") -> go.Figure:
     """Bars of the paper's published ViT-B/32 task-addition accuracies, clearly titled "published"."""
     t = published_addition_table()

@@ -17,12 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from dashboard.plain import plain_figure
 from talos_core.errors import TalosError
 from talos_core.schema import ExampleSet, PreviewCache
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 GRID_TOL = 1e-9
 FIRST_ORDER = ("First order means the model is replaced by its tangent at θ0, f(x, θ0) + Σ α_t τ_tᵀ∇f(x, θ0): "
@@ -175,7 +180,8 @@ def summary(g: Gallery) -> str:
     return f"{right}/{len(t)} right (zero-shot {zs}/{len(t)}); {g.changed} changed" + (f": {detail}" if detail else "")
 
 
-def clickable_cells(fig, tasks: Sequence[str], matrix) -> "object":
+@plain_figure
+def clickable_cells(fig, tasks: Sequence[str], matrix) -> go.Figure:
     """``fig`` (a task × task heatmap) with an invisible marker at every cell centre, so a click selects a point
     (Plotly selects points of scatter traces, not heatmap cells): ``st.plotly_chart(on_select=...)`` then reports
     the clicked cell's ``x`` (column task) and ``y`` (row task)."""

@@ -1,17 +1,24 @@
-"""Store-supplied text as plain text in Streamlit's Markdown (pure: no Streamlit import).
+"""Store-supplied text as plain text in Streamlit's Markdown and in Plotly figures (pure: no Streamlit import).
 
 Every string a store supplies (task, method and suite names, suite-record fields, rules, paths, messages
 naming them) goes through :func:`md` before it reaches ``st.markdown``/``caption``/``info``/``error``/
 ``warning``/``success``, a widget label or help, so a crafted store cannot make a viewer's browser load an
 image, follow a link or render markup. Option lists of select boxes, tables and ``st.code`` are plain text
-already.
+already. Figures: every figure function is decorated with :func:`plain_figure`, which passes the strings among
+its arguments through :func:`figure_text` (Plotly's own HTML subset: tags, links, entities, LaTeX, placeholders).
 """
 
 from __future__ import annotations
 
+import functools
+import html
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 _MD_ANYWHERE = re.compile(r"([\\`*\[\]<>$~])")
 _MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
@@ -58,3 +65,118 @@ def plain_data(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(plain_data(v) for v in obj)
     return obj
+
+
+# --------------------------------------------------------------------------------------------
+# Plotly: store strings as plain text in figures
+# --------------------------------------------------------------------------------------------
+# Plotly.js renders a subset of HTML in every text it draws (titles, axis and tick labels, legend names, hover
+# labels, annotations, colour-bar titles): <a href=…> (http:, https:, mailto: links: a click opens the URL; javascript:
+# is dropped), <span style=…>, <b>, <i>, <em>, <s>, <u>, <sub>, <sup>, <br>; it decodes &amp; &lt; &gt; &#NN; and
+# &#xNN; into text; a text between $…$ is LaTeX (typeset when MathJax is on the page); %{…} in a hover template is
+# a placeholder. Entities are decoded after the tags and placeholders are found, so an escaped character is shown,
+# never interpreted (checked in Streamlit's bundled plotly.js, svg_text_utils: convertToTspans, convertEntities).
+_FIGURE_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;"}
+_FIGURE_SPECIAL = re.compile(r"[&<>$]|%\{")
+
+
+def figure_text(value: str) -> str:
+    """``value`` (a task, method, suite or model name from a store) as Plotly text that is shown as exactly that
+    text: ``& < > $`` become entities and the ``%`` of ``%{`` becomes ``&#37;`` (no tag, link, style, LaTeX or
+    hover placeholder can come from a store). Ordinary names come out unchanged.
+
+    >>> figure_text('<a href="http://h/x">t</a>')
+    '&lt;a href="http://h/x"&gt;t&lt;/a&gt;'
+    >>> figure_text("tiny-clip")
+    'tiny-clip'
+    """
+    if not _FIGURE_SPECIAL.search(value):
+        return value
+    return _FIGURE_SPECIAL.sub(lambda m: _FIGURE_ESCAPES.get(m.group(0), "&#37;{"), value)
+
+
+def figure_text_back(value: Any) -> Any:
+    """The store string behind a figure's text (a clicked point's ``x``/``y``): the inverse of :func:`figure_text`.
+
+    >>> figure_text_back(figure_text("<b>x</b> & $1 %{y}"))
+    '<b>x</b> & $1 %{y}'
+    """
+    return html.unescape(value) if isinstance(value, str) else value
+
+
+def _plain_label(value: Any) -> Any:
+    return figure_text(value) if isinstance(value, str) else value
+
+
+def _textual(dtype: Any) -> bool:
+    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+
+
+def _plain_series(s: pd.Series) -> pd.Series | None:
+    """``s`` with its strings escaped, or None when none needs it."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = s.cat.categories
+        if _textual(cats.dtype) and any(isinstance(c, str) and _FIGURE_SPECIAL.search(c) for c in cats):
+            return s.cat.rename_categories([_plain_label(c) for c in cats])
+        return None
+    if _textual(s.dtype) and any(isinstance(v, str) and _FIGURE_SPECIAL.search(v) for v in pd.unique(s)):
+        return s.map(_plain_label)
+    return None
+
+
+def _needs_plain_labels(index: pd.Index) -> bool:
+    if isinstance(index, pd.MultiIndex):
+        return any(_needs_plain_labels(level) for level in index.levels)
+    return _textual(index.dtype) and any(isinstance(v, str) and _FIGURE_SPECIAL.search(v) for v in index)
+
+
+def figure_data(obj: Any) -> Any:
+    """``obj`` (a figure function's argument: a string, a list/tuple/dict of them, a DataFrame, a Series, a numpy
+    array) with every string in it, labels included, passed through :func:`figure_text`; numbers and other
+    objects (a figure, a colour scale) unchanged. Unchanged inputs are returned as they are (no copy)."""
+    if isinstance(obj, str):
+        return figure_text(obj)
+    if isinstance(obj, pd.DataFrame):
+        changed = {i: new for i in range(obj.shape[1]) if (new := _plain_series(obj.iloc[:, i])) is not None}
+        if not changed and not _needs_plain_labels(obj.index) and not _needs_plain_labels(obj.columns):
+            return obj
+        out = obj.copy()
+        for i, new in changed.items():
+            out.isetitem(i, new)
+        return out.rename(index=_plain_label, columns=_plain_label)
+    if isinstance(obj, pd.Series):
+        new = _plain_series(obj)
+        out = obj if new is None else new
+        return out.rename(index=_plain_label) if _needs_plain_labels(out.index) else out
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "OUS":
+            return np.vectorize(_plain_label, otypes=[object])(obj) if obj.size else obj
+        return obj
+    if isinstance(obj, Mapping):
+        return {figure_data(k): figure_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(figure_data(v) for v in obj)
+    return obj
+
+
+_IN_FIGURE: ContextVar[bool] = ContextVar("talos_plain_figure", default=False)
+
+
+def plain_figure(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator of a figure function (``dashboard/figures*.py``, returns a ``go.Figure``): every string among its
+    arguments (store-supplied task, method, suite, model names, titles naming them, DataFrame cells and labels)
+    reaches Plotly as plain text (:func:`figure_data`); the markup the function itself writes (``<br>`` in hover
+    templates, ``<extra>``) stays markup. A figure function called inside another is not escaped twice."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _IN_FIGURE.get():
+            return fn(*args, **kwargs)
+        token = _IN_FIGURE.set(True)
+        try:
+            return fn(*(figure_data(a) for a in args), **{k: figure_data(v) for k, v in kwargs.items()})
+        finally:
+            _IN_FIGURE.reset(token)
+
+    wrapper.plain_figure = True  # type: ignore[attr-defined]
+    return wrapper

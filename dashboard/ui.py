@@ -27,12 +27,16 @@ CHROME_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin
 
 @dataclass(frozen=True)
 class Context:
-    """What every page needs: the store folder, its result index, the selected suite and model."""
+    """What every page needs: the store folder, its result index, the selected suite and model; in the view of
+    all stores side by side (:mod:`dashboard.merged`) also this store's origin label (``shipped``, ``yours``) and
+    the other stores holding the same suite and model, as ``(origin, folder)`` pairs."""
 
     root: Path
     idx: pd.DataFrame
     suite: str
     model: str
+    origin: str = ""
+    others: tuple[tuple[str, Path], ...] = ()
 
     def name(self, *parts: str) -> str:
         return result_name(self.suite, self.model, *parts)
@@ -69,6 +73,35 @@ def load(kind: str, ctx: Context, *parts: str, stop: bool = True) -> Any | None:
             stop_on_problem(exc)
         show_problem(exc)
         return None
+
+
+def side_by_side(kind: str, ctx: Context, *parts: str) -> dict[str, Any]:
+    """Result ``kind`` of this suite/model from this store and from every other store holding the same suite and
+    model (:attr:`Context.others`), as ``{origin: result}`` in display order; a store where it is missing or
+    broken is left out (this store's own problem is shown, the others' are not)."""
+    out: dict[str, Any] = {}
+    for origin, root in ((ctx.origin, ctx.root), *ctx.others):
+        try:
+            out[origin] = D.get(kind, root, ctx.name(*parts))
+        except TalosError as exc:
+            if root == ctx.root:
+                show_problem(exc)
+    return out
+
+
+def across_stores(kind: str, ctx: Context, method: str) -> None:
+    """Under the Arithmetic panels, when other stores hold this suite and model (:attr:`Context.others`): the
+    ``kind`` (addition / negation) summary of ``method`` in each, one row per store (:mod:`dashboard.merged`)."""
+    if not ctx.others:
+        return
+    from dashboard import merged as M
+
+    table = M.arithmetic_rows(kind, side_by_side(kind, ctx, method), method)
+    if table is not None and len(table) > 1:
+        st.subheader(f"{kind.capitalize()} across stores")
+        st.dataframe(table, hide_index=True)
+        st.caption("The same suite, model and method in every store holding them, at each store's selected α "
+                   "(test split).")
 
 
 def context(*, required: bool = True) -> Context | None:

@@ -196,6 +196,7 @@ with tab_add:
         st.info(f"No addition results for {ui.md(method)} in this store.")
     if add is not None:
         addition_panel(add)
+        ui.across_stores("addition", ctx, method)
 
 with tab_neg:
     neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
@@ -203,3 +204,4 @@ with tab_neg:
         st.info(f"No negation results for {ui.md(method)} in this store.")
     if neg is not None:
         negation_panel(neg)
+        ui.across_stores("negation", ctx, method)

@@ -8,12 +8,20 @@ import streamlit as st
 
 from dashboard import data as D
 from dashboard import figures as F
+from dashboard import merged as M
 from dashboard import protocol as P
 from dashboard import ui
 from talos_core.schema import method_label
 
 ctx = ui.context()
 st.title("Efficiency & comparison")
+
+
+def _ordered(comp: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the catalogue's method order."""
+    return comp.set_index("method").loc[D.order_methods(comp["method"].astype(str))].reset_index()
+
+
 
 if ctx.has("efficiency"):
     eff = ui.load("efficiency", ctx, stop=False)
@@ -70,12 +78,16 @@ else:
             + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
               "step) show validation accuracy vs step here.")
 
-st.subheader("Method comparison (this store)")
+st.subheader("Method comparison (" + (f"{ui.md(ctx.origin)} and {ui.md(', '.join(o for o, _ in ctx.others))}"
+                                      if ctx.others else "this store") + ")")
 if ctx.has("comparison"):
-    comp = ui.load("comparison", ctx, stop=False)
+    comp = M.merge_tables({o: _ordered(t) for o, t in ui.side_by_side("comparison", ctx).items()}) \
+        if ctx.others else ui.load("comparison", ctx, stop=False)
     if comp is not None:
-        comp = comp.set_index("method").loc[D.order_methods(comp["method"].astype(str))].reset_index()
+        comp = comp if ctx.others else _ordered(comp)
         st.dataframe(F.comparison_styler(comp, labels=True), hide_index=True)
+        if ctx.others:
+            st.caption("Rows of every store holding this suite and model: the store column says which.")
         st.caption("Accuracies on test at the α selected on validation"
                    + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
                       if F.has_intervals(comp) else "")

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import figures as F
 from dashboard import ui
+from dashboard.plain import figure_text_back
 from talos_core.schema import MissingResult, method_label
 
 ctx = ui.context()
@@ -65,7 +66,7 @@ def cell_examples(mats: dict) -> None:
     selection = event.get("selection") if hasattr(event, "get") else None
     points = list((selection or {}).get("points") or [])
     if points:  # a clicked cell sets the pickers below (created after this, so their state may be set)
-        x, y = points[0].get("x"), points[0].get("y")
+        x, y = figure_text_back(points[0].get("x")), figure_text_back(points[0].get("y"))  # the store's names
         if x in tasks and y in tasks:
             st.session_state["xrow"], st.session_state["xcol"] = y, x
     c1, c2 = st.columns(2)

@@ -74,9 +74,15 @@ def is_loopback(host: str) -> bool:
 
 
 def streamlit_command(app: Path, *, port: int, host: str = DEFAULT_HOST) -> list[str]:
-    """The ``streamlit run`` command line of the dashboard (its server binds ``host``:``port``)."""
+    """The ``streamlit run`` command line of the dashboard (its server binds ``host``:``port``).
+
+    ``--runner.postScriptGC false``: Streamlit runs a full ``gc.collect()`` after every script and fragment run,
+    ~100 ms of the server's one busy core per slider move in this process (torch and the result caches make a
+    large heap), about 40 % of a move's cost (``bench/RESULTS.md``, load); Python's own generational collector
+    still runs, and the server's memory stays flat without it (measured there)."""
     return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
-            "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+            "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--runner.postScriptGC", "false"]
 
 
 def server_env(args: argparse.Namespace, base: dict[str, str] | None = None) -> dict[str, str]:
