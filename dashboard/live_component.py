@@ -55,8 +55,10 @@ def _noop() -> None:
 
 def in_app_test() -> bool:
     """Running under ``streamlit.testing.v1.AppTest`` (components are not rendered there)."""
-    try:
-        return bool(st.get_option("global.appTest"))
+    from streamlit import config
+
+    try:  # st.get_option reads a cached copy; AppTest patches the config itself
+        return bool(config.get_option("global.appTest"))
     except Exception:  # noqa: BLE001 (an unknown option in another Streamlit version: not a test)
         return False
 
