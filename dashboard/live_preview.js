@@ -272,7 +272,7 @@ function build(inst, data) {
     box.append(wrap);
     inst.inputs.push({ spec: s, input, val });
     input.addEventListener('input', () => { inst.update('input'); });
-    input.addEventListener('change', () => { inst.update('change'); inst.report(); });
+    input.addEventListener('change', () => { inst.report(); });  // drawn on `input` already
   }
   const chart = document.createElement('div');
   chart.className = 'talos-live-chart';
@@ -318,6 +318,7 @@ function makeInstance(parentElement, setStateValue, setTriggerValue) {
     const t1 = performance.now();
     REG.draws += 1;
     REG.last = { why, start: t0, drawn: t1, title };
+    if (why === 'input') REG.lastInput = REG.last;
     Object.assign(inst.chart.dataset, {
       state: 'drawn', title, values: JSON.stringify(acc.map((v) => (v === v ? v : null))),
       alphas: JSON.stringify(alphaOf), draws: String(REG.draws), drawnAt: String(t1), computeMs: String(t1 - t0),
