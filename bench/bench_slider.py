@@ -15,8 +15,9 @@ times, presses ArrowRight (ArrowLeft at the end of the range). Two clocks per mo
   change, which adds the driver's IPC round trips (the number the earlier rows of RESULTS.md used).
 
 Moves are spaced by ``--pause`` seconds so each starts on an idle page (the server's rerun for the previous
-release has finished). Also counts the Plotly charts re-drawn by a move, and for the component the in-page
-compute + draw time of its last ``input`` event, and records the load average.
+release has finished). Also counts the Plotly charts re-drawn by a move, the bytes the server sent over the
+websocket at page load and per move (the rerun's deltas), for the component the in-page compute + draw time of its
+``input`` event, and records the load average.
 
     python -m bench.bench_slider --moves 20
     python -m bench.bench_slider --moves 15 --root /tmp/main_copy --json /tmp/before.json
@@ -76,17 +77,24 @@ RESULT_JS = """() => { const B = window.__talosBench; const L = window.__talosLi
 async def _measure(url: str, moves: int, pause: float, timeout: float) -> dict:
     from playwright.async_api import async_playwright
 
-    out = {"move_ms": [], "page_ms": [], "draw_ms": [], "redrawn": [], "timeouts": 0, "charts": 0}
+    out = {"move_ms": [], "page_ms": [], "draw_ms": [], "redrawn": [], "timeouts": 0, "charts": 0, "ws_bytes": []}
+    received = [0]  # bytes the server sent over the websocket (the rerun deltas)
+
+    def _on_ws(ws) -> None:
+        ws.on("framereceived", lambda payload: received.__setitem__(0, received[0] + len(payload)))
+
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
             page = await (await browser.new_context(viewport={"width": 1400, "height": 1600})).new_page()
+            page.on("websocket", _on_ws)
             t0 = time.monotonic()
             await page.goto(url, timeout=180_000)
             await page.wait_for_function(f"() => ({SIGNATURE_JS})({json.dumps(PREVIEW)}) !== null", timeout=180_000,
                                          polling=100)
             out["load_ms"] = (time.monotonic() - t0) * 1000
             await asyncio.sleep(2.0)  # let the first run finish drawing everything
+            out["ws_bytes_load"] = received[0]
             out["live_component"] = await page.locator(".talos-live").count() > 0
             slider = page.locator(SLIDER).first
             key = "ArrowRight"
@@ -97,6 +105,7 @@ async def _measure(url: str, moves: int, pause: float, timeout: float) -> dict:
                 out["charts"] = await page.evaluate(MARK_JS)
                 prev = await page.evaluate(SIGNATURE_JS, PREVIEW)
                 await page.evaluate(PROBE_JS, PREVIEW)
+                got_before = received[0]
                 t = time.monotonic()
                 await page.keyboard.press(key)
                 try:
@@ -110,6 +119,7 @@ async def _measure(url: str, moves: int, pause: float, timeout: float) -> dict:
                 except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
                     out["timeouts"] += 1
                 await asyncio.sleep(pause)
+                out["ws_bytes"].append(received[0] - got_before)
                 out["redrawn"].append(await page.evaluate(REDRAWN_JS))
             out["streamlit_errors"] = await page.evaluate(ERRORS_JS)
         finally:
@@ -117,9 +127,9 @@ async def _measure(url: str, moves: int, pause: float, timeout: float) -> dict:
     return out
 
 
-def _stats(ms: list[float]) -> dict:
-    return {"n": len(ms), "p50_ms": _pct(ms, 50), "p90_ms": _pct(ms, 90), "min_ms": min(ms, default=float("nan")),
-            "max_ms": max(ms, default=float("nan"))}
+def _stats(ms: list[float], unit: str = "ms") -> dict:
+    return {"n": len(ms), f"p50_{unit}": _pct(ms, 50), f"p90_{unit}": _pct(ms, 90),
+            f"min_{unit}": min(ms, default=float("nan")), f"max_{unit}": max(ms, default=float("nan"))}
 
 
 def run(moves: int = 20, pause: float = 1.5, timeout: float = 10.0, store: str | None = None,
@@ -146,6 +156,7 @@ def run(moves: int = 20, pause: float = 1.5, timeout: float = 10.0, store: str |
             "min_ms": min(ms, default=float("nan")), "max_ms": max(ms, default=float("nan")),
             "component_compute_draw_ms": _stats(res["draw_ms"]) if res["draw_ms"] else None,
             "charts_on_page": res["charts"], "charts_redrawn_per_move": sorted(set(res["redrawn"])),
+            "ws_bytes_page_load": res.get("ws_bytes_load"), "ws_bytes_per_move": _stats(res["ws_bytes"], "bytes"),
             "load_ms": res.get("load_ms"), "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
             "streamlit_errors": res.get("streamlit_errors"), "server_log": log.name,
             "samples_in_page_ms": res["page_ms"], "samples_ms": ms}
