@@ -164,8 +164,14 @@ function textWidth(text, size) {
 function svgChart(width, tasks, acc, zs, st, color, title) {
   const H = 380;
   const W = Math.max(240, Math.round(width));
-  const L = 60, R = 20, T = 95, B = 50;
-  const pw = W - L - R, ph = H - T - B;
+  const L = 60, R = 20, T = 95;
+  // category labels that would overlap are turned by 30° and the plot gives them room (Plotly's auto-angle)
+  const pw = W - L - R;
+  const band0 = pw / Math.max(1, tasks.length);
+  const widest = Math.max(0, ...tasks.map((t) => textWidth(t, 12)));
+  const turn = widest > band0 - 6;
+  const B = turn ? Math.max(50, Math.ceil(widest * 0.5 + 12 * 0.87 + 16)) : 50;
+  const ph = H - T - B;
   const y = (v) => T + ph * (1 - v / 1.05);
   const band = pw / Math.max(1, tasks.length);
   const cx = (i) => L + band * (i + 0.5);
@@ -206,7 +212,12 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
   out.push(`<text transform="translate(${L - 44},${T + ph / 2}) rotate(-90)" text-anchor="middle" font-size="14" `
     + `fill="#808495">accuracy</text>`);
   tasks.forEach((t, i) => {
-    out.push(`<text x="${cx(i)}" y="${T + ph + 21}" text-anchor="middle" font-size="12" fill="#808495">${esc(t)}</text>`);
+    if (turn) {
+      out.push(`<text transform="translate(${cx(i) - 4},${T + ph + 14}) rotate(30)" text-anchor="start" font-size="12" `
+        + `fill="#808495">${esc(t)}</text>`);
+    } else {
+      out.push(`<text x="${cx(i)}" y="${T + ph + 21}" text-anchor="middle" font-size="12" fill="#808495">${esc(t)}</text>`);
+    }
   });
   // bars with their values inside, then the reference markers
   const bw = band * 0.8;
