@@ -204,6 +204,15 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
             assert float(page.locator(SLIDERS).first.input_value()) == 2.5
             _check_drawn(page, cache, tasks, [2.5], 1)
             _wait(page, lambda: "θ0 + 2.5·Στ_t" in _exact_title(page), 60, "the exact chart at the URL's α")
+            # a browser that lost the arrays (e.g. a reconnect to the same session) asks for them by key
+            page.evaluate("() => { window.__talosLive.payloads = {}; }")
+            page.locator(SLIDERS).first.focus()
+            page.keyboard.press("ArrowRight")  # still drawn from the arrays the mounted chart holds
+            _check_drawn(page, cache, tasks, [2.6], 1)
+            _wait(page, lambda: page.evaluate("() => Object.keys(window.__talosLive.payloads).length") == 1, 60,
+                  "the arrays sent again")
+            page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=30_000)
+            _check_drawn(page, cache, tasks, [2.6], 1)
             errs = page.evaluate("""() => document.querySelectorAll(
                 '[data-testid="stException"], [data-testid="stAlertContentError"]').length""")
             assert errs == 0

@@ -154,3 +154,27 @@ def test_preview_title_is_the_server_charts_title(fixture_store):
         alphas = {t: a for t in add.tasks}
         acc, fig = addition_preview(add, alphas, preview=cache, method="talos")
         assert LP.preview_title([t for t in add.tasks if t in cache.eval_tasks], alphas, acc) == fig.layout.title.text
+
+
+def test_the_page_keeps_its_streamlit_sliders_where_the_component_cannot_help(monkeypatch):
+    """AppTest (components are not rendered), no preview cache, a one-point α grid, a too large payload."""
+    import dataclasses
+
+    from streamlit.testing.v1.util import patch_config_options
+
+    from dashboard import data as D
+    from dashboard import live_component as LC
+
+    name = "vision__efficientnet-lite0__talos"
+    add = D.get("addition", str(SHIPPED), name)
+    cache = D.get_preview(str(SHIPPED), name)
+    assert LC.live_enabled(add, cache, method="talos")
+    first, tasks = LC.addition_payload(add, cache, method="talos")
+    assert LC.addition_payload(add, cache, method="talos")[0] is first  # built once per loaded cache
+    assert tasks == ["mnist", "digits", "animal-shapes"]
+    assert not LC.live_enabled(add, None, method="talos")
+    assert not LC.live_enabled(dataclasses.replace(add, alpha_grid=np.array([0.3])), cache, method="talos")
+    with patch_config_options({"global.appTest": True}):
+        assert LC.in_app_test() and not LC.live_enabled(add, cache, method="talos")
+    monkeypatch.setattr(LP, "MAX_PAYLOAD_BYTES", 1000)
+    assert not LC.live_enabled(add, cache, method="talos")
