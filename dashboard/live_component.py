@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
@@ -101,26 +102,17 @@ def live_enabled(add: D.Addition, preview: PreviewCache | None, *, single=None, 
     return preview is not None and addition_payload(add, preview, single=single, method=method) is not None
 
 
-def addition_sliders(add: D.Addition, preview: PreviewCache, *, single=None, method: str,
-                     same: bool) -> dict[str, float]:
-    """Mount the component (sliders + live preview chart) and return task → α as the sliders stand.
-
-    The values come from the component's state (what the browser reported on the last release), else the URL
-    (``?a.<method>=α``, ``?a.<method>.<task>=α``), else the selected α; the URL is kept equal to them."""
-    got = addition_payload(add, preview, single=single, method=method)
-    if got is None:
-        raise RuntimeError("addition_sliders without a live payload; check live_enabled first")
-    payload, tasks = got
-    lo, hi = float(min(add.alpha_grid)), float(max(add.alpha_grid))
-    specs = LP.addition_sliders(add.tasks, lo, hi, add.grid_step / 5, add.selected_alpha, same=same,
-                                key=ui.qkey("a", method))
-    ckey = f"live.add.{ui.qkey(method)}.{'same' if same else 'each'}"
+def _mount(specs: list[LP.SliderSpec], payload: dict, tasks: list[str], ckey: str, chart: str,
+           **extra) -> dict[str, float]:
+    """Mount the component with ``specs`` and return slider id → value (state, else URL, else default), keeping
+    the URL equal to them."""
     mirror = f"_talos_live_values.{ckey}"
     query = st.query_params.to_dict()
     values = LP.resolve_values(specs, st.session_state.get(mirror), query)
     sent: set = st.session_state.setdefault(_SENT, set())
     include = payload["key"] not in sent
-    res = _component(key=ckey, data=LP.render_data(specs, values, payload, include_payload=include, tasks=tasks),
+    res = _component(key=ckey, data=LP.render_data(specs, values, payload, include_payload=include, tasks=tasks,
+                                                   chart=chart, **extra),
                      on_values_change=_noop, on_need_change=_noop)
     sent.add(payload["key"])
     if res.get("need") == payload["key"] and not include:  # the browser lost the arrays: send them again
@@ -137,4 +129,56 @@ def addition_sliders(add: D.Addition, preview: PreviewCache, *, single=None, met
         del st.query_params[k]
     for k, v in put.items():
         st.query_params[k] = v
+    return values
+
+
+def negation_payload(neg: D.Negation, preview: PreviewCache | None, *,
+                     method: str) -> tuple[dict, list[str], str | None] | None:
+    """The negation tab's payload, its targets with a preview and the control task (``None`` when the preview has
+    no control points), or ``None`` when the live preview is off for it."""
+    if in_app_test() or preview is None or not neg.targets:
+        return None
+    if any(np.unique(neg.grid(t)).size < 2 for t in neg.targets):  # a one-point grid: nothing to slide
+        return None
+    targets = [t for t in neg.targets if t in preview.tasks and t in preview.eval_tasks]
+    if not targets:
+        return None
+    control = neg.control_task if neg.control_task in preview.eval_tasks else None
+    evals = targets + ([control] if control is not None and control not in targets else [])
+    payload = _payload(preview, evals, [float("nan")] * len(evals), [float("nan")] * len(evals), method)
+    if LP.payload_bytes(payload) > LP.MAX_PAYLOAD_BYTES:
+        return None
+    return payload, targets, control
+
+
+def negation_sliders(neg: D.Negation, preview: PreviewCache, *, method: str, split: str = "test") -> dict[str, float]:
+    """Mount the negation tab's component (one slider per target + the live preview chart, each target negated
+    on its own) and return target → α. Check :func:`negation_payload` first."""
+    got = negation_payload(neg, preview, method=method)
+    if got is None:
+        raise RuntimeError("negation_sliders without a live payload; check negation_payload first")
+    payload, targets, control = got
+    specs = LP.negation_sliders(neg.targets, {t: neg.grid(t) for t in neg.targets}, neg.selected,
+                                key=ui.qkey("n", method))
+    czs = neg.control_zero_shot.get(split)
+    values = _mount(specs, payload, targets, f"live.neg.{ui.qkey(method)}", "negation_preview", control=control,
+                    control_label=neg.control_task,
+                    control_zero_shot=float(czs) if czs is not None and math.isfinite(float(czs)) else None)
     return LP.alphas_of(specs, values)
+
+
+def addition_sliders(add: D.Addition, preview: PreviewCache, *, single=None, method: str,
+                     same: bool) -> dict[str, float]:
+    """Mount the component (sliders + live preview chart) and return task → α as the sliders stand.
+
+    The values come from the component's state (what the browser reported on the last release), else the URL
+    (``?a.<method>=α``, ``?a.<method>.<task>=α``), else the selected α; the URL is kept equal to them."""
+    got = addition_payload(add, preview, single=single, method=method)
+    if got is None:
+        raise RuntimeError("addition_sliders without a live payload; check live_enabled first")
+    payload, tasks = got
+    lo, hi = float(min(add.alpha_grid)), float(max(add.alpha_grid))
+    specs = LP.addition_sliders(add.tasks, lo, hi, add.grid_step / 5, add.selected_alpha, same=same,
+                                key=ui.qkey("a", method))
+    ckey = f"live.add.{ui.qkey(method)}.{'same' if same else 'each'}"
+    return LP.alphas_of(specs, _mount(specs, payload, tasks, ckey, "addition_preview"))

@@ -161,33 +161,30 @@ function textWidth(text, size) {
   return measureCtx.measureText(text).width;
 }
 
-function svgChart(width, tasks, acc, zs, st, color, title) {
+// the frame every chart shares: background, title, legend band, y axis 0..1.05 with its grid, category labels
+// (turned by 30° when they would overlap: Plotly's auto-angle) and an optional x-axis title
+function frame(width, cats, title, legend, xTitle) {
   const H = 380;
   const W = Math.max(240, Math.round(width));
   const L = 60, R = 20, T = 95;
-  // category labels that would overlap are turned by 30° and the plot gives them room (Plotly's auto-angle)
   const pw = W - L - R;
-  const band0 = pw / Math.max(1, tasks.length);
-  const widest = Math.max(0, ...tasks.map((t) => textWidth(t, 12)));
-  const turn = widest > band0 - 6;
-  const B = turn ? Math.max(50, Math.ceil(widest * 0.5 + 12 * 0.87 + 16)) : 50;
+  const band = pw / Math.max(1, cats.length);
+  const widest = Math.max(0, ...cats.map((t) => textWidth(t, 12)));
+  const turn = widest > band - 6;
+  const labelsH = turn ? widest * 0.5 + 12 * 0.87 + 16 : 30;
+  const B = Math.max(50, Math.ceil(labelsH + (xTitle ? 24 : 0)));
   const ph = H - T - B;
   const y = (v) => T + ph * (1 - v / 1.05);
-  const band = pw / Math.max(1, tasks.length);
   const cx = (i) => L + band * (i + 0.5);
   const out = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" `
     + `style="font-family:${esc(FONT)}" role="img" aria-label="${esc(title)}">`);
   out.push(`<rect x="0" y="0" width="${W}" height="${H}" fill="#ffffff"/>`);
   out.push(`<text x="4" y="20" font-size="16" font-weight="700" fill="#2F2D2B">${esc(title)}</text>`);
-  // legend: one band between the title and the plot, items left to right, wrapping
-  const items = [['bar', 'linearized preview']];
-  if (zs.some((v) => v === v)) items.push(['zs', 'zero-shot']);
-  if (st.some((v) => v === v)) items.push(['st', 'single-task fine-tuned']);
   const rows = [[]];
   let lx = 0;
-  for (const it of items) {
-    const w = 40 + textWidth(it[1], 12) + 30;
+  for (const it of legend) {
+    const w = 40 + textWidth(it.text, 12) + 30;
     if (lx > 0 && L + lx + w > W - R) { rows.push([]); lx = 0; }
     rows[rows.length - 1].push([it, lx]);
     lx += w;
@@ -195,15 +192,16 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
   const legendBottom = T - 0.04 * ph;
   rows.forEach((row, r) => {
     const ly = legendBottom - (rows.length - r) * 19 + 9.5;
-    for (const [[kind, text], x0] of row) {
+    for (const [it, x0] of row) {
       const ix = L + x0 + 20;
-      if (kind === 'bar') out.push(`<rect x="${ix - 6}" y="${ly - 6}" width="12" height="12" fill="${color}" fill-opacity="0.6"/>`);
-      if (kind === 'zs') out.push(`<path d="M${ix - 10},${ly}H${ix + 10}" stroke="${ZERO_SHOT}" stroke-width="3"/>`);
-      if (kind === 'st') out.push(`<path d="M${ix - 5},${ly}L${ix},${ly - 5}L${ix + 5},${ly}L${ix},${ly + 5}Z" fill="${SINGLE_TASK}"/>`);
-      out.push(`<text x="${ix + 20}" y="${ly + 4.2}" font-size="12" fill="#262730">${esc(text)}</text>`);
+      if (it.kind === 'bar') {
+        out.push(`<rect x="${ix - 6}" y="${ly - 6}" width="12" height="12" fill="${it.color}" fill-opacity="${it.opacity}"/>`);
+      }
+      if (it.kind === 'zs') out.push(`<path d="M${ix - 10},${ly}H${ix + 10}" stroke="${ZERO_SHOT}" stroke-width="3"/>`);
+      if (it.kind === 'st') out.push(`<path d="M${ix - 5},${ly}L${ix},${ly - 5}L${ix + 5},${ly}L${ix},${ly + 5}Z" fill="${SINGLE_TASK}"/>`);
+      out.push(`<text x="${ix + 20}" y="${ly + 4.2}" font-size="12" fill="#262730">${esc(it.text)}</text>`);
     }
   });
-  // axes
   for (const v of [0, 0.2, 0.4, 0.6, 0.8, 1]) {
     const yy = y(v);
     out.push(`<path d="M${L},${yy}h${pw}" stroke="#e6eaf1" stroke-width="1" shape-rendering="crispEdges"/>`);
@@ -211,7 +209,7 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
   }
   out.push(`<text transform="translate(${L - 44},${T + ph / 2}) rotate(-90)" text-anchor="middle" font-size="14" `
     + `fill="#808495">accuracy</text>`);
-  tasks.forEach((t, i) => {
+  cats.forEach((t, i) => {
     if (turn) {
       out.push(`<text transform="translate(${cx(i) - 4},${T + ph + 14}) rotate(30)" text-anchor="start" font-size="12" `
         + `fill="#808495">${esc(t)}</text>`);
@@ -219,36 +217,71 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
       out.push(`<text x="${cx(i)}" y="${T + ph + 21}" text-anchor="middle" font-size="12" fill="#808495">${esc(t)}</text>`);
     }
   });
-  // bars with their values inside, then the reference markers
-  const bw = band * 0.8;
-  tasks.forEach((t, i) => {
-    const v = acc[i];
-    if (!(v === v)) return;
-    const top = y(Math.min(v, 1.05));
-    const h = T + ph - top;
-    out.push(`<rect class="talos-live-bar" x="${cx(i) - bw / 2}" y="${top}" width="${bw}" height="${Math.max(0, h)}" `
-      + `fill="${color}" fill-opacity="0.6"><title>${esc(t)}: ${fmtF(v, 4)} (linearized preview)</title></rect>`);
-    if (h >= 18) out.push(`<text x="${cx(i)}" y="${top + 15}" text-anchor="middle" font-size="12" fill="#ffffff">${fmtF(v, 2)}</text>`);
-  });
+  if (xTitle) {
+    out.push(`<text x="${L + pw / 2}" y="${T + ph + labelsH + 14}" text-anchor="middle" font-size="14" `
+      + `fill="#808495">${esc(xTitle)}</text>`);
+  }
+  return { out, y, cx, band, L, T, pw, ph };
+}
+
+function bar(f, x, w, v, color, opacity, textFill, tip) {
+  if (!(v === v)) return;
+  const top = f.y(Math.min(v, 1.05));
+  const h = f.T + f.ph - top;
+  f.out.push(`<rect class="talos-live-bar" x="${x - w / 2}" y="${top}" width="${w}" height="${Math.max(0, h)}" `
+    + `fill="${color}" fill-opacity="${opacity}"><title>${esc(tip)}</title></rect>`);
+  if (h >= 18) f.out.push(`<text x="${x}" y="${top + 15}" text-anchor="middle" font-size="12" fill="${textFill}">${fmtF(v, 2)}</text>`);
+}
+
+function hline(f, v, color, dash, width, label) {
+  const yy = f.y(v);
+  f.out.push(`<path d="M${f.L},${yy}h${f.pw}" stroke="${color}" stroke-width="${width}" stroke-dasharray="${dash}"/>`);
+  f.out.push(`<text x="${f.L + f.pw}" y="${yy - 3}" text-anchor="end" font-size="11" fill="${color}">${esc(label)}</text>`);
+}
+
+// dashboard.figures.arithmetic_bars: bars (opacity 0.6), zero-shot dashes, single-task diamonds, dashed mean
+function svgChart(width, tasks, acc, zs, st, color, title) {
+  const legend = [{ kind: 'bar', text: 'linearized preview', color, opacity: 0.6 }];
+  if (zs.some((v) => v === v)) legend.push({ kind: 'zs', text: 'zero-shot' });
+  if (st.some((v) => v === v)) legend.push({ kind: 'st', text: 'single-task fine-tuned' });
+  const f = frame(width, tasks, title, legend, null);
+  tasks.forEach((t, i) => bar(f, f.cx(i), f.band * 0.8, acc[i], color, 0.6, '#ffffff',
+                              `${t}: ${fmtF(acc[i], 4)} (linearized preview)`));
   tasks.forEach((t, i) => {
     if (zs[i] === zs[i]) {
-      out.push(`<path d="M${cx(i) - 23.8},${y(zs[i])}H${cx(i) + 23.8}" stroke="${ZERO_SHOT}" stroke-width="3">`
+      f.out.push(`<path d="M${f.cx(i) - 23.8},${f.y(zs[i])}H${f.cx(i) + 23.8}" stroke="${ZERO_SHOT}" stroke-width="3">`
         + `<title>${esc(t)}: zero-shot ${fmtF(zs[i], 4)}</title></path>`);
     }
     if (st[i] === st[i]) {
-      const yy = y(st[i]), r = 7.15;
-      out.push(`<path d="M${cx(i) - r},${yy}L${cx(i)},${yy - r}L${cx(i) + r},${yy}L${cx(i)},${yy + r}Z" fill="${SINGLE_TASK}">`
+      const yy = f.y(st[i]), r = 7.15, x = f.cx(i);
+      f.out.push(`<path d="M${x - r},${yy}L${x},${yy - r}L${x + r},${yy}L${x},${yy + r}Z" fill="${SINGLE_TASK}">`
         + `<title>${esc(t)}: single-task fine-tuned ${fmtF(st[i], 4)}</title></path>`);
     }
   });
   if (acc.some((v) => Number.isFinite(v))) {
     const m = npNanMean(acc);
-    const ym = y(m);
-    out.push(`<path d="M${L},${ym}h${pw}" stroke="${color}" stroke-width="1" stroke-dasharray="9,9"/>`);
-    out.push(`<text x="${L + pw}" y="${ym - 3}" text-anchor="end" font-size="11" fill="${color}">mean ${fmtF(m, 3)}</text>`);
+    hline(f, m, color, '9,9', 1, `mean ${fmtF(m, 3)}`);
   }
-  out.push('</svg>');
-  return out.join('');
+  f.out.push('</svg>');
+  return f.out.join('');
+}
+
+// dashboard.figures.negation_bars: per negated target, target accuracy (method colour) and control accuracy
+// (grey) side by side; the dotted red line is 95 % of the control's zero-shot accuracy
+function svgNegation(width, targets, tacc, cacc, color, control, controlZeroShot, title) {
+  const legend = [{ kind: 'bar', text: 'target accuracy (lower = forgotten)', color, opacity: 1 },
+                  { kind: 'bar', text: `control accuracy (${control})`, color: '#bbbbbb', opacity: 1 }];
+  const f = frame(width, targets, title, legend, 'negated task');
+  const w = f.band * 0.4;
+  targets.forEach((t, i) => {
+    bar(f, f.cx(i) - w / 2, w, tacc[i], color, 1, '#ffffff', `${t}: target ${fmtF(tacc[i], 4)}`);
+    bar(f, f.cx(i) + w / 2, w, cacc[i], '#bbbbbb', 1, '#444444', `${t}: control ${control} ${fmtF(cacc[i], 4)}`);
+  });
+  if (controlZeroShot !== null && controlZeroShot !== undefined && Number.isFinite(controlZeroShot)) {
+    hline(f, 0.95 * controlZeroShot, '#d62728', '3,3', 1.5, '95% of zero-shot control');
+  }
+  f.out.push('</svg>');
+  return f.out.join('');
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -320,18 +353,36 @@ function makeInstance(parentElement, setStateValue, setTriggerValue) {
       inst.chart.textContent = 'Loading the preview arrays…';
       return;
     }
-    const acc = tasks.map((t) => accuracy(d, alphaOf, t));
-    const title = `Linearized preview, α = (${tasks.map((t) => fmtG(alphaOf[t] === undefined ? 0 : alphaOf[t], 2)).join(', ')})`
-      + ` — mean ${fmtF(npMean(acc), 3)}`;
     const width = inst.chart.clientWidth || inst.root.clientWidth || 460;
-    inst.chart.innerHTML = svgChart(width, tasks, acc, tasks.map((t) => d.zs[d.tasks.indexOf(t)]),
-                                    tasks.map((t) => d.st[d.tasks.indexOf(t)]), d.color, title);
+    let title;
+    let values;
+    if (inst.data.chart === 'negation_preview') {  // each target negated on its own: θ0 − α_t τ_t
+      const control = inst.data.control;
+      const tacc = [];
+      const cacc = [];
+      for (const t of tasks) {
+        const one = { [t]: -(alphaOf[t] === undefined ? 0 : alphaOf[t]) };
+        tacc.push(accuracy(d, one, t));
+        cacc.push(control && d.evals.has(control) ? accuracy(d, one, control) : NaN);
+      }
+      title = 'Linearized preview: θ0 − α τ_target';
+      values = [...tacc, ...cacc];
+      inst.chart.innerHTML = svgNegation(width, tasks, tacc, cacc, d.color, inst.data.control_label || control || '',
+                                         inst.data.control_zero_shot, title);
+    } else {
+      const acc = tasks.map((t) => accuracy(d, alphaOf, t));
+      title = `Linearized preview, α = (${tasks.map((t) => fmtG(alphaOf[t] === undefined ? 0 : alphaOf[t], 2)).join(', ')})`
+        + ` — mean ${fmtF(npMean(acc), 3)}`;
+      values = acc;
+      inst.chart.innerHTML = svgChart(width, tasks, acc, tasks.map((t) => d.zs[d.tasks.indexOf(t)]),
+                                      tasks.map((t) => d.st[d.tasks.indexOf(t)]), d.color, title);
+    }
     const t1 = performance.now();
     REG.draws += 1;
     REG.last = { why, start: t0, drawn: t1, title };
     if (why === 'input') REG.lastInput = REG.last;
     Object.assign(inst.chart.dataset, {
-      state: 'drawn', title, values: JSON.stringify(acc.map((v) => (v === v ? v : null))),
+      state: 'drawn', title, values: JSON.stringify(values.map((v) => (v === v ? v : null))),
       alphas: JSON.stringify(alphaOf), draws: String(REG.draws), drawnAt: String(t1), computeMs: String(t1 - t0),
     });
   };

@@ -184,6 +184,22 @@ def addition_sliders(tasks: Sequence[str], lo: float, hi: float, step: float, de
     return [SliderSpec(f"{key}.{slug(t)}", f"α {t}", (t,), lo, hi, step, default) for t in tasks]
 
 
+def negation_sliders(targets: Sequence[str], grids: Mapping[str, Sequence[float]], selected: Mapping[str, float], *,
+                     key: str) -> list[SliderSpec]:
+    """The sliders of the negation tab: one per target over its own α grid (step: a fifth of the grid step, URL key
+    ``key.<target slug>``, like the page's Streamlit sliders), starting at the selected α."""
+    from talos_core.schema import slug
+
+    out = []
+    for t in targets:
+        g = np.unique(np.asarray(grids[t], dtype=float))
+        step = _tidy(float(np.min(np.diff(g))) / 5 if g.size > 1 else 1.0)
+        proto = SliderSpec(f"{key}.{slug(t)}", f"α negate {t}", (t,), _tidy(g.min()), _tidy(g.max()), step, 0.0)
+        out.append(SliderSpec(**{**asdict(proto), "tasks": proto.tasks,
+                                 "default": proto.snap(selected.get(t, float(g.min())))}))
+    return out
+
+
 def resolve_values(specs: Sequence[SliderSpec], state: Mapping | None, query: Mapping[str, object]) -> dict[str, float]:
     """The current value of every slider: the component's reported state, else the URL, else the default."""
     out = {}
@@ -221,14 +237,18 @@ def query_updates(specs: Sequence[SliderSpec], values: Mapping[str, float],
 
 
 def render_data(specs: Sequence[SliderSpec], values: Mapping[str, float], payload: Mapping, *, include_payload: bool,
-                chart: str = "addition_preview", tasks: Sequence[str] | None = None) -> dict:
+                chart: str = "addition_preview", tasks: Sequence[str] | None = None, **extra) -> dict:
     """The component's ``data`` for one rerun: sliders with their current values, the payload key, and the payload
     itself only when ``include_payload`` (the browser does not have it yet). ``tasks``: the chart's bars (default:
-    the payload's eval tasks, in order)."""
+    the payload's eval tasks, in order). ``chart``: ``addition_preview`` (θ0 + Σ α_t τ_t) or ``negation_preview``
+    (each target on its own, θ0 − α_t τ_t, with ``control`` (an eval task or ``None``), ``control_label`` and
+    ``control_zero_shot`` in ``extra``)."""
+    if chart not in ("addition_preview", "negation_preview"):
+        raise TalosError(f"unknown live chart {chart!r}; choose addition_preview or negation_preview")
     return {"chart": chart, "key": payload["key"],
             "sliders": [dict(asdict(s), tasks=list(s.tasks), value=float(values[s.id])) for s in specs],
             "tasks": list(tasks) if tasks is not None else [e["task"] for e in payload["eval"]],
-            "payload": dict(payload) if include_payload else None}
+            "payload": dict(payload) if include_payload else None, **extra}
 
 
 def preview_title(tasks: Sequence[str], alphas: Mapping[str, float], accuracy: Mapping[str, float]) -> str:

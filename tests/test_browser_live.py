@@ -219,3 +219,52 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
         finally:
             browser.close()
     assert not errors, errors
+
+
+NEG_CHART = '[data-talos-chart="negation_preview"]'
+
+
+def test_live_negation_preview_in_the_browser(server, fixture_store):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from dashboard import data as D
+
+    name = result_name(SUITE, MODEL, "talos")
+    cache = load_preview(fixture_store, name)
+    neg = D.get("negation", str(fixture_store), name)
+    targets = [t for t in neg.targets if t in cache.tasks and t in cache.eval_tasks]
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
+            page.wait_for_selector(f'{NEG_CHART}[data-state="drawn"]', state="attached", timeout=90_000)
+            page.get_by_role("tab", name="Negation").click()
+            sliders = page.locator(f".talos-live:has({NEG_CHART}) input[type=range]")
+            assert sliders.count() == len(neg.targets)
+
+            def check() -> None:
+                ds = page.evaluate(f"() => ({{...document.querySelector('{NEG_CHART}').dataset}})")
+                alphas = json.loads(ds["alphas"])
+                want_t, want_c = [], []
+                for t in targets:
+                    evals = [t] + ([neg.control_task] if neg.control_task in cache.eval_tasks else [])
+                    acc = preview_accuracy(cache, {t: -alphas[t]}, eval_tasks=evals)
+                    want_t.append(acc[t])
+                    want_c.append(acc.get(neg.control_task))
+                assert json.loads(ds["values"]) == want_t + want_c
+                assert [alphas[t] for t in neg.targets] == [float(sliders.nth(i).input_value())
+                                                           for i in range(len(neg.targets))]
+
+            check()
+            sliders.nth(0).focus()
+            for _ in range(3):
+                page.keyboard.press("ArrowLeft")
+                check()  # drawn at once, before any server round trip
+            key = f"n.talos.{neg.targets[0]}="
+            _wait(page, lambda: key in page.url, 30, "the negation α in the URL")
+            page.screenshot(path="/tmp/talos_live_negation.png", full_page=True)
+        finally:
+            browser.close()
+    assert not errors, errors

@@ -178,3 +178,20 @@ def test_the_page_keeps_its_streamlit_sliders_where_the_component_cannot_help(mo
         assert LC.in_app_test() and not LC.live_enabled(add, cache, method="talos")
     monkeypatch.setattr(LP, "MAX_PAYLOAD_BYTES", 1000)
     assert not LC.live_enabled(add, cache, method="talos")
+
+
+def test_negation_sliders_follow_each_targets_grid():
+    specs = LP.negation_sliders(["digits", "mnist"], {"digits": [0.0, 0.5, 1.0], "mnist": [0.0, 2.0, 4.0, 1.0]},
+                                {"digits": 0.5}, key="n.talos")
+    assert [(s.id, s.label, s.tasks, s.lo, s.hi, s.step, s.default) for s in specs] == [
+        ("n.talos.digits", "α negate digits", ("digits",), 0.0, 1.0, 0.1, 0.5),
+        ("n.talos.mnist", "α negate mnist", ("mnist",), 0.0, 4.0, 0.2, 0.0)]
+    cache = _cache(np.float32)
+    payload = LP.preview_payload(cache, ["a"])
+    data = LP.render_data(specs, {"n.talos.digits": 0.5, "n.talos.mnist": 0.0}, payload, include_payload=False,
+                          chart="negation_preview", tasks=["digits"], control=None, control_label="imagenet",
+                          control_zero_shot=0.6)
+    assert data["chart"] == "negation_preview" and data["control_label"] == "imagenet"
+    with pytest.raises(TalosError, match="unknown live chart 'pie'"):
+        LP.render_data(specs, {"n.talos.digits": 0.5, "n.talos.mnist": 0.0}, payload, include_payload=False,
+                       chart="pie")

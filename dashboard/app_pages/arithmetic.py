@@ -157,22 +157,32 @@ def addition_panel(add) -> None:
 def negation_panel(neg) -> None:
     st.caption(f"Negating a task should make the model forget it (target accuracy ↓) while keeping "
                f"the control task **{ui.md(neg.control_task)}** (≥ 95 % of its zero-shot accuracy).")
-    cols = st.columns(min(4, len(neg.targets)))
-    alphas = {}
-    for i, t in enumerate(neg.targets):
-        g = neg.grid(t)
-        with cols[i % len(cols)]:
-            step = (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5
-            alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()),
-                                neg.selected.get(t, float(g.min())), step, ui.qkey("n", method, t))
+    live = LC.negation_payload(neg, preview, method=method) is not None
+    if live:  # sliders + preview chart in one browser component, as in the addition tab
+        left, right = st.columns(2)
+        with right:
+            alphas = LC.negation_sliders(neg, preview, method=method)
+    else:
+        cols = st.columns(min(4, len(neg.targets)))
+        alphas = {}
+        for i, t in enumerate(neg.targets):
+            g = neg.grid(t)
+            with cols[i % len(cols)]:
+                step = (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5
+                alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()),
+                                    neg.selected.get(t, float(g.min())), step, ui.qkey("n", method, t))
+        left, right = st.columns(2)
     nview = negation_view(neg, alphas, single=single, preview=preview, method=method)
-    left, right = st.columns(2)
     with left:
         ui.chart(nview.exact_fig, f"negation_exact_{method}", key="neg_exact")
         (st.warning if nview.exact["snapped"].any() else st.caption)(ui.md(nview.note()))
     with right:
         if nview.preview_fig is not None:
-            ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
+            if live:  # the browser draws it; the figure at the released α's is for the export popover
+                with st.popover("Export figure", icon=":material/download:"):
+                    ui._export_panel(nview.preview_fig, f"negation_preview_{method}", "exp.neg_preview")
+            else:
+                ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
     from dashboard import figures as F
 
     target = ui.pick("α curve and examples for target", neg.targets, "ntarget")
