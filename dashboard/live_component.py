@@ -1,11 +1,12 @@
 """Streamlit side of the Arithmetic page's in-browser preview (issue 17): the ``st.components.v2`` component that
-holds the α slider(s) and the *Linearized preview* chart, recomputed in the browser on every slider ``input``.
+holds the α slider(s) and the *Linearized preview* chart, recomputed in the browser on every slider ``input`` —
+in the addition tab (:func:`addition_sliders`) and the negation tab (:func:`negation_sliders`).
 
 The data it gets and the numerics are in :mod:`dashboard.live_preview` (pure, tested without Streamlit); the
 JavaScript is ``dashboard/live_preview.js`` (inline, no build step, nothing fetched). Under ``AppTest``
 (components are not rendered there), without a preview cache, for a one-point α grid, or for a preview larger than
 :data:`dashboard.live_preview.MAX_PAYLOAD_BYTES` the page keeps its Streamlit sliders and the server-drawn chart
-(:func:`live_enabled` says which).
+(:func:`live_enabled` / :func:`negation_payload` say which).
 """
 
 from __future__ import annotations
