@@ -2,10 +2,11 @@
 // Mounted by dashboard/live_component.py (st.components.v2, no iframe, no build step); the data format is
 // described in dashboard/live_preview.py. On every `input` event of a slider the accuracies are recomputed here
 // from the cached arrays (base + Σ α_t jvp_t, summed exactly as talos_core.schema.preview_logits) and the chart is
-// redrawn synchronously, so the change is painted in the next frame; on `change` (release, or a key press) the
-// slider values go to Python as the component state `values`, which re-runs the fragment (exact bars, α curve,
-// gallery, URL).
+// redrawn synchronously, so the change is painted in the next frame; on `change` (release, or a key press; 200 ms
+// debounced) the slider values go to Python as the component state `values`, which re-runs the fragment (exact
+// bars, α curve, gallery, URL).
 
+const REPORT_DEBOUNCE_MS = 200;
 const REG = (globalThis.__talosLive = globalThis.__talosLive || { payloads: {}, draws: 0, last: null });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -316,7 +317,7 @@ function build(inst, data) {
     box.append(wrap);
     inst.inputs.push({ spec: s, input, val });
     input.addEventListener('input', () => { inst.update('input'); });
-    input.addEventListener('change', () => { inst.report(); });  // drawn on `input` already
+    input.addEventListener('change', () => { inst.scheduleReport(); });  // drawn on `input` already
   }
   const chart = document.createElement('div');
   chart.className = 'talos-live-chart';
@@ -332,7 +333,12 @@ function makeInstance(parentElement, setStateValue, setTriggerValue) {
   parentElement.appendChild(root);
   const inst = { root, uid: Math.random().toString(36).slice(2, 8), data: null, decoded: null, asked: new Set() };
   inst.values = () => Object.fromEntries(inst.inputs.map(({ spec, input }) => [spec.id, Number(input.value)]));
-  inst.report = () => { setStateValue('values', inst.values()); };
+  inst.report = () => { inst.timer = null; setStateValue('values', inst.values()); };
+  // releases 200 ms apart or less (a held arrow key) make one rerun with the last value, like Streamlit's slider
+  inst.scheduleReport = () => {
+    if (inst.timer) clearTimeout(inst.timer);
+    inst.timer = setTimeout(inst.report, REPORT_DEBOUNCE_MS);
+  };
   inst.ask = (key) => {
     if (!inst.asked.has(key)) { inst.asked.add(key); setTriggerValue('need', key); }
   };
@@ -382,7 +388,7 @@ function makeInstance(parentElement, setStateValue, setTriggerValue) {
     REG.last = { why, start: t0, drawn: t1, title };
     if (why === 'input') REG.lastInput = REG.last;
     Object.assign(inst.chart.dataset, {
-      state: 'drawn', title, values: JSON.stringify(values.map((v) => (v === v ? v : null))),
+      state: 'drawn', key: inst.data.key, title, values: JSON.stringify(values.map((v) => (v === v ? v : null))),
       alphas: JSON.stringify(alphaOf), draws: String(REG.draws), drawnAt: String(t1), computeMs: String(t1 - t0),
     });
   };

@@ -32,7 +32,7 @@ from talos_core.schema import load_preview, preview_accuracy, result_name
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHART = '[data-talos-chart="addition_preview"]'
-SLIDERS = ".talos-live input[type=range]"
+SLIDERS = f".talos-live:has({CHART}) input[type=range]"  # the addition tab's sliders
 DATASET_JS = f"() => {{ const el = document.querySelector('{CHART}'); return el ? {{...el.dataset}} : null; }}"
 
 
@@ -205,11 +205,12 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
             _check_drawn(page, cache, tasks, [2.5], 1)
             _wait(page, lambda: "θ0 + 2.5·Στ_t" in _exact_title(page), 60, "the exact chart at the URL's α")
             # a browser that lost the arrays (e.g. a reconnect to the same session) asks for them by key
+            key = page.evaluate(f"() => document.querySelector('{CHART}').dataset.key")
             page.evaluate("() => { window.__talosLive.payloads = {}; }")
             page.locator(SLIDERS).first.focus()
             page.keyboard.press("ArrowRight")  # still drawn from the arrays the mounted chart holds
             _check_drawn(page, cache, tasks, [2.6], 1)
-            _wait(page, lambda: page.evaluate("() => Object.keys(window.__talosLive.payloads).length") == 1, 60,
+            _wait(page, lambda: page.evaluate("(k) => k in window.__talosLive.payloads", key), 60,
                   "the arrays sent again")
             page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=30_000)
             _check_drawn(page, cache, tasks, [2.6], 1)
