@@ -50,9 +50,16 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 PREVIEW = "Linearized preview"
 
-# the preview chart's signature: title (holds α) + trace values, or null while it is not drawn
+# the preview chart's signature: title (holds α) + trace values, or null while it is not drawn; the first chart in
+# page order whose title starts with the prefix: a Plotly chart, or the in-browser preview component's SVG chart
+# (its data-title / data-values, set after each draw)
 SIGNATURE_JS = """(prefix) => {
-    for (const el of document.querySelectorAll('.js-plotly-plot')) {
+    for (const el of document.querySelectorAll('.js-plotly-plot, [data-talos-chart][data-state="drawn"]')) {
+        if (el.dataset.talosChart) {
+            const t = el.dataset.title || '';
+            if (t.startsWith(prefix)) return JSON.stringify([t, [JSON.parse(el.dataset.values || '[]')]]);
+            continue;
+        }
         const t = ((el.layout && el.layout.title && el.layout.title.text) || '').replace(/<[^>]+>/g, '');
         if (t.startsWith(prefix)) return JSON.stringify([t, (el.data || []).map(d => Array.from(d.y || []))]);
     }
@@ -61,7 +68,8 @@ SIGNATURE_JS = """(prefix) => {
 CHANGED_JS = "([prefix, prev]) => { const s = (" + SIGNATURE_JS + ")(prefix); return s !== null && s !== prev; }"
 ERRORS_JS = """() => document.querySelectorAll(
     '[data-testid="stException"], [data-testid="stAlertContentError"], [data-testid="stConnectionStatus"]').length"""
-SLIDER = '[data-testid="stSlider"] input[type="range"]'
+# the first α slider: the in-browser preview component's, else Streamlit's
+SLIDER = '.talos-live input[type="range"], [data-testid="stSlider"] input[type="range"]'
 
 
 class TreeRSS:

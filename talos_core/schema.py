@@ -360,11 +360,22 @@ def _check_alphas(cache: PreviewCache, alphas: Mapping[str, float]) -> np.ndarra
 
 
 def preview_logits(cache: PreviewCache, alphas: Mapping[str, float], eval_task: str) -> np.ndarray:
-    """``base + Σ_t α_t jvp_t`` on ``eval_task`` (tasks missing from ``alphas`` get α = 0)."""
+    """``base + Σ_t α_t jvp_t`` on ``eval_task`` (tasks missing from ``alphas`` get α = 0).
+
+    Summed elementwise in a fixed order, ``base + (((α_1 jvp_1) + α_2 jvp_2) + …)`` with every product and sum
+    rounded to the arrays' dtype (α in float32), never through BLAS (whose blocking and FMA use differ between
+    machines): the same logits bit for bit on every machine and in the dashboard's in-browser preview
+    (``dashboard/live_preview.js``), so both count the same correct predictions.
+    """
     a = _check_alphas(cache, alphas)
     if eval_task not in cache.base:
         raise TalosError(f"no cached evaluation task {eval_task!r}; choose among: {', '.join(cache.eval_tasks)}")
-    return cache.base[eval_task] + np.tensordot(a, cache.stack(eval_task), axes=1)
+    base = cache.base[eval_task]
+    total = None
+    for t, alpha in zip(cache.tasks, a):
+        term = alpha * cache.jvp[(eval_task, t)]
+        total = term if total is None else total + term
+    return base.copy() if total is None else base + total
 
 
 def preview_accuracy(cache: PreviewCache, alphas: Mapping[str, float],

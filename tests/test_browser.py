@@ -22,9 +22,13 @@ from bench.server import free_port, stop_server, wait_healthy
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
-    title: (el.layout && el.layout.title && el.layout.title.text) || '',
-    y: (el.data || []).map(t => Array.from(t.y || []))}))"""
+# Plotly charts, and the in-browser preview component's SVG chart (title and bar values in data- attributes), in
+# page order
+TRACES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot, [data-talos-chart][data-state="drawn"]'))
+    .map(el => el.dataset.talosChart ? {title: el.dataset.title || '', y: [JSON.parse(el.dataset.values || '[]')]} : {
+        title: (el.layout && el.layout.title && el.layout.title.text) || '',
+        y: (el.data || []).map(t => Array.from(t.y || []))})"""
+SLIDER = '.talos-live input[type="range"], [data-testid="stSlider"] input[type="range"]'  # the first α slider
 
 
 @pytest.fixture()
@@ -78,8 +82,9 @@ def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
             assert preview_before, "the linearized preview chart is shown"
             page.screenshot(path="/tmp/talos_dashboard_arithmetic_before.png", full_page=True)
 
-            # Streamlit's slider is a react-aria range input inside [data-testid=stSlider]
-            slider = page.locator('[data-testid="stSlider"] input[type="range"]').first
+            # the in-browser preview component's range input (Streamlit's, a react-aria range input inside
+            # [data-testid=stSlider], where the page keeps its Streamlit sliders)
+            slider = page.locator(SLIDER).first
             assert float(slider.input_value()) == pytest.approx(8.0)
             slider.focus()
             for _ in range(25):  # step = grid step / 5 = 0.1 → α 8.0 → 5.5 (snapped to 5.5)

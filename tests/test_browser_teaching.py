@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, _wait_for, server  # noqa: F401  (the server fixture)
+from test_browser import CHROMIUM, SLIDER, _wait_for, server  # noqa: F401  (the server fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,7 +51,7 @@ def test_teaching_views_in_a_real_browser(server):  # noqa: F811
             _wait_for(page, lambda: page.locator('[data-testid="stImage"] img').count() >= 12, 120,
                       "the gallery thumbnails")
             assert any(re.search(r"under addition — \d+/12 right", t) for t in _texts(page))
-            page.locator('[data-testid="stSlider"] input[type="range"]').first.focus()
+            page.locator(SLIDER).first.focus()  # the α slider (in the in-browser preview component)
             page.keyboard.press("ArrowRight")  # one step = a fifth of the grid step: between grid points
             _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
                       "the gallery's linearized note")

@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import examples_ui as XU
 from dashboard import figures_examples as FX
+from dashboard import live_component as LC
 from dashboard import ui
 from dashboard.views import addition_preview, addition_view, negation_view
 from talos_core.errors import TalosError
@@ -102,7 +103,12 @@ def addition_panel(add) -> None:
     step = add.grid_step / 5
     same = st.toggle("Same α for all tasks", value=True, key="same", bind="query-params",
                      help="The paper's protocol uses one α for the sum of all task vectors.")
-    if same:
+    live = LC.live_enabled(add, preview, single=single, method=method)
+    if live:  # sliders + preview chart in one browser component: a slider move redraws the chart in the browser
+        left, right = st.columns(2)
+        with right:
+            alphas = LC.addition_sliders(add, preview, single=single, method=method, same=same)
+    elif same:
         a = _slider("α (all tasks)", lo, hi, add.selected_alpha, step, ui.qkey("a", method))
         alphas = {t: a for t in add.tasks}
     else:
@@ -111,11 +117,16 @@ def addition_panel(add) -> None:
         for i, t in enumerate(add.tasks):
             with cols[i % len(cols)]:
                 alphas[t] = _slider(f"α {t}", lo, hi, add.selected_alpha, step, ui.qkey("a", method, t))
-    left, right = st.columns(2)
+    if not live:
+        left, right = st.columns(2)
     with right:  # drawn first: the chart a slider move must update soonest (Streamlit sends elements in order)
         _, preview_fig = addition_preview(add, alphas, preview=preview, single=single, method=method)
         if preview_fig is not None:
-            ui.chart(preview_fig, f"addition_preview_{method}", key="add_preview")
+            if live:  # the browser draws it; the figure at the released α is for the export popover
+                with st.popover("Export figure", icon=":material/download:"):
+                    ui._export_panel(preview_fig, f"addition_preview_{method}", "exp.add_preview")
+            else:
+                ui.chart(preview_fig, f"addition_preview_{method}", key="add_preview")
             st.caption("Linearized preview: exact for linearized methods, a first-order approximation "
                        "for the others (it ignores curvature, which is what causes interference).")
     view = addition_view(add, alphas, single=single, preview=None, method=method)
@@ -146,22 +157,32 @@ def addition_panel(add) -> None:
 def negation_panel(neg) -> None:
     st.caption(f"Negating a task should make the model forget it (target accuracy ↓) while keeping "
                f"the control task **{ui.md(neg.control_task)}** (≥ 95 % of its zero-shot accuracy).")
-    cols = st.columns(min(4, len(neg.targets)))
-    alphas = {}
-    for i, t in enumerate(neg.targets):
-        g = neg.grid(t)
-        with cols[i % len(cols)]:
-            step = (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5
-            alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()),
-                                neg.selected.get(t, float(g.min())), step, ui.qkey("n", method, t))
+    live = LC.negation_payload(neg, preview, method=method) is not None
+    if live:  # sliders + preview chart in one browser component, as in the addition tab
+        left, right = st.columns(2)
+        with right:
+            alphas = LC.negation_sliders(neg, preview, method=method)
+    else:
+        cols = st.columns(min(4, len(neg.targets)))
+        alphas = {}
+        for i, t in enumerate(neg.targets):
+            g = neg.grid(t)
+            with cols[i % len(cols)]:
+                step = (float(np.min(np.diff(g))) if g.size > 1 else 1.0) / 5
+                alphas[t] = _slider(f"α negate {t}", float(g.min()), float(g.max()),
+                                    neg.selected.get(t, float(g.min())), step, ui.qkey("n", method, t))
+        left, right = st.columns(2)
     nview = negation_view(neg, alphas, single=single, preview=preview, method=method)
-    left, right = st.columns(2)
     with left:
         ui.chart(nview.exact_fig, f"negation_exact_{method}", key="neg_exact")
         (st.warning if nview.exact["snapped"].any() else st.caption)(ui.md(nview.note()))
     with right:
         if nview.preview_fig is not None:
-            ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
+            if live:  # the browser draws it; the figure at the released α's is for the export popover
+                with st.popover("Export figure", icon=":material/download:"):
+                    ui._export_panel(nview.preview_fig, f"negation_preview_{method}", "exp.neg_preview")
+            else:
+                ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
     from dashboard import figures as F
 
     target = ui.pick("α curve and examples for target", neg.targets, "ntarget")
