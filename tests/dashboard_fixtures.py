@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -296,3 +300,23 @@ def dashboard_store(request, fixture_store) -> Path:
     if not (path / "results").is_dir():
         pytest.skip(f"{TEST_STORE_ENV}={request.param} has no results/ folder")
     return path
+
+
+@contextmanager
+def app_server(store: Path, log_path: Path) -> Iterator[str]:
+    """``streamlit run dashboard/app.py`` on ``store`` (as the README says) on a free port; yields its URL and kills
+    its process group afterwards. The browser tests' ``server`` fixtures."""
+    from bench.server import free_port, stop_server, wait_healthy
+
+    port = free_port()
+    env = dict(os.environ, TALOS_STORE=str(store), PYTHONUNBUFFERED="1")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
+                                 "--server.headless", "true", "--server.port", str(port),
+                                 "--browser.gatherUsageStats", "false"],
+                                cwd=str(REPO), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_healthy(port, proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop_server(proc)

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from dashboard_fixtures import REPO
-
-from bench.server import free_port, stop_server, wait_healthy
+from dashboard_fixtures import app_server
 
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -34,19 +30,8 @@ SLIDER = '.talos-live input[type="range"], [data-testid="stSlider"] input[type="
 @pytest.fixture()
 def server(fixture_store, tmp_path):
     """The app launched as the README says, on a free port, killed (process group) afterwards."""
-    port = free_port()
-    env = dict(os.environ, TALOS_STORE=str(fixture_store), PYTHONUNBUFFERED="1")
-    log = open(tmp_path / "streamlit.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-                             "--server.headless", "true", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false"],
-                            cwd=str(REPO), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_server(proc)
-        log.close()
+    with app_server(fixture_store, tmp_path / "streamlit.log") as url:
+        yield url
 
 
 def _traces(page, prefix: str) -> list[list[float]]:

@@ -16,16 +16,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from dashboard_fixtures import MODEL, REPO, SUITE, TASKS
+from dashboard_fixtures import MODEL, REPO, SUITE, TASKS, app_server
 
-from bench.server import free_port, stop_server, wait_healthy
 from dashboard import live_preview as LP
 from talos_core.schema import load_preview, preview_accuracy, result_name
 
@@ -103,19 +100,8 @@ def test_js_mean_is_numpys_pairwise_sum():
 
 @pytest.fixture()
 def server(fixture_store, tmp_path):
-    port = free_port()
-    env = dict(os.environ, TALOS_STORE=str(fixture_store), PYTHONUNBUFFERED="1")
-    log = open(tmp_path / "streamlit.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
-                             "--server.headless", "true", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false"],
-                            cwd=str(REPO), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_server(proc)
-        log.close()
+    with app_server(fixture_store, tmp_path / "streamlit.log") as url:
+        yield url
 
 
 def _wait(page, predicate, timeout: float, what: str):
