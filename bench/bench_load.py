@@ -19,10 +19,13 @@ not load its chart within ``--load-timeout``, page exceptions (``pageerror``), S
 ``--client ws`` replaces the browsers by websocket clients speaking Streamlit's own protocol
 (:mod:`bench.st_client`: the frontend's ``BackMsg``/``ForwardMsg`` protobufs on ``/_stcore/stream``), so the
 server is measured alone, not 30 Chromium renderers sharing its cores: each session opens ``/arithmetic``, finds
-the α slider's widget id in the deltas and moves it one slider step at a time (the widget state and the fragment
-rerun request the frontend sends), timing send → the fragment run's ``script_finished`` (and → the preview chart's
-delta, which must arrive with the new α in its title). Errors: a move or page load without ``script_finished``
-within its timeout, exception elements, ``st.error`` alerts, a missing or unchanged preview chart, a closed
+the first α control in the deltas (:func:`bench.st_client.alpha_control`: the in-browser preview component, or a
+``st.slider`` where the page falls back to one) and moves it one slider step at a time (the widget state and the
+fragment rerun request the frontend sends on release), timing send → the fragment run's ``script_finished`` and →
+the delta of the chart the server redraws: the component's *Exact* chart (the URL the server writes must then hold
+the new α), or the server-drawn *Linearized preview* (its title must carry the new α). Errors: a move or page load
+without ``script_finished`` within its timeout, exception elements, ``st.error`` alerts, a missing chart or a move
+that did not take effect ("stale"), a closed
 connection. ``--ramp S`` starts one session every S seconds (default 0.5 s for ws, 0 for browsers).
 
     python -m bench.bench_load                          # 30 browser sessions, 60 s
@@ -194,12 +197,14 @@ async def _ws_session(i: int, base: str, page: str, seconds: float, move_timeout
                 return
             errors_of(first, "load")
             control = alpha_control(first.elements)
-            if control is None or first.preview_title is None:
-                stats["load_failures"].append(f"session {i}: no α slider or no preview chart on {page}")
+            title, _ = first.chart(control.chart) if control is not None else (None, None)
+            if control is None or title is None:
+                stats["load_failures"].append(f"session {i}: no α control or no chart it redraws on {page}")
                 return
             stats["load_ms"].append((time.monotonic() - t0) * 1000)
+            stats["controls"].append(f"{control.kind} → {control.chart}…")
             s.timeout = move_timeout
-            title, direction = first.preview_title, 1
+            direction = 1
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 value, direction = control.next_value(direction)
@@ -214,11 +219,17 @@ async def _ws_session(i: int, base: str, page: str, seconds: float, move_timeout
                     continue
                 stats["move_ms"].append((time.monotonic() - t) * 1000)
                 errors_of(result, f"move to {value:g}")
-                if result.preview_title is None or result.preview_title == title:
-                    stats["stale_preview"].append(f"session {i}: α {value:g}: preview {result.preview_title!r}")
+                new_title, at = result.chart(control.chart)
+                # the move took effect: a st.slider's preview title carries α; the component's exact chart is on
+                # the α grid (it changes every few steps), so the URL the server wrote must hold the new value
+                stale = (new_title is None or not control.in_url(s.query_string)
+                         or (control.kind == "slider" and new_title == title))
+                if stale:
+                    stats["stale_preview"].append(f"session {i}: α {value:g}: chart {new_title!r}, "
+                                                  f"URL {s.query_string!r}")
                 else:
-                    stats["preview_ms"].append((result.preview_at - t) * 1000)
-                    title = result.preview_title
+                    stats["preview_ms"].append((at - t) * 1000)
+                    title = new_title
     except Exception as exc:  # noqa: BLE001 (a closed connection, a protocol surprise: an error, the others go on)
         first_line = (str(exc).splitlines() or [""])[0]
         stats["session_errors"].append(f"session {i}: {type(exc).__name__}: {first_line}")
@@ -270,7 +281,7 @@ def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: 
                              "--read-only"], cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
     stats: dict = {k: [] for k in ("move_ms", "load_ms", "preview_ms", "timeouts", "page_exceptions",
-                                   "streamlit_errors", "load_failures", "session_errors", "stale_preview")}
+                                   "streamlit_errors", "load_failures", "session_errors", "stale_preview", "controls")}
     try:
         wait_healthy(port, proc, timeout=120.0)
         mem = TreeRSS(proc.pid).start()
@@ -307,7 +318,9 @@ def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: 
         "sessions_loaded": len(stats["load_ms"]), "moves": len(moves),
         "moves_per_s": len(moves) / wall if wall else float("nan"),
         "p50_ms": _pct(moves, 50), "p95_ms": _pct(moves, 95), "max_ms": max(moves, default=float("nan")),
+        "controls": sorted(set(stats["controls"])),  # ws: which α control moved, timed to which chart
         "preview_p50_ms": _pct(stats["preview_ms"], 50), "preview_p95_ms": _pct(stats["preview_ms"], 95),
+        "preview_max_ms": max(stats["preview_ms"], default=float("nan")),
         "client_cpu_s": client_cpu,
         "load_p50_ms": _pct(stats["load_ms"], 50), "load_max_ms": max(stats["load_ms"], default=float("nan")),
         "errors": errors, "errors_total": sum(errors.values()),
@@ -368,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({100 * r['server_cpu_share']:.0f} % of one core); load generator (this Python process) CPU "
           f"{r['client_cpu_s']:.0f} s"
           + ("; the browsers run on the same machine" if args.client == "browser" else "")
-          + (f"; move → preview chart p50 {r['preview_p50_ms']:.0f} ms, p95 {r['preview_p95_ms']:.0f} ms"
+          + (f"; α control {', '.join(r['controls']) or '?'}: move → that chart's delta p50 "
+             f"{r['preview_p50_ms']:.0f} ms, p95 {r['preview_p95_ms']:.0f} ms, max {r['preview_max_ms']:.0f} ms"
              if args.client == "ws" else ""))
     if r["errors_total"]:
         print("\nerrors:", json.dumps(r["error_samples"], indent=1))

@@ -12,10 +12,17 @@ What the frontend does, and so what this client does:
   fragment drew them), ``script_finished`` (``FINISHED_SUCCESSFULLY`` for a page run,
   ``FINISHED_FRAGMENT_RUN_SUCCESSFULLY`` for a fragment run);
 * a widget change inside a fragment: ``rerun_script`` with ``ClientState.fragment_id`` = that fragment and the
-  widget's new state (a float slider's value is ``double_array_value.data = [v]``).
+  widget's new state (a float slider's value is ``double_array_value.data = [v]``);
+* a ``st.components.v2`` component (``Element.bidi_component``: ``id``, ``component_name``, its ``data`` as JSON
+  in ``json`` or ``mixed.json``) holds its state as one JSON object: the frontend's ``setStateValue(key, v)``
+  sends ``WidgetState(id=<element id>, json_value=JSON.stringify({...state, [key]: v}))`` with the fragment id of
+  the delta that drew the element (``BidiComponent.*.js`` in Streamlit 1.67's static bundle).
 
-Only :func:`alpha_control` and :meth:`AlphaControl.state` know what the Arithmetic page's α control is (today a
-``st.slider``): adapting the client to another control (a custom component) changes those two.
+Only :func:`alpha_control` and :class:`AlphaControl` know what the Arithmetic page's α control is: the in-browser
+preview component (``dashboard/live_component.py``: its ``data.sliders`` = ``[{id, label, lo, hi, step, value,
+...}]``, state ``{"values": {slider id: α}}``, set on release; the server then redraws the *Exact* chart and writes
+``?<slider id>=α`` to the URL; the preview chart is drawn in the browser) or, under AppTest / without a preview
+cache, a ``st.slider`` whose move redraws the server-side *Linearized preview* chart.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs
 
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -34,7 +42,9 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 PAGE_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
 FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
-PREVIEW = "Linearized preview"
+PREVIEW = "Linearized preview"  # the server-drawn preview chart (st.slider path)
+EXACT = "Exact ("  # the exact chart the server redraws after a component move
+COMPONENT = "talos_live_preview"
 
 
 class ProtocolError(RuntimeError):
@@ -43,7 +53,9 @@ class ProtocolError(RuntimeError):
 
 @dataclass
 class AlphaControl:
-    """The Arithmetic page's shared-α control: widget id, range, grid step, current value, its fragment."""
+    """The Arithmetic page's first α control: widget id, range, grid step, current value, its fragment; ``kind``
+    ``slider`` (a ``st.slider``) or ``component`` (a slider ``slider_id`` of the in-browser preview component, whose
+    other sliders stand at ``others``); ``chart``: title prefix of the server-drawn chart a move redraws."""
 
     widget_id: str
     lo: float
@@ -51,27 +63,66 @@ class AlphaControl:
     step: float
     value: float
     fragment_id: str
+    kind: str = "slider"
+    slider_id: str = ""
+    others: dict[str, float] = field(default_factory=dict)
+    chart: str = PREVIEW
+    default: float | None = None  # the component slider's default (the URL drops the key at it)
 
     def next_value(self, direction: int) -> tuple[float, int]:
         """One grid step in ``direction`` (+1/−1), bouncing at the ends; the new value and direction."""
         if self.value + direction * self.step > self.hi + 1e-9 or self.value + direction * self.step < self.lo - 1e-9:
             direction = -direction
-        return round(self.value + direction * self.step, 10), direction
+        k = round((self.value - self.lo) / self.step) + direction if self.step > 0 else 0
+        return float(f"{self.lo + k * self.step:.12g}"), direction
 
     def state(self, value: float) -> WidgetState:
-        """The widget state the frontend sends when the slider is moved to ``value``."""
+        """The widget state the frontend sends when the slider is released at ``value``."""
         ws = WidgetState(id=self.widget_id)
-        ws.double_array_value.data.append(value)
+        if self.kind == "component":  # setStateValue('values', {...}): the whole state object as a JSON string
+            ws.json_value = json.dumps({"values": {**self.others, self.slider_id: value}})
+        else:
+            ws.double_array_value.data.append(value)
         return ws
+
+    def in_url(self, query_string: str) -> bool:
+        """Whether the URL the server wrote holds this control's current value (component: ``?<slider id>=α``, or
+        no key at the default; a ``st.slider``: not checked)."""
+        if self.kind != "component":
+            return True
+        got = parse_qs(query_string).get(self.slider_id)
+        if got is None:
+            return self.default is not None and abs(self.value - self.default) <= 1e-9
+        return abs(float(got[-1]) - self.value) <= 1e-9
+
+
+def _component_data(el) -> dict:
+    b = el.bidi_component
+    text = b.json or b.mixed.json
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def alpha_control(elements: Iterable[tuple[str, object]]) -> AlphaControl | None:
-    """The first α slider among a run's elements (``(fragment_id, Element)`` pairs, in order), or None."""
+    """The first α control among a run's elements (``(fragment_id, Element)`` pairs, in order): the first slider
+    labelled α… of the in-browser preview component, or the first ``st.slider`` labelled α…; None if neither."""
     for fragment_id, el in elements:
-        if el.WhichOneof("type") == "slider" and el.slider.label.startswith("α"):
+        kind = el.WhichOneof("type")
+        if kind == "slider" and el.slider.label.startswith("α"):
             s = el.slider
             value = list(s.value) or list(s.default)
             return AlphaControl(s.id, float(s.min), float(s.max), float(s.step), float(value[0]), fragment_id)
+        if kind == "bidi_component" and el.bidi_component.component_name.endswith(COMPONENT):
+            sliders = [s for s in _component_data(el).get("sliders") or () if isinstance(s, dict)]
+            for s in sliders:
+                if str(s.get("label", "")).startswith("α"):
+                    others = {o["id"]: float(o["value"]) for o in sliders if o is not s}
+                    return AlphaControl(el.bidi_component.id, float(s["lo"]), float(s["hi"]), float(s["step"]),
+                                        float(s["value"]), fragment_id, "component", s["id"], others, EXACT,
+                                        float(s["default"]) if s.get("default") is not None else None)
     return None
 
 
@@ -82,8 +133,11 @@ class RunResult:
     status: int | None = None
     elements: list[tuple[str, object]] = field(default_factory=list)  # (fragment_id, Element)
     errors: list[str] = field(default_factory=list)  # exception elements, st.error alerts, page not found
-    preview_title: str | None = None
-    preview_at: float | None = None  # time.monotonic() when the preview chart's delta arrived
+    charts: list[tuple[str, float]] = field(default_factory=list)  # Plotly (title, time.monotonic() of its delta)
+
+    def chart(self, prefix: str) -> tuple[str, float] | tuple[None, None]:
+        """The first Plotly chart whose title starts with ``prefix``: (title, arrival time), else (None, None)."""
+        return next(((t, at) for t, at in self.charts if t.startswith(prefix)), (None, None))
 
 
 def _plotly_title(el) -> str:
@@ -178,10 +232,8 @@ class StreamlitSession:
                     out.errors.append(f"exception: {el.exception.type}: {el.exception.message[:200]}")
                 elif et == "alert" and el.alert.format == Alert.ERROR:
                     out.errors.append(f"st.error: {el.alert.body[:200]}")
-                elif et == "plotly_chart" and out.preview_title is None:
-                    title = _plotly_title(el)
-                    if title.startswith(PREVIEW):
-                        out.preview_title, out.preview_at = title, time.monotonic()
+                elif et == "plotly_chart":
+                    out.charts.append((_plotly_title(el), time.monotonic()))
             elif kind == "script_finished":
                 out.status = msg.script_finished
                 if msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:

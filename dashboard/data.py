@@ -479,7 +479,8 @@ def single_reference(single: pd.DataFrame | None, method: str, tasks: Sequence[s
     nan = float("nan")
     if single is None or single.empty:
         return [nan] * len(tasks), [nan] * len(tasks)
-    rows = single.to_dict("records")
+    cols = ("split", "method", "task", "zero_shot_acc", "finetuned_acc")  # only these: to_dict("records") of the
+    rows = [dict(zip(cols, vals)) for vals in zip(*(single[c].tolist() for c in cols))]  # frame cost ~10x more
     if any(r["split"] == split for r in rows):
         rows = [r for r in rows if r["split"] == split]
     methods = {r["method"] for r in rows}

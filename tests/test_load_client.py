@@ -1,12 +1,16 @@
-"""The Streamlit-protocol load client of ``bench/bench_load.py --client ws`` (issue 15): finding the α slider in a
-run's deltas, moving it one step at a time, and a short end-to-end run against a real ``--read-only`` server."""
+"""The Streamlit-protocol load client of ``bench/bench_load.py --client ws`` (issue 15): finding the α control in a
+run's deltas (the in-browser preview component, or a ``st.slider``), moving it one step at a time, and a short
+end-to-end run against a real ``--read-only`` server."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from streamlit.proto.Element_pb2 import Element
 
-from bench.st_client import AlphaControl, alpha_control
+from bench.st_client import EXACT, PREVIEW, AlphaControl, alpha_control
+from dashboard import live_preview as LP
 
 
 def _slider(label: str, wid: str, value: float, lo=0.0, hi=1.0, step=0.25) -> Element:
@@ -28,6 +32,42 @@ def test_alpha_control_is_the_first_alpha_slider_with_its_fragment():
     assert state.id == "a" and list(state.double_array_value.data) == [0.75]
 
 
+def _component(specs, values, name="talos_live_preview", wid="$$ID-abc-live.add.talos.same") -> Element:
+    """A component element as ``dashboard/live_component.py`` draws it (data: :func:`LP.render_data`)."""
+    el = Element()
+    el.bidi_component.id, el.bidi_component.component_name = wid, name
+    payload = {"key": "k0", "eval": [{"task": "a"}]}
+    el.bidi_component.json = json.dumps(LP.render_data(specs, values, payload, include_payload=False))
+    return el
+
+
+def test_alpha_control_finds_the_live_preview_components_first_alpha_slider():
+    specs = LP.addition_sliders(["a", "b"], 0.0, 2.0, 0.5, 1.0, same=False, key="a.talos")
+    values = {specs[0].id: 1.5, specs[1].id: 0.5}
+    other = Element()
+    other.markdown.body = "α is not a control"
+    found = alpha_control([("", other), ("", _component(specs, values, name="other_component")),
+                           ("frag", _component(specs, values)), ("frag", _slider("α (all tasks)", "s", 0.5))])
+    assert found == AlphaControl("$$ID-abc-live.add.talos.same", 0.0, 2.0, 0.5, 1.5, "frag", "component",
+                                 "a.talos.a", {"a.talos.b": 0.5}, EXACT, 1.0)
+    # what the frontend's setStateValue('values', {...}) sends: the component's whole state as one JSON string
+    state = found.state(2.0)
+    assert state.id == found.widget_id and state.WhichOneof("value") == "json_value"
+    assert json.loads(state.json_value) == {"values": {"a.talos.a": 2.0, "a.talos.b": 0.5}}
+    # a st.slider before the component is found first (the page's fallback path)
+    assert alpha_control([("", _slider("α (all tasks)", "s", 0.5)), ("frag", _component(specs, values))]).kind == \
+        "slider"
+    assert alpha_control([("", _slider("α (all tasks)", "s", 0.5))]).chart == PREVIEW
+
+
+def test_a_component_move_took_effect_when_the_url_holds_the_new_value():
+    c = AlphaControl("w", 0.0, 2.0, 0.5, 1.5, "f", "component", "a.talos", {}, EXACT, 1.0)
+    assert c.in_url("store=x&a.talos=1.5") and not c.in_url("store=x&a.talos=1") and not c.in_url("store=x")
+    c.value = 1.0  # at its default the key leaves the URL
+    assert c.in_url("store=x") and not c.in_url("a.talos=1.5")
+    assert AlphaControl("s", 0.0, 1.0, 0.25, 0.5, "").in_url("")  # a st.slider: its preview title is checked
+
+
 def test_moves_bounce_between_the_ends_one_step_at_a_time():
     c = AlphaControl("a", 0.0, 1.0, 0.25, 0.5, "")
     seen, direction = [], 1
@@ -36,6 +76,11 @@ def test_moves_bounce_between_the_ends_one_step_at_a_time():
         c.value = value
         seen.append(value)
     assert seen == [0.75, 1.0, 0.75, 0.5, 0.25, 0.0]
+    c = AlphaControl("a", 0.0, 1.0, 0.1, 0.0, "")  # on the step grid, written as the browser writes it
+    direction = 1
+    for _ in range(27):  # up to 1, down to 0, up to 0.7: no drift (0.7, not 0.7000000000000001)
+        c.value, direction = c.next_value(direction)
+    assert c.value == 0.7
 
 
 @pytest.mark.slow
@@ -46,6 +91,7 @@ def test_ws_load_run_against_a_real_server():
 
     r = run(2, 4.0, client="ws", ramp=0.5, move_timeout=30.0)
     assert r["sessions_loaded"] == 2 and r["moves"] >= 2, r
+    assert r["controls"] == [f"component → {EXACT}…"], r  # the in-browser preview component, timed to the exact chart
     assert r["errors_total"] == 0, r["error_samples"]
     assert r["preview_p50_ms"] > 0 and r["rss_peak_mb"] >= r["rss_before_mb"]
     assert "| ws | 2 |" in table([r])
