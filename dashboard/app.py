@@ -65,9 +65,9 @@ def _has(path: Path, suite: str, model: str) -> bool:
 def _pick_store(cfg: ServerConfig) -> Path | str | None:
     """The sidebar's store picker: one of the server's stores (:meth:`ServerConfig.stores`), kept in the URL
     as ``?store=<folder>``, or all of them side by side (``?store=all``, :mod:`dashboard.merged`; offered when
-    more than one store holds results, the default then unless ``--store`` named one). A ``?store=`` naming
-    anything else is refused with one sentence (the same whether the folder exists or not), nothing is read or
-    created there, and ``None`` is returned."""
+    more than one store holds results, the default then unless ``--store`` named one; with one, ``?store=all``
+    shows the default store). A ``?store=`` naming anything else is refused with one sentence (the same whether the
+    folder exists or not), nothing is read or created there, and ``None`` is returned."""
     stores = cfg.stores()
     choices = {c.key: c for c in stores}
     merged = sum(1 for c in stores if _suites_of(c.path)) > 1
@@ -76,8 +76,8 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
     picked = st.session_state.get("store")
     refused = None
     if query is not None and query != picked:  # a link (or a hand-edited URL) names the store
-        if query == M.ALL_STORES and merged:
-            st.session_state["store"] = M.ALL_STORES
+        if query == M.ALL_STORES:  # a shared link to the side-by-side view: with one store holding results, that one
+            st.session_state["store"] = M.ALL_STORES if merged else cfg.default_choice().key
         else:
             try:
                 st.session_state["store"] = cfg.resolve(query).key

@@ -162,3 +162,14 @@ def test_read_only_side_by_side_has_no_run_page_and_refuses_other_folders(monkey
     at = open_app(monkeypatch, workshop, None, {"store": str(outside)})
     assert any("is not one this dashboard serves" in e.value for e in at.error)
     assert [w.key for w in at.selectbox] == ["store"], "nothing of the refused folder is read"
+
+
+def test_a_side_by_side_link_on_a_server_with_one_store_shows_that_store(monkeypatch, tmp_path):
+    """``?store=all`` shared by an instructor, opened where only the shipped store holds results: the shipped
+    store, not a refusal."""
+    if not (SHIPPED / "results" / "suite" / "tiny.json").exists():
+        pytest.skip("needs the shipped cached_results")
+    at = open_app(monkeypatch, tmp_path, None, {"store": "all"})
+    assert M.ALL_STORES not in at.selectbox(key="store").options
+    assert at.selectbox(key="store").value == ServerConfig.from_env({}).default_choice().key
+    assert not at.error and at.query_params["store"] != [M.ALL_STORES]
