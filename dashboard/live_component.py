@@ -152,12 +152,10 @@ def negation_payload(neg: D.Negation, preview: PreviewCache | None, *,
     return payload, targets, control
 
 
-def negation_sliders(neg: D.Negation, preview: PreviewCache, *, method: str, split: str = "test") -> dict[str, float]:
+def negation_sliders(neg: D.Negation, got: tuple[dict, list[str], str | None], *, method: str,
+                     split: str = "test") -> dict[str, float]:
     """Mount the negation tab's component (one slider per target + the live preview chart, each target negated
-    on its own) and return target → α. Check :func:`negation_payload` first."""
-    got = negation_payload(neg, preview, method=method)
-    if got is None:
-        raise RuntimeError("negation_sliders without a live payload; check negation_payload first")
+    on its own) and return target → α; ``got`` is :func:`negation_payload`'s (not ``None``)."""
     payload, targets, control = got
     specs = LP.negation_sliders(neg.targets, {t: neg.grid(t) for t in neg.targets}, neg.selected,
                                 key=ui.qkey("n", method))
@@ -168,15 +166,12 @@ def negation_sliders(neg: D.Negation, preview: PreviewCache, *, method: str, spl
     return LP.alphas_of(specs, values)
 
 
-def addition_sliders(add: D.Addition, preview: PreviewCache, *, single=None, method: str,
-                     same: bool) -> dict[str, float]:
-    """Mount the component (sliders + live preview chart) and return task → α as the sliders stand.
+def addition_sliders(add: D.Addition, got: tuple[dict, list[str]], *, method: str, same: bool) -> dict[str, float]:
+    """Mount the component (sliders + live preview chart) and return task → α as the sliders stand; ``got`` is
+    :func:`addition_payload`'s (not ``None``).
 
     The values come from the component's state (what the browser reported on the last release), else the URL
     (``?a.<method>=α``, ``?a.<method>.<task>=α``), else the selected α; the URL is kept equal to them."""
-    got = addition_payload(add, preview, single=single, method=method)
-    if got is None:
-        raise RuntimeError("addition_sliders without a live payload; check live_enabled first")
     payload, tasks = got
     lo, hi = float(min(add.alpha_grid)), float(max(add.alpha_grid))
     specs = LP.addition_sliders(add.tasks, lo, hi, add.grid_step / 5, add.selected_alpha, same=same,

@@ -16,12 +16,12 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from dashboard_fixtures import MODEL, REPO, SUITE, TASKS, app_server
+from test_browser import _wait_for
 
 from dashboard import live_preview as LP
 from talos_core.schema import load_preview, preview_accuracy, result_name
@@ -104,16 +104,6 @@ def server(fixture_store, tmp_path):
         yield url
 
 
-def _wait(page, predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        page.wait_for_timeout(200)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
 def _exact_title(page) -> str:
     return page.evaluate("""() => { for (const el of document.querySelectorAll('.js-plotly-plot')) {
         const t = ((el.layout && el.layout.title && el.layout.title.text) || '').replace(/<[^>]+>/g, '');
@@ -148,7 +138,7 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
             page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=90_000)
-            _wait(page, lambda: _exact_title(page), 60, "the exact chart")
+            _wait_for(page, lambda: _exact_title(page), 60, "the exact chart")
             slider = page.locator(SLIDERS).first
             assert page.locator(SLIDERS).count() == 1
             assert float(slider.input_value()) == 8.0  # the selected α
@@ -160,18 +150,18 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
                 page.keyboard.press("ArrowLeft")
                 _check_drawn(page, cache, tasks, [round(8.0 - 0.1 * k, 10)], 1)
             # the release went to Python: exact chart (grid point 7.5), URL
-            _wait(page, lambda: "θ0 + 7.5·Στ_t" in _exact_title(page), 60, "the exact chart at α = 7.5")
-            _wait(page, lambda: "a.talos=7.5" in page.url, 30, "the URL to hold α")
+            _wait_for(page, lambda: "θ0 + 7.5·Στ_t" in _exact_title(page), 60, "the exact chart at α = 7.5")
+            _wait_for(page, lambda: "a.talos=7.5" in page.url, 30, "the URL to hold α")
             for _ in range(10):  # fast presses: reruns answering older releases must not move the slider back
                 page.keyboard.press("ArrowLeft")
-            _wait(page, lambda: "θ0 + 6.5·Στ_t" in _exact_title(page), 60, "the exact chart at α = 6.5")
+            _wait_for(page, lambda: "θ0 + 6.5·Στ_t" in _exact_title(page), 60, "the exact chart at α = 6.5")
             page.wait_for_timeout(1500)
             assert float(slider.input_value()) == 6.5
             _check_drawn(page, cache, tasks, [6.5], 1)
             page.screenshot(path="/tmp/talos_live_after.png", full_page=True)
 
             page.get_by_text("Same α for all tasks").click()  # per-task sliders
-            _wait(page, lambda: page.locator(SLIDERS).count() == len(tasks), 60, "one slider per task")
+            _wait_for(page, lambda: page.locator(SLIDERS).count() == len(tasks), 60, "one slider per task")
             page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=30_000)
             second = page.locator(SLIDERS).nth(1)
             start = [float(page.locator(SLIDERS).nth(i).input_value()) for i in range(len(tasks))]
@@ -181,22 +171,22 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
             moved = list(start)
             moved[1] = round(start[1] - 0.3, 10)
             _check_drawn(page, cache, tasks, moved, len(tasks))
-            _wait(page, lambda: f"a.talos.{tasks[1]}=" in page.url, 30, "the per-task α in the URL")
-            _wait(page, lambda: "shared by all tasks" in page.inner_text("body"), 60, "the exact panel's note")
+            _wait_for(page, lambda: f"a.talos.{tasks[1]}=" in page.url, 30, "the per-task α in the URL")
+            _wait_for(page, lambda: "shared by all tasks" in page.inner_text("body"), 60, "the exact panel's note")
             page.screenshot(path="/tmp/talos_live_per_task.png", full_page=True)
 
             page.goto(f"{server}/arithmetic?method=talos&a.talos=2.5", timeout=90_000)  # a shared view
             page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=90_000)
             assert float(page.locator(SLIDERS).first.input_value()) == 2.5
             _check_drawn(page, cache, tasks, [2.5], 1)
-            _wait(page, lambda: "θ0 + 2.5·Στ_t" in _exact_title(page), 60, "the exact chart at the URL's α")
+            _wait_for(page, lambda: "θ0 + 2.5·Στ_t" in _exact_title(page), 60, "the exact chart at the URL's α")
             # a browser that lost the arrays (e.g. a reconnect to the same session) asks for them by key
             key = page.evaluate(f"() => document.querySelector('{CHART}').dataset.key")
             page.evaluate("() => { window.__talosLive.payloads = {}; }")
             page.locator(SLIDERS).first.focus()
             page.keyboard.press("ArrowRight")  # still drawn from the arrays the mounted chart holds
             _check_drawn(page, cache, tasks, [2.6], 1)
-            _wait(page, lambda: page.evaluate("(k) => k in window.__talosLive.payloads", key), 60,
+            _wait_for(page, lambda: page.evaluate("(k) => k in window.__talosLive.payloads", key), 60,
                   "the arrays sent again")
             page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=30_000)
             _check_drawn(page, cache, tasks, [2.6], 1)
@@ -250,7 +240,7 @@ def test_live_negation_preview_in_the_browser(server, fixture_store):
                 page.keyboard.press("ArrowLeft")
                 check()  # drawn at once, before any server round trip
             key = f"n.talos.{neg.targets[0]}="
-            _wait(page, lambda: key in page.url, 30, "the negation α in the URL")
+            _wait_for(page, lambda: key in page.url, 30, "the negation α in the URL")
             page.screenshot(path="/tmp/talos_live_negation.png", full_page=True)
         finally:
             browser.close()

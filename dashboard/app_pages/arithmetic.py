@@ -103,11 +103,11 @@ def addition_panel(add) -> None:
     step = add.grid_step / 5
     same = st.toggle("Same α for all tasks", value=True, key="same", bind="query-params",
                      help="The paper's protocol uses one α for the sum of all task vectors.")
-    live = LC.live_enabled(add, preview, single=single, method=method)
+    live = LC.addition_payload(add, preview, single=single, method=method)  # None: Streamlit's sliders
     if live:  # sliders + preview chart in one browser component: a slider move redraws the chart in the browser
         left, right = st.columns(2)
         with right:
-            alphas = LC.addition_sliders(add, preview, single=single, method=method, same=same)
+            alphas = LC.addition_sliders(add, live, method=method, same=same)
     elif same:
         a = _slider("α (all tasks)", lo, hi, add.selected_alpha, step, ui.qkey("a", method))
         alphas = {t: a for t in add.tasks}
@@ -157,11 +157,11 @@ def addition_panel(add) -> None:
 def negation_panel(neg) -> None:
     st.caption(f"Negating a task should make the model forget it (target accuracy ↓) while keeping "
                f"the control task **{ui.md(neg.control_task)}** (≥ 95 % of its zero-shot accuracy).")
-    live = LC.negation_payload(neg, preview, method=method) is not None
+    live = LC.negation_payload(neg, preview, method=method)  # None: Streamlit's sliders
     if live:  # sliders + preview chart in one browser component, as in the addition tab
         left, right = st.columns(2)
         with right:
-            alphas = LC.negation_sliders(neg, preview, method=method)
+            alphas = LC.negation_sliders(neg, live, method=method)
     else:
         cols = st.columns(min(4, len(neg.targets)))
         alphas = {}
