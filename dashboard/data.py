@@ -408,6 +408,53 @@ def load_selection(root: str | Path, name: str) -> Selection:
                      keep if math.isfinite(keep) else None, _meta(p))
 
 
+@dataclass(frozen=True)
+class LrCheck:
+    """SCHEMA ``lr_check``: one method's learning rate re-checked at the step budget — validation accuracy per task
+    and candidate lr, the mean per lr, the best and whether it is the suite's own
+    (:mod:`talos_core.evaluation.lr_check`)."""
+
+    name: str
+    method: str
+    table: pd.DataFrame  # task, lr, val_acc, run_id, steps
+    suite_lr: float
+    best_lr: float
+    agrees: bool
+    means: dict[float, float]  # lr -> mean validation accuracy over the check's tasks (candidates' order)
+    budget: int | None
+    rule: str
+    row: str  # the result id whose runs the suite's own lr reuses (``talos-k0.9``, or the method)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(dict.fromkeys(self.table["task"].astype(str)))
+
+
+def load_lr_check(root: str | Path, name: str) -> LrCheck:
+    p, df = _read_kind_table(root, "lr_check", name, empty="has no runs")
+    df = df.assign(task=df["task"].astype(str), lr=pd.to_numeric(df["lr"], errors="coerce"),
+                   val_acc=pd.to_numeric(df["val_acc"], errors="coerce"))
+    suite_lr, best_lr = _num(p["suite_lr"]), _num(p["best_lr"])
+    if not (math.isfinite(suite_lr) and math.isfinite(best_lr)) or df["lr"].isna().any():
+        raise CorruptResult(f"the lr_check result {name!r} has a non-numeric learning rate")
+    means = {}
+    for rec in p["means"] if isinstance(p["means"], list) else []:
+        lr, m = _num(rec.get("lr")) if isinstance(rec, Mapping) else float("nan"), \
+            _num(rec.get("val_acc")) if isinstance(rec, Mapping) else float("nan")
+        if not math.isfinite(lr):
+            raise CorruptResult(f"the lr_check result {name!r} has a malformed 'means' entry {rec!r}")
+        means[lr] = m
+    if not means:
+        raise CorruptResult(f"the lr_check result {name!r} has no mean per learning rate")
+    fields = schema.parse_result_name("lr_check", name) or {}
+    method = str(p.get("method") or fields.get("method"))
+    budget = p.get("budget")
+    return LrCheck(name, method, df.reset_index(drop=True), suite_lr, best_lr, bool(p["agrees"]), means,
+                   _int_or_none(budget) if not isinstance(budget, list) else None, str(p.get("rule") or ""),
+                   str(p.get("row") or method), _meta(p))
+
+
 def _table_loader(kind: str) -> Callable[[str | Path, str], pd.DataFrame]:
     return lambda root, name: load_table(root, kind, name)
 
@@ -417,7 +464,7 @@ LOADERS: dict[str, Callable[[str | Path, str], Any]] = {
     "addition": load_addition, "negation": load_negation, "disentanglement": load_disentanglement,
     "localization": load_localization, "sharing": load_sharing, "mask_iou": load_mask_iou,
     "suite": load_suite, "preview": schema.load_preview, "learning_curve": load_learning_curve,
-    "selection": load_selection,
+    "selection": load_selection, "lr_check": load_lr_check,
 }
 """The typed loader of every result kind (tables without a loader of their own: :func:`load_table`)."""
 

@@ -119,7 +119,7 @@ def step_graph(steps: Sequence, *, results: bool = True) -> dict[str, tuple[str,
         graph[st.label] = tuple(dict.fromkeys(lab for lab in seen if lab in set(deps)))  # table order, no repeats
         for k in step_writes(st):
             last_writer[k] = st.label
-        if st.trains:
+        if st.trains and getattr(st, "feeds", True):  # the lr check feeds no later step (it only reports)
             trains.setdefault(st.method, []).append(st.label)
         seen.append(st.label)
     return graph
@@ -265,20 +265,23 @@ def run_parts(step) -> list[tuple[str, str, Any]]:
     """``(key, task, candidate)`` of every run a fine-tuning step makes, each of which can be trained on its own
     (a Ray task, or a ``--stage train`` process that shares the work, :func:`fine_tune_parts`): one per task for
     ``single`` (candidate ``None``), one per task and candidate value for ``selection`` (keys ``"<task>
-    <param>=<value>"``, candidates in the order the selection trains them). Other steps: ``[]``."""
+    <param>=<value>"``, candidates in the order the selection trains them) and for ``lr-check`` (keys ``"<task>
+    lr=<value>"``). Other steps: ``[]``."""
     if not step.trains:
         return []
     if step.protocol == "single":
         return [(t, t, None) for t in step.tasks]
-    if step.protocol == "selection" and not callable(step.settings):
+    if step.protocol in ("selection", "lr-check") and not callable(step.settings):
         s = step.settings
-        return [(f"{t} {s.param}={v:g}", t, v) for v in s.values for t in step.tasks]
+        param = "lr" if step.protocol == "lr-check" else s.param
+        return [(f"{t} {param}={v:g}", t, v) for v in s.values for t in step.tasks]
     return []
 
 
-def part_overrides(step, store: Store, task: str, candidate: Any) -> dict:
+def part_overrides(step, store: Store, task: str, candidate: Any, model: str | None = None) -> dict:
     """The fine-tuning settings of one :func:`run_parts` entry, as the step itself resolves them when it runs
-    (its overrides, the task's overrides, then the selection candidate's change)."""
+    (its overrides, the task's overrides, then the selection candidate's change, or the lr check's learning rate:
+    ``model`` is needed there, to tell the method's own lr, whose run is the request itself)."""
     from talos_core.evaluation.runs import merge_overrides
     from talos_core.evaluation.selection import candidate_delta
 
@@ -286,6 +289,12 @@ def part_overrides(step, store: Store, task: str, candidate: Any) -> dict:
     base = merge_overrides(ov, (per_task or {}).get(task))
     if candidate is None:
         return dict(base)
+    if step.protocol == "lr-check":
+        from talos_core.evaluation.lr_check import lr_overrides, own_lr
+
+        if model is None:
+            raise TalosError(f"the runs of step {step.label!r} depend on the model; pass it")
+        return lr_overrides(base, candidate, own_lr(model, task, step.method, base))
     return merge_overrides(base, candidate_delta(settings.param, candidate, base))
 
 
@@ -295,8 +304,8 @@ def fine_tune_run(step, store: Store, model: str, key: str, *, progress: bool = 
 
     for k, task, candidate in run_parts(step):
         if k == key:
-            resolve_runs(store, model, (task,), step.method, overrides=part_overrides(step, store, task, candidate),
-                         train=True, progress=progress)
+            resolve_runs(store, model, (task,), step.method,
+                         overrides=part_overrides(step, store, task, candidate, model), train=True, progress=progress)
             return
     raise unknown("run of step " + repr(step.label), key, [k for k, _, _ in run_parts(step)])
 
@@ -314,7 +323,7 @@ def fine_tune_parts(step, store: Store, model: str, *, progress: bool = False,
 
     done = []
     for key, task, candidate in run_parts(step):
-        ov = part_overrides(step, store, task, candidate)
+        ov = part_overrides(step, store, task, candidate, model)
         if find_run(store, model, task, step.method, ov) is not None:
             continue
         if store.lock_held("run", build_request(model, task, step.method, ov).run_id()):

@@ -232,6 +232,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     planned: list[PlannedStep] = []
     selection_of: dict[str, str] = {}  # method -> label of its selection step
     curve_of: dict[str, str] = {}  # method -> label of its learning-curve step
+    side = {st.label for st in steps if not getattr(st, "feeds", True)}  # the lr checks: later steps never wait
     for i, st in enumerate(steps, 1):
         if st.protocol == "selection":
             selection_of[st.method] = st.label
@@ -259,7 +260,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
                 runs[run.key] = run
                 producer[run.key] = st.label
                 trains.append(run.key)
-            elif producer[run.key] != st.label and producer[run.key] not in needs:
+            elif producer[run.key] != st.label and producer[run.key] not in needs and producer[run.key] not in side:
                 needs.append(producer[run.key])
         planned.append(PlannedStep(i, st.label, st.protocol, st.method, tuple(st.tasks), tuple(keys), tuple(trains),
                                    tuple(needs), chosen_by=chosen_by, done=st.label in store.done_steps,
@@ -324,6 +325,11 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
                for v in settings.values for t in tasks]
     elif p == "learning-curve":
         out = [(t, st.method, {**ov, "steps": settings.steps, "eval_every": settings.eval_every}) for t in tasks]
+    elif p == "lr-check":  # the method's own lr is its other rows' run (the same overrides), the others new ones
+        from talos_core.evaluation.lr_check import lr_overrides, own_lr
+
+        out = [(t, st.method, lr_overrides(ov, v, own_lr(spec.model, t, st.method, ov)))
+               for v in settings.values for t in tasks]
     else:
         out = [(t, st.method, merge_overrides(ov, (tov or {}).get(t))) for t in tasks]
         if p == "masks" and getattr(settings, "compare_method", None):

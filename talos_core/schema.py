@@ -156,6 +156,8 @@ KINDS: dict[str, ResultKind] = {k.name: k for k in (
                fields=("param", "values", "choices", "overrides", "runs", "rule")),
     ResultKind("learning_curve", ("model", "method"), columns=("method", "task", "step", "val_acc"),
                fields=("budget", "rule")),
+    ResultKind("lr_check", ("model", "method"), columns=("task", "lr", "val_acc", "run_id", "steps"),
+               fields=("suite_lr", "best_lr", "agrees", "means", "rule", "budget")),
     ResultKind("suite", ()),
 )}
 """Every result kind of a store, in SCHEMA.md's order."""

@@ -73,6 +73,13 @@ class Scale:
     # ``talos-k0.9`` (single, efficiency, masks, addition, negation); the TaLoS/LoTA mask comparison, the
     # mask pictures and the sharing step use them when present
     variants: tuple[tuple[str, str, float], ...] = ()
+    # learning rate re-checked at the step budget (issue 13): per fine-tuning method an ``lr check`` step right
+    # after its learning curve fine-tunes each of ``lr_check_tasks`` (empty: the first ξ pair) at each of these
+    # learning rates (the method's own among them) with the overrides of its other rows — the fixed ``variants``
+    # value where it has one — and compares mean validation accuracy (talos_core.evaluation.lr_check); the run
+    # at the method's own lr is the suite's own run. It reports only: no other step changes. () = no check
+    lr_check: tuple[float, ...] = ()
+    lr_check_tasks: tuple[str, ...] = ()
 
     # --- fine-tuning settings the paper suites pin (issue 18); None/0 = the model's default (FinetuneRequest) ---
     weight_decay: float | None = None
@@ -109,6 +116,10 @@ class Scale:
                            ("micro_batch_by_model", ()), ("examples", 0)):
             if out[k] == default:
                 out.pop(k)
+        # the lr check only adds its own steps and changes no other step: it stays out of the fingerprint, so a
+        # partial run recorded before the check existed resumes (``--resume``) and runs just the check steps
+        out.pop("lr_check")
+        out.pop("lr_check_tasks")
         return out
 
     def lr_for(self, method: str) -> float | None:
@@ -171,6 +182,9 @@ _SPARSITIES = (0.5, 0.8, 0.9, 0.95, 0.99)
 _PAPER_SELECTION = (("talos", "sparsity", _SPARSITIES), ("lota", "sparsity", _SPARSITIES),
                     ("llora", "rank", (8, 16, 64)))
 _PAPER_VARIANTS = (("talos", "sparsity", 0.9), ("lota", "sparsity", 0.9))
+# the learning rates re-checked at the learning-curve budget: the two the original choice compared (above); text on
+# its tasks (tweets, wordnet-verbs: the first ξ pair), vision on MNIST and digits
+_LR_CHECK = (1e-4, 1e-3)
 
 register_suite(SuiteSpec(
     "text", "minilm-l6",
@@ -181,7 +195,7 @@ register_suite(SuiteSpec(
         "full": Scale(steps=1000, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
                       lr_by_method=_TEXT_LR, curve_steps=1000, curve_every=50, curve_tolerance=0.01,
-                      selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24),
+                      selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, lr_check=_LR_CHECK),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
                       alpha_step=0.25, xi_grid=6, xi_points=24, preview_points=48, sharing_samples=16,
                       posthoc_points=3, ablation=(0.5, 0.9, 0.95, 0.99), lr_by_method=_TEXT_LR),
@@ -197,7 +211,8 @@ register_suite(SuiteSpec(
         "full": Scale(steps=600, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
                       lr_by_method=_VISION_LR, eval_precision="fp32", curve_steps=600, curve_every=25,
-                      curve_tolerance=0.01, selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24),
+                      curve_tolerance=0.01, selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24,
+                      lr_check=_LR_CHECK, lr_check_tasks=("mnist", "digits")),
         "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
                       alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
                       posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr_by_method=_VISION_LR, eval_precision="fp32"),
@@ -216,7 +231,8 @@ register_suite(SuiteSpec(
      "paper": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                     xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1, ablation=(0.5, 0.9),
                     lr=1e-3, eval_precision="fp32", curve_steps=6, curve_every=2, curve_tolerance=0.01,
-                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", 0.9),))},
+                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", 0.9),),
+                    lr_check=(1e-4, 1e-3))},
     "tiny random-init text encoder (tests only)"))
 
 
@@ -387,6 +403,9 @@ class Step:
     result_method: str | None = None
     trains: bool = False  # fine-tunes the runs later steps use (``--stage train`` runs only these)
     uses: tuple[str, ...] = ()  # other fine-tuning methods whose runs it reads (talos_core.executors.step_graph)
+    # later steps of its method wait for it (a ``trains`` step whose runs or results they read); False: the lr
+    # check, which only reports (the runs later steps share with it are found or trained by them as usual)
+    feeds: bool = True
 
     def resolve(self, store: Store) -> tuple[Any, dict, dict | None]:
         """``(settings, overrides, task_overrides)`` for this run of the step."""
@@ -423,6 +442,27 @@ def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
     return budget
 
 
+def lr_check_tasks(spec: SuiteSpec, scale: str) -> tuple[str, ...]:
+    """The tasks of the scale's lr check: its ``lr_check_tasks``, else the suite's first ξ pair (else its first two
+    tasks); ``()`` without a check. A task the suite does not run is one :class:`TalosError` sentence.
+
+    >>> lr_check_tasks(get_suite("text"), "full"), lr_check_tasks(get_suite("text"), "mini")
+    (('tweets', 'wordnet-verbs'), ())
+    """
+    sc = spec.scales[scale]
+    if not sc.lr_check:
+        return ()
+    chosen = tuple(sc.lr_check_tasks) or (tuple(spec.xi_pairs[0]) if spec.xi_pairs else tuple(spec.tasks[:2]))
+    for t in chosen:
+        if t not in spec.tasks:
+            raise TalosError(f"lr-check task {t!r} of suite {spec.name!r} is not one of its tasks; choose among: "
+                             f"{', '.join(spec.tasks)}")
+    if len(set(chosen)) != len(chosen):
+        raise TalosError(f"lr-check task {next(t for t in chosen if chosen.count(t) > 1)!r} of suite "
+                         f"{spec.name!r} is listed twice")
+    return chosen
+
+
 def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_methods: Sequence[str], *, seed: int,
                 device: str) -> list[Step]:
     """The steps of suite ``spec`` at ``scale`` for these fine-tuning and post-hoc methods, in order.
@@ -433,12 +473,15 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     sparsity ablation and the comparison table.
 
     Under the paper's protocol (a scale with ``curve_steps``, ``selection``, ``variants``), each method
-    first gets its learning-curve step (its budget replaces ``steps`` from then on) and, when it has a
-    selected hyperparameter, its selection step (its main rows use the chosen run per task); each
-    ``variants`` entry adds a fixed-hyperparameter row (e.g. ``talos-k0.9``) after its method's steps.
+    first gets its learning-curve step (its budget replaces ``steps`` from then on), its lr check (a scale with
+    ``lr_check``: the method's runs at each learning rate, the fixed variant's where it has one, so the run at its
+    own lr is that row's run) and, when it has a selected hyperparameter, its selection step (its main rows use
+    the chosen run per task); each ``variants`` entry adds a fixed-hyperparameter row (e.g. ``talos-k0.9``) after
+    its method's steps.
     """
     from talos_core.evaluation.ablation import AblationSettings
     from talos_core.evaluation.learning_curve import LearningCurveSettings
+    from talos_core.evaluation.lr_check import LrCheckSettings
     from talos_core.evaluation.posthoc import PosthocSettings
     from talos_core.evaluation.protocols import (
         AdditionSettings,
@@ -486,12 +529,18 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
         param, value = found
         return variant_id(method, **{param: value}), {param: value}
 
+    check_tasks = lr_check_tasks(spec, scale)
     steps = []
     for m in ft_methods:
         if sc.curve_steps is not None:
             steps.append(Step(f"{m}: learning curve", "learning-curve", m, tasks,
                               LearningCurveSettings(eval_every=sc.curve_every, steps=sc.curve_steps,
                                                     tolerance=sc.curve_tolerance), fixed(m), trains=True))
+        if sc.lr_check:  # the runs of its other rows (the fixed variant's where it has one) at each lr
+            var = variant(m)
+            steps.append(Step(f"{m}: lr check", "lr-check", m, check_tasks,
+                              LrCheckSettings(values=tuple(sc.lr_check), row=var[0] if var else None),
+                              overrides(m, var[1] if var else None), trains=True, feeds=False))
         sel = sc.selection_for(m)
         if sel is not None:
             steps.append(Step(f"{m}: selection ({sel[0]})", "selection", m, tasks,

@@ -293,7 +293,8 @@ def test_shipped_scales_keep_their_fingerprint():
     from dataclasses import asdict
 
     new = {"weight_decay", "warmup_steps", "grad_clip", "schedule", "micro_batch_size", "eval_every",
-           "early_stopping_patience", "micro_batch_by_model"}
+           "early_stopping_patience", "micro_batch_by_model",
+           "lr_check", "lr_check_tasks"}  # issue 13's lr check: never part of the fingerprint (it only adds steps)
     for name in ("text", "vision", "tiny"):
         for sc in get_suite(name).scales.values():
             assert sc.settings_dict() == {k: v for k, v in asdict(sc).items()
@@ -345,8 +346,10 @@ def test_plan_of_a_learning_curve_suite_waits_for_budgets(tmp_path):
     assert by["talos: selection (sparsity)"].needs == ("talos: learning curve",)
     assert len(by["talos: learning curve"].trains) == 3
     unknown = [r for r in plan.runs.values() if r.steps is None]
-    assert len(unknown) == 3 * 2  # the selection's 2 candidates × 3 tasks wait for the curve's budget
-    assert plan.cost["unmeasured_runs"] == 6
+    # the selection's 2 candidates × 3 tasks wait for the curve's budget, and the lr check's 2 runs at its other lr
+    # (its runs at the suite's lr are the selection's k = 0.9 candidates)
+    assert len(unknown) == 3 * 2 + 2
+    assert plan.cost["unmeasured_runs"] == 8
 
 
 def test_all_registered_suites_plan_offline(offline):

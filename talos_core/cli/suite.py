@@ -111,4 +111,17 @@ def _report(args: argparse.Namespace) -> int:
         print(results_markdown(store, args.name))
     except KeyError as exc:
         raise TalosError(f"suite {args.name!r} in {store} lacks {exc}") from None
+    checks = _lr_check_lines(store, args.name)
+    if checks:  # the learning rate re-checked at the step budget (a store without lr checks prints nothing more)
+        print("\nLearning rate re-checked at the step budget (mean validation accuracy; the suite keeps its lr):")
+        for line in checks:
+            print(f"- {line}")
     return 0
+
+
+def _lr_check_lines(store: Path, suite: str) -> list[str]:
+    from talos_core.evaluation.lr_check import report_lines
+
+    s = Store(store)
+    model = s.read_result("suite", suite).get("model") if suite in s.results("suite") else None
+    return report_lines(s, suite, model) if model else []

@@ -12,7 +12,8 @@ built: one-sentence :class:`~talos_core.errors.TalosError`) and a ``run(request,
 through an :class:`~talos_core.evaluation.context.EvalContext` (in-place edits, bitwise restore, no
 copies). Post-hoc methods (:mod:`talos_core.evaluation.posthoc`), the sparsity ablation
 (:mod:`talos_core.evaluation.ablation`) and the per-task hyperparameter selection
-(:mod:`talos_core.evaluation.selection`) are protocols too.
+(:mod:`talos_core.evaluation.selection`) and the learning-rate check at the step budget
+(:mod:`talos_core.evaluation.lr_check`) are protocols too.
 
 Per-task runs: ``evaluate(..., task_overrides={task: {...}})`` merges fine-tuning overrides per task over
 ``overrides`` (e.g. :func:`~talos_core.evaluation.selection.selected_overrides`, the per-task choices of a
@@ -36,6 +37,7 @@ from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.ablation import AblationSettings, sparsity_ablation
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.learning_curve import LearningCurveSettings, learning_curve
+from talos_core.evaluation.lr_check import LrCheckSettings, run_lr_check
 from talos_core.evaluation.posthoc import PosthocSettings, evaluate_posthoc
 from talos_core.evaluation.request import (
     EvalOutcome,
@@ -552,6 +554,9 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              "lowest target acc with the control at >= 95% of zero-shot", SelectionSettings, run_selection),
     Protocol("learning-curve", "validation accuracy every eval_every steps while fine-tuning each task, and the "
              "step budget where every curve has plateaued (within tolerance)", LearningCurveSettings, learning_curve),
+    Protocol("lr-check", "the learning rate re-checked at the step budget: one run per task and lr (--values, the "
+             "method's own among them), mean validation accuracy per lr; reports, changes nothing", LrCheckSettings,
+             run_lr_check),
 )}
 """Every evaluation protocol, by name."""
 
@@ -653,4 +658,4 @@ def _check_task_overrides(task_overrides: Mapping[str, Mapping[str, Any]] | None
 __all__ = ["PROTOCOLS", "Protocol", "EvalOutcome", "EvalRequest", "evaluate", "get_protocol", "NoSettings",
            "EvalSettings", "AdditionSettings", "NegationSettings", "DisentanglementSettings", "MaskSettings",
            "SharingSettings", "PreviewSettings", "ExamplesSettings", "PosthocSettings", "AblationSettings",
-           "SelectionSettings", "LearningCurveSettings"]
+           "SelectionSettings", "LearningCurveSettings", "LrCheckSettings"]
