@@ -350,3 +350,75 @@ def fixed_steps(suite: Mapping[str, Any] | None) -> int | None:
     ss = (suite or {}).get("scale_settings")
     v = _num(ss.get("steps")) if isinstance(ss, Mapping) else None
     return int(v) if v is not None else None
+
+
+# --------------------------------------------------------------------------------------------
+# the learning rate re-checked at the step budget (lr_check results; issue 13)
+# --------------------------------------------------------------------------------------------
+LR_CHECK_COLUMNS = ["method", "budget (steps)", "tasks", "suite lr", "mean val acc at the suite lr",
+                    "other lrs: mean val acc", "best lr", "verdict"]
+
+
+def _lr(value: Any) -> str:
+    from talos_core.evaluation.lr_check import lr_text
+
+    v = _num(value)
+    return "?" if v is None else lr_text(v)
+
+
+def _acc(value: Any) -> str:
+    v = _num(value)
+    return "?" if v is None else f"{v:.3f}"
+
+
+def lr_check_table(checks: Sequence[Any]) -> Any:
+    """One row per method of its lr check (:class:`dashboard.data.LrCheck` objects, or anything with ``row`` or
+    ``method``, ``suite_lr``, ``best_lr``, ``agrees``, ``means`` ``{lr: mean}``, ``budget`` and ``tasks``), in the
+    catalogue's method order (a ``pandas.DataFrame`` of :data:`LR_CHECK_COLUMNS`): the row whose runs were
+    checked (``TaLoS (k = 0.9)``), the budget, the tasks, the suite's lr and its mean validation accuracy, the
+    others', the best lr and whether it agrees. Plain text cells (``st.dataframe`` renders no Markdown).
+
+    >>> from types import SimpleNamespace as N
+    >>> c = N(method="talos", row="talos-k0.9", suite_lr=1e-3, best_lr=1e-3, agrees=True, budget=300,
+    ...       tasks=["tweets", "wordnet-verbs"], means={1e-3: 0.71, 1e-4: 0.65})
+    >>> lr_check_table([c]).iloc[0].tolist()
+    ['TaLoS (k = 0.9)', '300', 'tweets, wordnet-verbs', '1e-3', '0.710', '1e-4: 0.650', '1e-3', 'agrees']
+    """
+    import pandas as pd
+
+    from talos_core.evaluation.lr_check import same_lr
+
+    rank = {m: i for i, m in enumerate(_order([c.method for c in checks]))}
+    rows = []
+    for c in sorted(checks, key=lambda c: rank.get(c.method, len(rank))):
+        means = {float(k): v for k, v in dict(c.means).items() if _num(k) is not None}
+        own = [m for lr, m in means.items() if _num(c.suite_lr) is not None and same_lr(lr, float(c.suite_lr))]
+        others = [f"{_lr(lr)}: {_acc(m)}" for lr, m in means.items()
+                  if _num(c.suite_lr) is None or not same_lr(lr, float(c.suite_lr))]
+        rows.append({"method": method_label(str(getattr(c, "row", None) or c.method)),
+                     "budget (steps)": "?" if c.budget is None else str(c.budget),
+                     "tasks": ", ".join(map(str, c.tasks)), "suite lr": _lr(c.suite_lr),
+                     "mean val acc at the suite lr": _acc(own[0]) if own else "?",
+                     "other lrs: mean val acc": "; ".join(others) or "–", "best lr": _lr(c.best_lr),
+                     "verdict": "agrees" if c.agrees else "disagrees"})
+    return pd.DataFrame(rows, columns=LR_CHECK_COLUMNS)
+
+
+def lr_check_sentence(checks: Sequence[Any]) -> str:
+    """The caption under the lr-check table: how many agree and the rule, quoted from the stored ``rule``
+    (escaped: store text).
+
+    >>> from types import SimpleNamespace as N
+    >>> s = lr_check_sentence([N(agrees=True, rule="highest mean"), N(agrees=False, rule="highest mean")])
+    >>> s.split(":")[1].split(";")[0]
+    " the suite's lr has the highest mean validation accuracy for 1 of 2 methods"
+    >>> s.endswith("**Rule**: highest mean.")
+    True
+    """
+    agree = sum(bool(c.agrees) for c in checks)
+    rules = list(dict.fromkeys(md(str(c.rule).strip().rstrip("."), at_start=False) for c in checks
+                               if getattr(c, "rule", "")))
+    rule = f" **Rule**: {'; '.join(rules)}." if rules else ""
+    return (f"**Learning rate re-checked at the budget**: the suite's lr has the highest mean validation accuracy "
+            f"for {agree} of {len(checks)} method{'s' if len(checks) != 1 else ''}; the suite keeps its lr either "
+            f"way (the check reports, it changes no result).{rule}")

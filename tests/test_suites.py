@@ -143,6 +143,12 @@ def test_paper_scale_suite_runs_the_protocol_end_to_end(tmp_path):
     assert {store.get_run(r).manifest.request["sparsity"] for r in fixed["runs"].values()} == {0.9}
     table = store.read_table("comparison", "tiny__tiny-text")
     assert {"talos", "talos-k0.9"} <= set(table["method"])
+    # the lr check at the budget (trained by the train pass too): its own-lr runs are the fixed-0.9 row's
+    check = store.read_result("lr_check", "tiny__tiny-text__talos")
+    assert check["budget"] == budget and check["suite_lr"] == 1e-3 and check["row"] == "talos-k0.9"
+    assert check["tasks"] == ["drug-reviews", "fortune-topics"] and isinstance(check["agrees"], bool)
+    assert {t: r["1e-3"] for t, r in check["runs"].items()} == {t: fixed["runs"][t] for t in check["tasks"]}
+    assert "talos: lr check" in meta["step_times_s"]
 
 
 def test_suite_and_report_default_stores(tmp_path, monkeypatch, capsys):

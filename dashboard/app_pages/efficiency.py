@@ -77,6 +77,10 @@ else:
             + (f" of {ui.md(steps)} steps per task (suite record)" if steps else "")
             + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
               "step) show validation accuracy vs step here.")
+checks = [c for c in (ui.load("lr_check", ctx, m, stop=False) for m in ctx.methods("lr_check")) if c is not None]
+if checks:  # the learning rate re-checked at the budget (stores without lr_check results show nothing here)
+    st.markdown(P.lr_check_sentence(checks))
+    ui.table(P.lr_check_table(checks), f"lr_check_{ctx.suite}_{ctx.model}", key="lrc")
 
 st.subheader("Method comparison (" + (f"{ui.md(ctx.origin)} and {ui.md(', '.join(o for o, _ in ctx.others))}"
                                       if ctx.others else "this store") + ")")
