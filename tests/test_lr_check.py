@@ -78,6 +78,7 @@ def test_bad_values_are_one_sentence(values, match):
 
 def test_values_text_and_summary():
     assert check_lr_values([1e-4, 1e-3]) == (1e-4, 1e-3) and check_lr_values(1e-3) == (1e-3,)
+    assert LrCheckSettings().values == (1e-4, 1e-3)  # the default: the two the shipped choice compared
     assert [lr_text(v) for v in (1e-3, 1e-4, 5e-4, 2.5e-5)] == ["1e-3", "1e-4", "5e-4", "2.5e-5"]
     payload = {"suite_lr": 1e-3, "best_lr": 1e-4, "agrees": False, "budget": 300, "tasks": ["tweets", "wordnet-verbs"],
                "means": [{"lr": 1e-4, "val_acc": 0.65}, {"lr": 1e-3, "val_acc": 0.61}]}
@@ -332,3 +333,30 @@ def test_cli_and_report(tmp_path, capsys, monkeypatch):
     store.write_result("lr_check", "tiny__tiny-text__talos", {"records": []})
     assert main(["report", "tiny", "--store", str(tmp_path)]) == 2
     assert "lr_check result 'tiny__tiny-text__talos'" in capsys.readouterr().err
+
+
+def test_run_parts_train_one_by_one(tmp_path):
+    """``--stage train`` and the processes/Ray executors train the check's runs one part at a time: the part at the
+    other lr is that lr's run; the step, run afterwards, finds every run."""
+    from talos_core.evaluation.runs import find_run
+    from talos_core.executors import fine_tune_parts, fine_tune_run, part_overrides, run_parts
+    from talos_core.suites import get_suite, suite_steps
+
+    spec = get_suite("tiny")
+    steps = suite_steps(spec, "paper", ["nonlinear"], [], seed=0, device="cpu")
+    check = next(st for st in steps if st.protocol == "lr-check")
+    assert [k for k, _, _ in run_parts(check)] == ["drug-reviews lr=0.0001", "fortune-topics lr=0.0001",
+                                                   "drug-reviews lr=0.001", "fortune-topics lr=0.001"]
+    store = _store_with_budgets(tmp_path, "tiny", spec.model, ["nonlinear"], 2)
+    fine_tune_run(check, store, spec.model, "drug-reviews lr=0.0001")
+    ov = part_overrides(check, store, "drug-reviews", 1e-4, spec.model)
+    run = find_run(store, spec.model, "drug-reviews", "nonlinear", ov)
+    assert run is not None and run.manifest.request["lr"] == 1e-4 and run.manifest.config["train"]["steps"] == 2
+    with pytest.raises(TalosError, match="depend on the model"):
+        part_overrides(check, store, "drug-reviews", 1e-4)
+    assert fine_tune_parts(check, store, spec.model) == ["fortune-topics lr=0.0001", "drug-reviews lr=0.001",
+                                                         "fortune-topics lr=0.001"]
+    n = len(list(store.runs()))
+    check.run(store, spec.model, spec.name)
+    assert len(list(store.runs())) == n  # the step trains nothing more
+    assert store.read_result("lr_check", "tiny__tiny-text__nonlinear")["budget"] == 2

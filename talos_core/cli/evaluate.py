@@ -83,7 +83,7 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
                               "(llora) or lr (default: sparsity)", None),
     ("--values", "values", candidate_values, "selection: comma-separated candidates (default: 0.5,0.8,0.9,0.95,0.99 "
                                              "for sparsity, 8,16,64 for rank; lr needs them); lr-check: the learning "
-                                             "rates compared, the method's own among them", None),
+                                             "rates compared, the method's own among them (default: 1e-4,1e-3)", None),
     ("--tolerance", "tolerance", number, "learning-curve: accuracy gain below which a curve counts as plateaued "
                                          "(default: 0.01); --eval-every and --steps set the curve", None),
     ("--eval-seed", "seed", int, "seed of evaluation subsets and noise (default: 0)", None),

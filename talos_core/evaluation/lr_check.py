@@ -38,6 +38,10 @@ RULE = ("per learning rate, the mean over the check's tasks of the validation ac
 
 TABLE_COLUMNS = ["task", "lr", "val_acc", "run_id", "steps"]
 
+DEFAULT_VALUES = (1e-4, 1e-3)
+"""The learning rates compared when none are given: those of the shipped suites' original choice (mini budgets,
+validation split; ``talos_core.suites._TEXT_LR``)."""
+
 
 # --------------------------------------------------------------------------------------------
 # the pure rule
@@ -183,12 +187,13 @@ def report_lines(store, suite: str, model: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LrCheckSettings:
-    """``values``: the learning rates compared (the method's own must be among them); ``row``: the result id of
+    """``values``: the learning rates compared (the method's own must be among them; default: the two the shipped
+    suites' choice compared, :data:`DEFAULT_VALUES`); ``row``: the result id of
     the row whose runs the method's own lr is (a variant id such as ``talos-k0.9`` when the check uses that
     row's fixed hyperparameter; default: the method), recorded for the report; ``batch_size``: of the validation
     evaluation of a run whose manifest lacks its validation accuracy."""
 
-    values: tuple = ()
+    values: tuple = DEFAULT_VALUES
     row: str | None = None
     batch_size: int = 128
 
@@ -274,5 +279,5 @@ def run_lr_check(req: EvalRequest, s: LrCheckSettings) -> EvalOutcome:
     return EvalOutcome("lr_check", table, [("lr_check", name)], lines)
 
 
-__all__ = ["RULE", "LrCheckResult", "LrCheckSettings", "check_lr_values", "compare_lrs", "lr_overrides",
-           "lr_text", "own_lr", "report_lines", "run_lr_check", "same_lr", "summary_line"]
+__all__ = ["DEFAULT_VALUES", "RULE", "LrCheckResult", "LrCheckSettings", "check_lr_values", "compare_lrs",
+           "lr_overrides", "lr_text", "own_lr", "report_lines", "run_lr_check", "same_lr", "summary_line"]
