@@ -267,6 +267,13 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
                  for t in TASKS for k in range(10, 61, 10)]
         store.write_table("learning_curve", _name(m), pd.DataFrame(curve), budget=50, rule="synthetic fixture",
                           tolerance=0.01, eval_every=10, steps=60)
+    # the learning rate re-checked at the budget (issue 13): TaLoS's own 1e-3 against 1e-4 on the first two tasks
+    check = [{"task": t, "lr": lr, "val_acc": acc, "run_id": f"run-{t}-lr{lr:g}", "steps": 50}
+             for lr, accs in ((1e-4, (0.6, 0.7)), (1e-3, (0.8, 0.7))) for t, acc in zip(TASKS[:2], accs)]
+    store.write_table("lr_check", _name("talos"), pd.DataFrame(check), suite_lr=1e-3, best_lr=1e-3, agrees=True,
+                      means=[{"lr": 1e-4, "val_acc": 0.65}, {"lr": 1e-3, "val_acc": 0.75}], rule="synthetic fixture",
+                      budget=50, values=[1e-4, 1e-3], tasks=list(TASKS[:2]), row="talos-k0.9", method="talos",
+                      model=MODEL, suite=SUITE)
     store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
                                         "methods": list(METHODS), "command": "synthetic fixture (tests)",
                                         "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})
