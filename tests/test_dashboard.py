@@ -233,3 +233,39 @@ def test_sidebar_names_device_and_evaluation_precision(monkeypatch):
     at = open_app(monkeypatch, REPO / "cached_results", "learn", {"suite": "text"})
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "computed on cpu, bf16 evaluation" in captions, captions
+
+
+def _damage_results(store, how: str, every: int) -> list:
+    """Damage every ``every``-th file under ``results/`` (sorted; JSON and the preview / examples arrays):
+    ``truncate`` to half, ``garble`` the middle with 0xFF bytes. Returns the damaged files."""
+    files = sorted(p for p in (store / "results").rglob("*") if p.is_file() and p.suffix in (".json", ".safetensors"))
+    hit = files[::every]
+    for p in hit:
+        data = p.read_bytes()
+        if how == "truncate":
+            p.write_bytes(data[: len(data) // 2])
+        else:
+            mid = len(data) // 2
+            p.write_bytes(data[:mid] + b"\xff" * 64 + data[mid + 64:])
+    return hit
+
+
+@pytest.mark.parametrize("how", ["truncate", "garble"])
+@pytest.mark.parametrize("page", [p for p in PAGES if p != "run"])
+def test_a_damaged_store_gives_messages_not_tracebacks_on_every_page(monkeypatch, fixture_store, tmp_path, page, how):
+    """The corrupted-store generator on the dashboard (issue 15): every other result file (JSON and arrays) of the
+    synthetic store truncated or garbled. Every page opens without an exception element, says what is wrong in
+    visible messages, and still shows what it can (the undamaged results: charts or tables), and nothing is written
+    into the store."""
+    store = shutil.copytree(fixture_store, tmp_path / "store")
+    damaged = _damage_results(store, how, every=2)
+    assert damaged
+    before = sorted(str(p.relative_to(store)) for p in store.rglob("*"))
+    at = open_app(monkeypatch, store, page)  # asserts: no exception element
+    messages = [m.value for m in (*at.error, *at.warning, *at.info, *at.sidebar.warning, *at.sidebar.error)]
+    assert any("corrupt" in m or "damaged" in m or "not a valid" in m for m in messages), messages
+    shown = len(at.get("plotly_chart")) + len(at.get("arrow_data_frame")) + len(at.get("metric"))
+    pickers = [s for s in at.selectbox if len(s.options) > 1]
+    # the results it can still read are shown, or (the picked result is the damaged one) reachable from a picker
+    assert shown > 0 or pickers, f"{page}: nothing shown besides the messages {messages}"
+    assert sorted(str(p.relative_to(store)) for p in store.rglob("*")) == before

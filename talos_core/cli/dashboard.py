@@ -79,10 +79,16 @@ def streamlit_command(app: Path, *, port: int, host: str = DEFAULT_HOST) -> list
     ``--runner.postScriptGC false``: Streamlit runs a full ``gc.collect()`` after every script and fragment run,
     ~100 ms of the server's one busy core per slider move in this process (torch and the result caches make a
     large heap), about 40 % of a move's cost (``bench/RESULTS.md``, load); Python's own generational collector
-    still runs, and the server's memory stays flat without it (measured there)."""
+    still runs, and the server's memory stays flat without it (measured there).
+
+    ``--server.fileWatcherType none``: Streamlit's source watcher (re-run on save, for editing the app) walks every
+    module in ``sys.modules`` (torch's thousands, ``realpath`` each) whenever a session's run imports something new
+    (each new session's first run does), and polls the watched files; ~17 % of the server's one core under the
+    30-session load (py-spy, ``bench/RESULTS.md``). A served dashboard does not edit itself; to develop the app,
+    ``streamlit run dashboard/app.py`` keeps the watcher."""
     return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
             "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--runner.postScriptGC", "false"]
+            "--runner.postScriptGC", "false", "--server.fileWatcherType", "none"]
 
 
 def server_env(args: argparse.Namespace, base: dict[str, str] | None = None) -> dict[str, str]:
