@@ -508,6 +508,9 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
 
     def fixed(method: str) -> dict:
         lr = sc.lr_for(method)
+        if lr is None and sc.lr_check:  # the model's default lr, named: with the lr check's other-lr runs in the
+            from talos_core.evaluation.lr_check import own_lr  # store, a request without lr would find one of
+            lr = own_lr(spec.model, tasks[0], method, base)  # them as compatible (evaluation.runs.find_run)
         return {**base, "lr": lr} if lr is not None else dict(base)
 
     def overrides(method: str, extra: Mapping[str, Any] | None = None) -> Mapping[str, Any] | Resolved:

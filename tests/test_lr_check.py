@@ -85,8 +85,10 @@ def test_values_text_and_summary():
     assert summary_line(payload) == ("lr check at 300 steps (tweets, wordnet-verbs): 1e-3 (suite) 0.610 vs 1e-4 0.650 "
                                      "mean val acc → disagrees: 1e-4 is higher")
     # the suite's own lr: its other rows' overrides as they are (same request), the others with their lr
-    assert lr_overrides({"steps": 4}, 1e-4, 1e-4) == {"steps": 4}
+    assert lr_overrides({"steps": 4, "lr": 1e-4}, 1e-4, 1e-4) == {"steps": 4, "lr": 1e-4}
     assert lr_overrides({"steps": 4, "lr": 1e-3}, 1e-4, 1e-3) == {"steps": 4, "lr": 1e-4}
+    # a base that leaves the lr to the model's default gets it named (a run is found by the settings named)
+    assert lr_overrides({"steps": 4}, 1e-3, 1e-3) == {"steps": 4, "lr": 1e-3}
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,7 +172,10 @@ def test_check_runs_are_the_suite_rows_runs(tmp_path):
     # nonlinear: the main row, at MiniLM's default lr 1e-4 (the suite sets none for it)
     ids = part_ids("nonlinear: lr check")
     main = by["nonlinear: fine-tune + single"].resolve(store)[1]
-    assert "lr" not in main and ids[f"{task} lr=0.0001"] == rid(task, "nonlinear", main)
+    # the suite names MiniLM's default lr 1e-4 for it (with the check's 1e-3 runs in the store, a request without
+    # an lr would find one of them as compatible: test_the_other_lrs_run_is_never_taken_for_the_own_one)
+    assert main["lr"] == 1e-4 and ids[f"{task} lr=0.0001"] == rid(task, "nonlinear", main)
+    assert rid(task, "nonlinear", main) == rid(task, "nonlinear", {k: v for k, v in main.items() if k != "lr"})
     assert part_overrides(by["nonlinear: lr check"], store, task, 1e-3, spec.model) == {**main, "lr": 1e-3}
     # llora: the selection's default-rank candidate
     ids = part_ids("llora: lr check")
@@ -360,3 +365,38 @@ def test_run_parts_train_one_by_one(tmp_path):
     check.run(store, spec.model, spec.name)
     assert len(list(store.runs())) == n  # the step trains nothing more
     assert store.read_result("lr_check", "tiny__tiny-text__nonlinear")["budget"] == 2
+
+
+def test_the_other_lrs_run_is_never_taken_for_the_own_one(tmp_path):
+    """Regression (found on the CPU vision run): where the overrides leave the lr to the model's default and the
+    other candidate's run was trained first, a lookup by the named settings found that run (same settings but the
+    lr) for the own lr, so the own-lr run was never trained and the check compared a run with itself. The check
+    and the suite's rows now name the lr: two different runs, each at its own lr."""
+    from talos_core.evaluation.protocols import evaluate
+    from talos_core.evaluation.runs import find_run
+    from talos_core.suites import get_suite, suite_steps
+
+    ov = {k: v for k, v in OVERRIDES.items() if k != "lr"}
+    store = Store(tmp_path)
+    evaluate(store, "lr-check", "tiny-text", TASKS[:1], "nonlinear", suite="t",
+             settings={"values": (3e-3, 1e-3)}, overrides=ov)  # the other lr first
+    payload = store.read_result("lr_check", "t__tiny-text__nonlinear")
+    runs = payload["runs"][TASKS[0]]
+    assert runs["1e-3"] != runs["3e-3"]
+    lrs = {rid: store.get_run(rid).manifest.config["train"]["lr"] for rid in runs.values()}
+    assert lrs == {runs["1e-3"]: 1e-3, runs["3e-3"]: 3e-3}
+    assert find_run(store, "tiny-text", TASKS[0], "nonlinear", {**ov, "lr": 1e-3}).id == runs["1e-3"]
+    # every fine-tuning step of a scale with an lr check names its lr (text/full: nonlinear at MiniLM's 1e-4)
+    spec = get_suite("text")
+    steps = suite_steps(spec, "full", spec.methods, spec.posthoc, seed=0, device="cpu")
+    store2 = _store_with_budgets(tmp_path / "b", "text", spec.model, spec.methods, 300)
+    checked = 0
+    for st in steps:
+        if st.trains and st.protocol != "learning-curve":
+            try:
+                ov = st.resolve(store2)[1]
+            except TalosError:  # a main row waiting for its selection's choices (none in this hand-made store)
+                continue
+            assert "lr" in ov, st.label
+            checked += 1
+    assert checked >= 10  # lr checks, selections, variant rows, the dense methods' main rows

@@ -212,9 +212,14 @@ def own_lr(model: str, task: str, method: str, overrides: Mapping[str, Any]) -> 
 
 
 def lr_overrides(base: Mapping[str, Any], lr: float, suite_lr: float) -> dict:
-    """The fine-tuning overrides of the candidate ``lr``: ``base`` itself for the method's own learning rate (the
-    very request of the suite's rows: same run id, nothing new), else ``base`` with ``lr``."""
-    return dict(base) if same_lr(lr, suite_lr) else {**base, "lr": float(lr)}
+    """The fine-tuning overrides of the candidate ``lr``: ``base`` with ``lr`` set, always. For the method's own
+    learning rate that is the very request of the suite's rows (run ids come from the resolved settings: same
+    run id, nothing new). It is set even where ``base`` leaves the lr to the model's default, because a run is
+    found by the settings its request names (``evaluation.runs.find_run``'s compatible match): without it, the
+    other candidate's run (same settings but the lr) would be taken for the own-lr one."""
+    if same_lr(lr, suite_lr) and "lr" in base:
+        return dict(base)
+    return {**base, "lr": float(suite_lr if same_lr(lr, suite_lr) else lr)}
 
 
 def run_lr_check(req: EvalRequest, s: LrCheckSettings) -> EvalOutcome:
