@@ -217,8 +217,6 @@ def lr_overrides(base: Mapping[str, Any], lr: float, suite_lr: float) -> dict:
     run id, nothing new). It is set even where ``base`` leaves the lr to the model's default, because a run is
     found by the settings its request names (``evaluation.runs.find_run``'s compatible match): without it, the
     other candidate's run (same settings but the lr) would be taken for the own-lr one."""
-    if same_lr(lr, suite_lr) and "lr" in base:
-        return dict(base)
     return {**base, "lr": float(suite_lr if same_lr(lr, suite_lr) else lr)}
 
 
