@@ -327,7 +327,8 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
               log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
               eval_precision: str | None = None, train_precision: str | None = None, stage: str = "all",
               model: str | None = None, executor: str = "local", address: str | None = None,
-              gpus_per_task: float | None = None, cpus_per_task: float = 1.0, jobs: int | None = None) -> dict:
+              gpus_per_task: float | None = None, cpus_per_task: float = 1.0, jobs: int | None = None,
+              checkpoint_every: int = 0) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
@@ -350,10 +351,17 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     :mod:`talos_core.executors`: dependencies, resources, retries, the shared-filesystem requirement);
     ``"processes"`` runs the same units on ``jobs`` worker processes of this machine (no Ray); ``"local"``
     (default) runs them in order in this process. Each can resume the others' runs.
+
+    ``checkpoint_every=N`` (``--checkpoint-every``) makes every fine-tuning run save a resumable checkpoint every N
+    steps (``store.checkpoint_dir(run_id)``): a suite cut off mid-run continues that run from its last checkpoint
+    instead of from step 0, with the same task vector. It changes no run id, result or fingerprint.
     """
     from talos_core.executors import preflight
 
     preflight(executor, address, gpus_per_task, cpus_per_task, jobs)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise TalosError(f"checkpoint_every must be a whole number of steps ≥ 0 (0: no checkpoints), got "
+                         f"{checkpoint_every!r}")
     if stage not in STAGES:
         raise unknown("suite stage", stage, STAGES)
     from talos_core.inference.precision import check_precision
@@ -371,7 +379,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
         spec = replace(spec, scales={**spec.scales, scale: pinned})
     with precision_block(precision):
         return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
-                          progress=progress, resume=resume, stage=stage,
+                          progress=progress, resume=resume, stage=stage, checkpoint_every=checkpoint_every,
                           executor=dict(executor=executor, address=address, gpus_per_task=gpus_per_task,
                                         cpus_per_task=cpus_per_task, jobs=jobs))
 
@@ -464,7 +472,7 @@ def lr_check_tasks(spec: SuiteSpec, scale: str) -> tuple[str, ...]:
 
 
 def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_methods: Sequence[str], *, seed: int,
-                device: str) -> list[Step]:
+                device: str, checkpoint_every: int = 0) -> list[Step]:
     """The steps of suite ``spec`` at ``scale`` for these fine-tuning and post-hoc methods, in order.
 
     Every fine-tuning method gets single, efficiency, masks, addition, negation, localization,
@@ -502,6 +510,8 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     tasks, control = tuple(spec.tasks), spec.control_task
     base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
             "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
+    if checkpoint_every:  # like ``device``: how the runs are made, not what they are (no run id includes it)
+        base["checkpoint_every"] = int(checkpoint_every)
     if sc.train_precision is not None:
         base["train_precision"] = sc.train_precision
     base.update(sc.finetune_settings(spec.model))  # the paper suites' pinned settings (none for the shipped ones)
@@ -615,7 +625,8 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
 
 def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
                methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
-               progress: bool, resume: bool, stage: str = "all", executor: dict | None = None) -> dict:
+               progress: bool, resume: bool, stage: str = "all", executor: dict | None = None,
+               checkpoint_every: int = 0) -> dict:
     import torch
 
     from talos_core import executors as X
@@ -636,11 +647,13 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     for m in ph_methods:
         if m not in spec.posthoc:
             raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
-    steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device)
+    steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device,
+                        checkpoint_every=checkpoint_every)
     store.ensure()  # after every check: a bad suite request writes nothing
     run = dict(executor or {})
     kind = X.check_executor(run.pop("executor", "local"))
-    table = partial(suite_steps, spec, scale, tuple(ft_methods), tuple(ph_methods), seed=seed, device=device)
+    table = partial(suite_steps, spec, scale, tuple(ft_methods), tuple(ph_methods), seed=seed, device=device,
+                    checkpoint_every=checkpoint_every)
     job = X.SuiteJob(name, scale, spec.model, table, str(store.root.resolve()),
                      precision=current_precision(), threads=torch.get_num_threads(),
                      env={k: v for k, v in os.environ.items() if k.startswith("TALOS_")})

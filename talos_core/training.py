@@ -514,104 +514,113 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         raise TalosError(f"plan names parameters the model does not have: {unknown_names[:3]}")
     device = model.device
     theta0 = _snapshot(params, plan)
-    for n, p in params.items():
-        p.requires_grad_(n in plan)
-    opt = MaskedAdamW(params, plan, lr=config.lr, weight_decay=config.weight_decay)
-    precision = resolve_train_precision(device, config.precision, family=getattr(model, "family", None))
-    use_bf16 = precision == "bf16"
-    eval_every = config.eval_every if val is not None else 0
-    early = EarlyStopping(config.early_stopping_patience) if eval_every and config.early_stopping_patience else None
-    start_step, history, curve = 0, [], []
-    if checkpoint_dir is not None:
-        start_step, history, curve = _maybe_resume(checkpoint_dir, config, params, opt, device, eval_every, early)
-    if eval_batch_size is None:
-        eval_batch_size = 32 if device.type == "cpu" else 128
-    model.eval()  # no dropout: see module docstring
-    steps = range(start_step, config.steps)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    try:
+        for n, p in params.items():
+            p.requires_grad_(n in plan)
+        opt = MaskedAdamW(params, plan, lr=config.lr, weight_decay=config.weight_decay)
+        precision = resolve_train_precision(device, config.precision, family=getattr(model, "family", None))
+        use_bf16 = precision == "bf16"
+        eval_every = config.eval_every if val is not None else 0
+        early = EarlyStopping(config.early_stopping_patience) if eval_every and config.early_stopping_patience else None
+        start_step, history, curve = 0, [], []
+        if checkpoint_dir is not None:
+            start_step, history, curve = _maybe_resume(checkpoint_dir, config, params, opt, device, eval_every, early)
+        if eval_batch_size is None:
+            eval_batch_size = 32 if device.type == "cpu" else 128
+        model.eval()  # no dropout: see module docstring
+        steps = range(start_step, config.steps)
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
 
-        bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
-    fb_times, opt_times = [], []
-    blocks = repeated_blocks(model) if checkpoint_activations else []
-    memory_kind = reset_peak_memory(device)
-    stopper = early
-    for step in steps:
-        idx = batch_indices(step, len(train), config.batch_size, config.seed)
-        for group in (opt,):
-            group.lr = cosine_lr(step, config)
-        chunks = micro_batches(idx, config.micro_batch_size)
-        loss_sum, correct, fb = 0.0, 0, 0.0
-        for chunk in chunks:
-            part = train.take(chunk)
-            batch = {k: v.to(device) for k, v in model.prepare(part.inputs, task).items()}
-            labels = torch.as_tensor(part.labels, device=device)
+            bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
+        fb_times, opt_times = [], []
+        blocks = repeated_blocks(model) if checkpoint_activations else []
+        memory_kind = reset_peak_memory(device)
+        stopper = early
+        for step in steps:
+            idx = batch_indices(step, len(train), config.batch_size, config.seed)
+            for group in (opt,):
+                group.lr = cosine_lr(step, config)
+            chunks = micro_batches(idx, config.micro_batch_size)
+            loss_sum, correct, fb = 0.0, 0, 0.0
+            for chunk in chunks:
+                part = train.take(chunk)
+                batch = {k: v.to(device) for k, v in model.prepare(part.inputs, task).items()}
+                labels = torch.as_tensor(part.labels, device=device)
+                _sync(device)
+                t0 = time.perf_counter()
+                logits, loss, blocks = _forward_backward(model, batch, labels, logits_fn, device, use_bf16, blocks, opt,
+                                                         weight=1.0 if len(chunks) == 1 else len(chunk) / len(idx))
+                _sync(device)
+                fb += time.perf_counter() - t0
+                if len(chunks) == 1:
+                    acc, step_loss = float((logits.argmax(-1) == labels).float().mean()), loss.item()
+                else:
+                    correct += int((logits.argmax(-1) == labels).sum())
+                    loss_sum += loss.item() * len(chunk)
+            if len(chunks) > 1:
+                acc, step_loss = correct / len(idx), loss_sum / len(idx)
+            t1 = time.perf_counter()
+            gnorm = opt.step(config.grad_clip)
+            opt.zero_grad()
             _sync(device)
-            t0 = time.perf_counter()
-            logits, loss, blocks = _forward_backward(model, batch, labels, logits_fn, device, use_bf16, blocks, opt,
-                                                     weight=1.0 if len(chunks) == 1 else len(chunk) / len(idx))
-            _sync(device)
-            fb += time.perf_counter() - t0
-            if len(chunks) == 1:
-                acc, step_loss = float((logits.argmax(-1) == labels).float().mean()), loss.item()
-            else:
-                correct += int((logits.argmax(-1) == labels).sum())
-                loss_sum += loss.item() * len(chunk)
-        if len(chunks) > 1:
-            acc, step_loss = correct / len(idx), loss_sum / len(idx)
-        t1 = time.perf_counter()
-        gnorm = opt.step(config.grad_clip)
-        opt.zero_grad()
-        _sync(device)
-        t2 = time.perf_counter()
-        fb_times.append(fb)
-        opt_times.append(t2 - t1)
-        record = {"step": step + 1, "loss": step_loss, "acc": acc, "lr": opt.lr, "grad_norm": gnorm}
-        history.append(record)
+            t2 = time.perf_counter()
+            fb_times.append(fb)
+            opt_times.append(t2 - t1)
+            record = {"step": step + 1, "loss": step_loss, "acc": acc, "lr": opt.lr, "grad_norm": gnorm}
+            history.append(record)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{record['loss']:.3f}")
+            stop = False
+            if eval_every and ((step + 1) % eval_every == 0 or step + 1 == config.steps):
+                curve.append({"step": step + 1,
+                              "val_acc": validation_accuracy(model, val, task, logits_fn, batch_size=eval_batch_size)})
+                record["val_acc"] = curve[-1]["val_acc"]
+                if stopper is not None:
+                    stop = stopper.update(step + 1, curve[-1]["val_acc"], params, plan)
+            if on_step is not None:
+                on_step(step + 1, record)
+            if stop:
+                break
+            if checkpoint_dir is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
+                    and step + 1 < config.steps:
+                _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device, stopper)
         if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{record['loss']:.3f}")
-        stop = False
-        if eval_every and ((step + 1) % eval_every == 0 or step + 1 == config.steps):
-            curve.append({"step": step + 1,
-                          "val_acc": validation_accuracy(model, val, task, logits_fn, batch_size=eval_batch_size)})
-            record["val_acc"] = curve[-1]["val_acc"]
-            if stopper is not None:
-                stop = stopper.update(step + 1, curve[-1]["val_acc"], params, plan)
-        if on_step is not None:
-            on_step(step + 1, record)
-        if stop:
-            break
-        if checkpoint_dir is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
-                and step + 1 < config.steps:
-            _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device, stopper)
-    if bar is not None:
-        bar.close()
-    for p in params.values():
-        p.requires_grad_(False)
-    if stopper is not None and stopper.best is not None:
-        _restore(params, stopper.best)  # the best evaluation's weights: θ* of an early-stopped run
-    vector = _task_vector(params, theta0, plan)
-    _restore(params, theta0)
-    timings = {
-        "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
-        "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
-        "opt_s_mean": float(np.mean(opt_times)) if opt_times else 0.0,
-        "opt_s_std": float(np.std(opt_times)) if opt_times else 0.0,
-        "train_s": float(np.sum(fb_times) + np.sum(opt_times)),
-        "peak_memory_mb": peak_memory_mb(device),
-        "peak_memory_kind": memory_kind,
-        "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
-        "trainable_tensors": len(plan),
-    }
-    if early is not None:  # where training stopped and which evaluation's weights the vector holds
-        timings.update({"steps_run": len(fb_times) + start_step, "best_step": early.best_step,
-                        "best_val_acc": early.best_acc if early.best is not None else None})
-    if checkpoint_dir is not None:
-        for f in ("checkpoint.safetensors", "checkpoint.json"):
-            (checkpoint_dir / f).unlink(missing_ok=True)
-    return TrainResult(vector, history, timings, curve, precision)
+            bar.close()
+        for p in params.values():
+            p.requires_grad_(False)
+        if stopper is not None and stopper.best is not None:
+            _restore(params, stopper.best)  # the best evaluation's weights: θ* of an early-stopped run
+        vector = _task_vector(params, theta0, plan)
+        _restore(params, theta0)
+        timings = {
+            "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
+            "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
+            "opt_s_mean": float(np.mean(opt_times)) if opt_times else 0.0,
+            "opt_s_std": float(np.std(opt_times)) if opt_times else 0.0,
+            "train_s": float(np.sum(fb_times) + np.sum(opt_times)),
+            "peak_memory_mb": peak_memory_mb(device),
+            "peak_memory_kind": memory_kind,
+            "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
+            "trainable_tensors": len(plan),
+        }
+        if early is not None:  # where training stopped and which evaluation's weights the vector holds
+            timings.update({"steps_run": len(fb_times) + start_step, "best_step": early.best_step,
+                            "best_val_acc": early.best_acc if early.best is not None else None})
+        if checkpoint_dir is not None:
+            for f in ("checkpoint.safetensors", "checkpoint.json"):
+                (checkpoint_dir / f).unlink(missing_ok=True)
+        return TrainResult(vector, history, timings, curve, precision)
+    except BaseException:
+        # a run that fails or is interrupted (an error, Ctrl-C, a worker stopped) leaves the model at θ0 as it
+        # found it: the process-wide cached model (inference.runtime.prepared_model) stays the pre-trained one
+        # for the next run of the same process (a retried task, the next suite step, the dashboard's Run page)
+        for p in params.values():
+            p.requires_grad_(False)
+        _restore(params, theta0)
+        raise
 
 
 def _snapshot(params: dict, plan: Plan) -> dict[str, tuple[torch.Tensor | None, torch.Tensor]]:

@@ -320,3 +320,43 @@ def test_interrupted_suite_resumes_where_it_stopped(tmp_path):
     run_suite("tiny", store, scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"], resume=True,
               log=lines.append)
     assert not any(ln.endswith("skipped") for ln in lines)
+
+
+@pytest.mark.slow
+def test_a_suite_cut_off_mid_run_continues_the_run_from_its_checkpoint(tmp_path, monkeypatch):
+    """``checkpoint_every`` (``talos suite --checkpoint-every``): a suite stopped inside a fine-tuning run resumes
+    that run from its last checkpoint, and ends with the same run ids and metrics as a run without checkpoints."""
+    import talos_core.training as training
+
+    save, resume = training._save_checkpoint, training._maybe_resume
+    resumed_at: list[int] = []
+
+    def save_then_stop(*args, **kwargs):
+        save(*args, **kwargs)
+        raise _Stop  # the process dies right after its first checkpoint
+
+    def recording_resume(*args, **kwargs):
+        out = resume(*args, **kwargs)
+        resumed_at.append(out[0])
+        return out
+
+    kw = dict(scale="mini", methods=["talos"], posthoc=[], log=lambda s: None)
+    store = Store(tmp_path / "s")
+    monkeypatch.setattr(training, "_save_checkpoint", save_then_stop)
+    with pytest.raises(_Stop):
+        run_suite("tiny", store, checkpoint_every=2, **kw)
+    assert list((store.root / "checkpoints").rglob("checkpoint.json"))
+    monkeypatch.setattr(training, "_save_checkpoint", save)
+    monkeypatch.setattr(training, "_maybe_resume", recording_resume)
+    run_suite("tiny", store, checkpoint_every=2, resume=True, **kw)
+    assert resumed_at[0] == 2  # the cut-off run went on from step 2, not from 0
+    assert not list((store.root / "checkpoints").rglob("checkpoint.json"))  # finished runs leave none behind
+
+    fresh = Store(tmp_path / "fresh")
+    run_suite("tiny", fresh, **kw)
+    assert _metrics(store) == _metrics(fresh)
+    runs = [s.read_result("single", "tiny__tiny-text")["runs"] for s in (store, fresh)]
+    assert runs[0] == runs[1]
+    with pytest.raises(TalosError, match="checkpoint_every must be a whole number"):
+        run_suite("tiny", tmp_path / "bad", checkpoint_every=-1, **kw)
+    assert not (tmp_path / "bad").exists()

@@ -106,6 +106,28 @@ def test_cosine_schedule_and_batches():
     assert sorted(int(i) for b in epoch for i in b) == list(range(12))
 
 
+def test_a_run_that_fails_midway_leaves_the_model_at_theta0(tiny_setup):
+    """An error or interrupt inside the training loop puts θ0 back bit for bit (the process-wide cached model is
+    the next run's θ0: a retried task or the next suite step must not start from a half-trained model)."""
+    model, task, data = tiny_setup["tiny-text"]
+    _, plan = _plan(model, seed=5)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    class Crash(RuntimeError):
+        pass
+
+    def crash(step, record):
+        if step == 3:
+            raise Crash
+
+    cfg = TrainConfig(steps=6, batch_size=8, lr=1e-1, warmup_steps=1)
+    with pytest.raises(Crash):
+        finetune(model, data.train, task, plan, cfg, progress=False, on_step=crash)
+    for n, p in model.named_parameters():
+        assert torch.equal(p.detach(), before[n]), n
+        assert not p.requires_grad, n
+
+
 def test_resume_from_checkpoint_gives_identical_vector(tiny_setup, tmp_path):
     model, task, data = tiny_setup["tiny-text"]
     _, plan = _plan(model, seed=4)

@@ -102,7 +102,8 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     add_eval_precision_argument(p)
     add_train_precision_argument(p)
-    p.add_argument("--checkpoint-every", type=int, default=0, help="save a resumable checkpoint every N steps")
+    p.add_argument("--checkpoint-every", type=non_negative_int, default=0,
+                   help="save a resumable checkpoint every N steps (default 0: none)")
     p.add_argument("--eval-every", type=non_negative_int, default=0,
                    help="learning curve: validation accuracy of the model being trained every N steps and at the "
                         "last, stored in the run's manifest (default 0: off; does not change the run)")

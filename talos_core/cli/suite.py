@@ -14,6 +14,7 @@ from talos_core.cli.common import (
     add_eval_precision_argument,
     add_store_argument,
     add_train_precision_argument,
+    non_negative_int,
     number,
     positive_int,
 )
@@ -69,6 +70,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --executor ray: CPUs each task declares (default 1)")
     add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
     add_train_precision_argument(p, default_help="the scale's, else $TALOS_TRAIN_PRECISION or auto")
+    p.add_argument("--checkpoint-every", type=non_negative_int, default=0, metavar="N",
+                   help="every fine-tuning run saves a resumable checkpoint every N steps, so a suite cut off "
+                        "mid-run (--resume) continues the run from its last checkpoint, with the same task vector "
+                        "(default 0: none; changes no run id or result)")
     p.set_defaults(handler=_suite)
     p = sub.add_parser("report", help="print the README results table of a suite from a store")
     p.add_argument("name")
@@ -99,7 +104,7 @@ def _suite(args: argparse.Namespace) -> int:
               log=(lambda s: None) if args.quiet else print, resume=args.resume,
               eval_precision=args.eval_precision, train_precision=args.train_precision, stage=args.stage,
               model=args.model, executor=args.executor, address=args.address, gpus_per_task=args.gpus_per_task,
-              cpus_per_task=args.cpus_per_task, jobs=args.jobs)
+              cpus_per_task=args.cpus_per_task, jobs=args.jobs, checkpoint_every=args.checkpoint_every)
     if args.stage == "all":
         print(results_markdown(store, args.name))
     return 0
