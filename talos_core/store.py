@@ -410,6 +410,11 @@ class Store:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def progress_path(self, kind: str, name: str) -> Path:
+        """Where a long evaluation keeps its partial progress towards result ``kind/name`` (the finished rows of a
+        ξ grid), so an interrupted one goes on where it stopped; removed once the result is written."""
+        return self.root / "checkpoints" / "results" / kind / f"{name}.json"
+
     def commit(self, staging: Path, rid: str) -> Run:
         """Atomically publish a staged run folder (replacing an older run with the same id)."""
         target = self.run_path(rid)

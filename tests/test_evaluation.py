@@ -375,6 +375,47 @@ def test_disentanglement_zero_at_origin_and_on_axes():
         disentanglement_error(ctx, "lin0", "lin0", tau1, tau1, alphas1=[0.0])
 
 
+def test_an_interrupted_disentanglement_grid_goes_on_from_its_last_row(tmp_path):
+    """GridProgress: the non-linear grid saves its finished rows; a grid stopped after two rows recomputes only the
+    rest and equals an uninterrupted one; another key, or a damaged file, starts over."""
+    from talos_core.evaluation.disentanglement import GridProgress
+
+    ctx = _linear_ctx(2)
+    tau1 = _random_vector(ctx.model, ["proj.weight"], 1.0, seed=11)
+    tau2 = _random_vector(ctx.model, ["proj.bias", "proj.weight"], 1.0, seed=12)
+    alphas = disentanglement_alphas(5, 2.0)
+    kw = dict(alphas1=alphas, points=40)
+    full = disentanglement_error(ctx, "lin0", "lin1", tau1, tau2, **kw)
+
+    class Stop(Exception):
+        pass
+
+    class StopAfterTwoRows(GridProgress):
+        def save(self, rows_done, xi1, xi2):
+            super().save(rows_done, xi1, xi2)
+            if rows_done == 2:
+                raise Stop
+
+    path = tmp_path / "p.json"
+    with pytest.raises(Stop):
+        disentanglement_error(ctx, "lin0", "lin1", tau1, tau2, resume=StopAfterTwoRows(path, {"runs": ["a", "b"]}),
+                              **kw)
+    progress = GridProgress(path, {"runs": ["a", "b"]})
+    assert progress.load((5, 5))[0] == 2
+    calls = []
+    original = ctx.logits_many
+    ctx.logits_many = lambda *a, **k: calls.append(1) or original(*a, **k)
+    resumed = disentanglement_error(ctx, "lin0", "lin1", tau1, tau2, resume=progress, **kw)
+    ctx.logits_many = original
+    assert len(calls) == 3 * 5  # only the three unfinished rows
+    assert np.array_equal(resumed.xi, full.xi) and np.array_equal(resumed.xi_task1, full.xi_task1)
+    assert GridProgress(path, {"runs": ["a", "c"]}).load((5, 5))[0] == 0  # other runs: not theirs
+    path.write_text("{garbled")
+    assert progress.load((5, 5))[0] == 0
+    progress.clear()
+    assert not path.exists()
+
+
 # --------------------------------------------------------------------------------------------
 # tiny-text store: protocols end to end, schema, bitwise restore
 # --------------------------------------------------------------------------------------------
@@ -415,6 +456,7 @@ def test_protocols_write_schema_and_restore_weights(store, ctx):
     dis = store.read_result("disentanglement", f"default__tiny-text__talos__{TASKS[0]}__{TASKS[1]}")
     assert np.array(dis["xi"]).shape == (3, 3) and dis["xi"][1][1] == 0.0
     assert dis["search_region"] == [0.0, pytest.approx(10.0)] and dis["points_per_task"] == 16
+    assert not list((store.root / "checkpoints").rglob("*.json"))  # the grid's progress file goes with the result
     _assert_same(ctx.model, snap)
 
     evaluate(store, "localization", MODEL, TASKS, "talos", **kw)
