@@ -75,6 +75,24 @@ def test_step_table_matches_the_shipped_records(name):
     assert [st.label for st in steps if st.always] == ["comparison"]
 
 
+def test_checkpoint_every_reaches_every_fine_tuning_request_and_changes_no_run_id():
+    """``--checkpoint-every`` is a fine-tuning override of every step (the executors rebuild the same table), and
+    like ``device`` it is not part of any run's identity."""
+    from talos_core.pipeline import FinetuneRequest
+    from talos_core.suites import suite_steps
+
+    plain, ck = (suite_steps(get_suite("tiny"), "mini", ["talos", "nonlinear"], ["ties"], seed=0, device="auto",
+                             checkpoint_every=n) for n in (0, 7))
+    assert [st.label for st in plain] == [st.label for st in ck]
+    tuned = [(a, b) for a, b in zip(plain, ck) if isinstance(a.overrides, dict) and "steps" in a.overrides]
+    assert len(tuned) > 10  # every step that names fine-tuning settings
+    for a, b in tuned:
+        assert b.overrides == {**a.overrides, "checkpoint_every": 7}
+    first = plain[0].overrides
+    request = dict(model="tiny-text", task="tweets", method="talos", **{k: v for k, v in first.items()})
+    assert FinetuneRequest(**request).run_id() == FinetuneRequest(**request, checkpoint_every=7).run_id()
+
+
 def test_paper_scale_steps_read_budget_and_choices_from_the_store(tmp_path):
     """Under the paper's protocol each method starts with its learning curve (and selection); later steps take
     their step budget from the stored learning curve and, for selected methods, the per-task runs from the
