@@ -375,10 +375,10 @@ def test_disentanglement_zero_at_origin_and_on_axes():
         disentanglement_error(ctx, "lin0", "lin0", tau1, tau1, alphas1=[0.0])
 
 
-def test_an_interrupted_disentanglement_grid_goes_on_from_its_last_row(tmp_path):
-    """GridProgress: the non-linear grid saves its finished rows; a grid stopped after two rows recomputes only the
+def test_an_interrupted_disentanglement_grid_computes_only_its_missing_rows(tmp_path):
+    """Progress: the non-linear grid saves each finished row; a grid stopped after two rows computes only the
     rest and equals an uninterrupted one; another key, or a damaged file, starts over."""
-    from talos_core.evaluation.disentanglement import GridProgress
+    from talos_core.evaluation.progress import Progress
 
     ctx = _linear_ctx(2)
     tau1 = _random_vector(ctx.model, ["proj.weight"], 1.0, seed=11)
@@ -390,18 +390,18 @@ def test_an_interrupted_disentanglement_grid_goes_on_from_its_last_row(tmp_path)
     class Stop(Exception):
         pass
 
-    class StopAfterTwoRows(GridProgress):
-        def save(self, rows_done, xi1, xi2):
-            super().save(rows_done, xi1, xi2)
-            if rows_done == 2:
+    class StopAfterTwoRows(Progress):
+        def put(self, part, value):
+            super().put(part, value)
+            if part == "row 1":
                 raise Stop
 
     path = tmp_path / "p.json"
     with pytest.raises(Stop):
         disentanglement_error(ctx, "lin0", "lin1", tau1, tau2, resume=StopAfterTwoRows(path, {"runs": ["a", "b"]}),
                               **kw)
-    progress = GridProgress(path, {"runs": ["a", "b"]})
-    assert progress.load((5, 5))[0] == 2
+    progress = Progress(path, {"runs": ["a", "b"]})
+    assert sorted(progress.done()) == ["row 0", "row 1"]
     calls = []
     original = ctx.logits_many
     ctx.logits_many = lambda *a, **k: calls.append(1) or original(*a, **k)
@@ -409,9 +409,9 @@ def test_an_interrupted_disentanglement_grid_goes_on_from_its_last_row(tmp_path)
     ctx.logits_many = original
     assert len(calls) == 3 * 5  # only the three unfinished rows
     assert np.array_equal(resumed.xi, full.xi) and np.array_equal(resumed.xi_task1, full.xi_task1)
-    assert GridProgress(path, {"runs": ["a", "c"]}).load((5, 5))[0] == 0  # other runs: not theirs
+    assert Progress(path, {"runs": ["a", "c"]}).done() == {}  # other runs: not theirs
     path.write_text("{garbled")
-    assert progress.load((5, 5))[0] == 0
+    assert progress.done() == {}
     progress.clear()
     assert not path.exists()
 
@@ -920,3 +920,40 @@ def test_protocols_write_examples_and_intervals(store):
     for m in ("talos", "ties"):
         for col in ("addition_abs", "negation_target", "single_task_acc", "zero_shot_acc"):
             assert comp.loc[m, f"{col}_lo"] <= comp.loc[m, col] <= comp.loc[m, f"{col}_hi"], (m, col)
+
+
+def test_an_interrupted_sparsity_ablation_evaluates_only_its_missing_sparsities(tmp_path, monkeypatch):
+    """The ablation keeps each finished sparsity (Progress); stopped after the first one, the step evaluates only
+    the second, and writes the same table and per-example payload as an uninterrupted step."""
+    import talos_core.evaluation.ablation as ablation_mod
+    from talos_core.evaluation.progress import Progress
+
+    st = Store(tmp_path / "s")
+    kw = dict(overrides=OVERRIDES, train=True,
+              settings={"sparsities": (0.5, 0.9), "control_task": CONTROL, "alpha_step": 0.5})
+    evaluate(st, "sparsity-ablation", MODEL, TASKS, "talos", suite="whole", **kw)
+
+    class Stop(Exception):
+        pass
+
+    put = Progress.put
+
+    def put_then_stop(self, part, value):
+        put(self, part, value)
+        raise Stop
+
+    monkeypatch.setattr(Progress, "put", put_then_stop)
+    with pytest.raises(Stop):
+        evaluate(st, "sparsity-ablation", MODEL, TASKS, "talos", suite="cut", **kw)
+    monkeypatch.setattr(Progress, "put", put)
+    searched = []
+    addition = ablation_mod.arith.task_addition
+    monkeypatch.setattr(ablation_mod.arith, "task_addition",
+                        lambda *a, **k: searched.append(k.get("sparsity")) or addition(*a, **k))
+    evaluate(st, "sparsity-ablation", MODEL, TASKS, "talos", suite="cut", **kw)
+    assert searched == [0.9]  # 0.5 came from the progress file
+    assert not list((st.root / "checkpoints").rglob("*.json"))
+    pd.testing.assert_frame_equal(st.read_table("sparsity_ablation", "cut__tiny-text__talos"),
+                                  st.read_table("sparsity_ablation", "whole__tiny-text__talos"))
+    whole, cut = (st.read_result("sparsity_ablation", f"{s}__tiny-text__talos") for s in ("whole", "cut"))
+    assert cut["examples"] == whole["examples"]

@@ -4,10 +4,15 @@ method at several sparsities (paper App. k ablation), one row per sparsity (``sp
 Each row also carries the 95% bootstrap intervals over test examples of its means (``<metric>_lo``,
 ``<metric>_hi``; :mod:`talos_core.evaluation.stats`), and the payload the per-example test correctness
 behind them (``examples: {sparsity: {"addition", "single", "negation"}}``).
+
+Each sparsity is an addition and a negation search (on a CPU, MiniLM's text suite takes about an hour and a half per
+sparsity), so the step keeps every finished sparsity in a :class:`~talos_core.evaluation.progress.Progress` and a
+step cut off mid-way evaluates only the sparsities it lacks.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +21,7 @@ import pandas as pd
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation import stats
+from talos_core.evaluation.progress import Progress
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
@@ -25,6 +31,7 @@ from talos_core.evaluation.request import (
     fmt,
 )
 from talos_core.evaluation.runs import run_alpha_grid
+from talos_core.inference.precision import model_precision
 from talos_core.schema import result_name, variant_id
 from talos_core.store import Store
 
@@ -47,6 +54,10 @@ class AblationSettings:
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 
+_PARTS = ("addition", "negation", "single", "examples", "ci95")
+"""What one sparsity's evaluation keeps in the step's :class:`Progress` (the tuple of :func:`_stored_summaries`)."""
+
+
 def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     """Addition/negation/single-task summaries of ``req.method``'s runs at each of ``s.sparsities``."""
     from talos_core.methods import get_method
@@ -57,15 +68,24 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     tasks = list(req.tasks)
     control = check_control_task(s.control_task or arith.default_control_task(tasks), tasks)
     ctx = req.context(None, s.batch_size, [control])
+    name = req.name(req.result_id)
+    # the sparsities an interrupted run of this step finished (each is an addition + negation search)
+    progress = Progress(req.store.progress_path("sparsity_ablation", name),
+                        {"tasks": tasks, "control_task": control, "eval_precision": model_precision(ctx.model),
+                         "batch_size": ctx.batch_size, "device": str(ctx.model.device)})
     rows, examples = [], {}
     for sparsity in s.sparsities:
         runs = req.runs(overrides={**req.overrides, "sparsity": sparsity})
         alphas, _ = run_alpha_grid(runs, s.alpha_step)
         ids = {t: r.id for t, r in runs.items()}
+        part = json.dumps({"sparsity": sparsity, "runs": ids, "alphas": [float(a) for a in alphas]}, sort_keys=True)
         known = None  # the suite may have evaluated these runs under the method or its fixed-sparsity variant
         for rid in dict.fromkeys((req.result_id, variant_id(req.method, sparsity=sparsity))):
             known = known or _stored_summaries(req.store, req.suite, req.model, rid, ids, alphas, control)
-        if known is not None:  # these very runs were already evaluated by the suite (the method's own sparsity)
+        saved = progress.get(part) if known is None else None
+        if isinstance(saved, dict) and set(saved) == set(_PARTS):
+            known = tuple(saved[k] for k in _PARTS)
+        if known is not None:  # these very runs were already evaluated (by the suite, or by this step before a stop)
             add_summary, neg_summary, single, ex, ci95 = known
         else:
             vectors = {t: r.task_vector() for t, r in runs.items()}
@@ -78,6 +98,7 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
                   "single": arith.encode_all({t: ref.correct[(t, "test")] for t in tasks}),
                   "negation": {t: arith.encode_all(e) for t, e in neg.examples.items()}}
             ci95 = {"addition": add.ci95, "negation": neg.ci95}
+            progress.put(part, dict(zip(_PARTS, (add_summary, neg_summary, single, ex, ci95))))
         row = {"sparsity": sparsity, "addition_abs": add_summary["abs_acc"],
                "addition_norm": add_summary["norm_acc"], "negation_target": neg_summary["target_acc"],
                "negation_control": neg_summary["control_acc"], "single_task_acc": single}
@@ -87,10 +108,10 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
             examples[f"{sparsity:g}"] = ex
         rows.append(row)
     table = pd.DataFrame(rows)
-    name = req.name(req.result_id)
     extra = {"examples": examples, "bootstrap": stats.bootstrap_settings()} if examples else {}
     req.store.write_table("sparsity_ablation", name, table, method=req.result_id, model=req.model, suite=req.suite,
                           **req.result_meta(), **extra)
+    progress.clear()
     lines = [f"sparsity {r.sparsity:g}: addition abs {fmt(r.addition_abs)} | norm {fmt(r.addition_norm)} | "
              f"negation target {fmt(r.negation_target)} | control {fmt(r.negation_control)} | "
              f"single-task {fmt(r.single_task_acc)}" for r in table.itertuples()]

@@ -11,10 +11,9 @@ Cost: the single-vector predictions ``pred(θ0 + α_t τ_t)`` on ``D_t`` are com
 edit (``apply_vectors``) and one pass per task (heads swapped, no model copy). In linearized mode
 everything follows from ``f(x, θ0)`` and two JVPs per task: no pass per grid point at all.
 
-Resumable: with a :class:`GridProgress` (the ``disentanglement`` protocol gives it one in the store's
-``checkpoints/results/``), the non-linear grid saves its finished rows after each row, and an interrupted grid
-goes on from the first unfinished row: a 20 × 20 grid of MiniLM over 2 × 512 texts is hours on a laptop CPU.
-The rows are the same numbers an uninterrupted run computes (every cell is a deterministic evaluation).
+Resumable: with a :class:`~talos_core.evaluation.progress.Progress` (the ``disentanglement`` protocol gives it
+one), the non-linear grid saves each finished row, and an interrupted grid computes only the rows it lacks: a
+20 × 20 grid of MiniLM over 2 × 512 texts is hours on a laptop CPU.
 
 Note: ξ(α1, 0) is generally NOT 0 — its task-1 term vanishes, but its task-2 term measures how much
 ``α1 τ1`` changes predictions on ``D_2`` (interference). ξ(0, 0) = 0 always.
@@ -24,14 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from talos_core.atomic import atomic_write_json, read_json
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation.context import EvalContext, subset
+from talos_core.evaluation.progress import Progress
 from talos_core.inference.forward import Mode
 from talos_core.tasks.base import Split
 from talos_core.vectors import TaskVector
@@ -53,40 +50,6 @@ def disentanglement_alphas(grid: int = DEFAULT_GRID, radius: float = DEFAULT_RAN
     if grid == 1:
         return [0.0]
     return [float(round(v, 10)) for v in np.linspace(-radius, radius, grid)]
-
-
-@dataclass(frozen=True)
-class GridProgress:
-    """The finished rows of a ξ grid in a JSON file (``path``), valid only for the same ``key``: everything the
-    numbers depend on (runs, α grids, points, seed, evaluation precision, batch size, device)."""
-
-    path: Path
-    key: dict[str, Any]
-
-    def load(self, shape: tuple[int, int]) -> tuple[int, np.ndarray, np.ndarray]:
-        """``(rows done, xi1, xi2)``; nothing usable (no file, another key, a damaged file) gives 0 rows."""
-        empty = (0, np.zeros(shape), np.zeros(shape))
-        if not self.path.exists():
-            return empty
-        try:
-            saved = read_json(self.path)
-            if saved.get("key") != self.key:
-                return empty
-            rows = int(saved["rows_done"])
-            xi1, xi2 = np.asarray(saved["xi_task1"], dtype=float), np.asarray(saved["xi_task2"], dtype=float)
-            if not (0 <= rows <= shape[0] and xi1.shape == shape and xi2.shape == shape):
-                return empty
-            return rows, xi1, xi2
-        except (TalosError, AttributeError, KeyError, TypeError, ValueError):  # damaged: start the grid over
-            return empty
-
-    def save(self, rows_done: int, xi1: np.ndarray, xi2: np.ndarray) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.path, {"key": self.key, "rows_done": rows_done, "xi_task1": xi1.tolist(),
-                                      "xi_task2": xi2.tolist()})
-
-    def clear(self) -> None:
-        self.path.unlink(missing_ok=True)
 
 
 @dataclass
@@ -113,11 +76,11 @@ class DisentanglementResult:
 def disentanglement_error(ctx: EvalContext, task1: str, task2: str, tau1: TaskVector, tau2: TaskVector, *,
                           alphas1: Sequence[float], alphas2: Sequence[float] | None = None,
                           points: int = DEFAULT_POINTS, seed: int = 0, mode: Mode = "nonlinear",
-                          progress: bool = False, resume: GridProgress | None = None) -> DisentanglementResult:
+                          progress: bool = False, resume: Progress | None = None) -> DisentanglementResult:
     """ξ(α1, α2) on the grid ``alphas1 × alphas2`` over ``points`` random test examples per task.
 
-    ``resume``: where the non-linear grid keeps its finished rows (see :class:`GridProgress`); the caller clears
-    it once the result is stored. The linearized grid needs no progress file (two JVPs per task, then algebra).
+    ``resume``: where the non-linear grid keeps its finished rows (parts ``"row <i>"``); the caller clears it once
+    the result is stored. The linearized grid needs no progress file (two JVPs per task, then algebra).
 
     >>> # res = disentanglement_error(ctx, "tweets", "drug-reviews", tau1, tau2,
     >>> #                             alphas1=disentanglement_alphas(20, 3.0), points=2048)
@@ -143,29 +106,39 @@ def disentanglement_error(ctx: EvalContext, task1: str, task2: str, tau1: TaskVe
 
 def _grid_nonlinear(ctx: EvalContext, task1: str, task2: str, d1: Split, d2: Split, tau1: TaskVector,
                     tau2: TaskVector, alphas1: list[float], alphas2: list[float],
-                    progress: bool, resume: GridProgress | None = None) -> tuple[np.ndarray, np.ndarray]:
-    shape = (len(alphas1), len(alphas2))
-    start, xi1, xi2 = resume.load(shape) if resume is not None else (0, np.zeros(shape), np.zeros(shape))
-    if start == shape[0]:
+                    progress: bool, resume: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    xi1 = np.zeros((len(alphas1), len(alphas2)))
+    xi2 = np.zeros_like(xi1)
+    saved = resume.done() if resume is not None else {}
+    todo = []
+    for i in range(len(alphas1)):
+        row = saved.get(f"row {i}")
+        if isinstance(row, dict) and len(row.get("xi_task1") or ()) == len(row.get("xi_task2") or ()) == len(alphas2):
+            xi1[i], xi2[i] = row["xi_task1"], row["xi_task2"]
+        else:
+            todo.append(i)
+    if not todo:
         return xi1, xi2
     # single-vector predictions, computed once per α and reused across the grid
-    single1 = {a: ctx.logits(task1, d1, [(tau1, a)]).argmax(-1).numpy() for a in dict.fromkeys(alphas1[start:])}
+    needed1 = dict.fromkeys(alphas1[i] for i in todo)
+    single1 = {a: ctx.logits(task1, d1, [(tau1, a)]).argmax(-1).numpy() for a in needed1}
     single2 = {a: ctx.logits(task2, d2, [(tau2, a)]).argmax(-1).numpy() for a in dict.fromkeys(alphas2)}
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=shape[0] * shape[1], initial=start * shape[1], desc="disentanglement grid", leave=False)
-    for i in range(start, shape[0]):
-        for j in range(shape[1]):
-            a1, a2 = alphas1[i], alphas2[j]
+        bar = tqdm(total=xi1.size, initial=(len(alphas1) - len(todo)) * len(alphas2), desc="disentanglement grid",
+                   leave=False)
+    for i in todo:
+        for j, a2 in enumerate(alphas2):
+            a1 = alphas1[i]
             out1, out2 = ctx.logits_many([(task1, d1), (task2, d2)], [(tau1, a1), (tau2, a2)])
             xi1[i, j] = float((out1.argmax(-1).numpy() != single1[a1]).mean())
             xi2[i, j] = float((out2.argmax(-1).numpy() != single2[a2]).mean())
             if bar is not None:
                 bar.update(1)
-        if resume is not None and i + 1 < shape[0]:
-            resume.save(i + 1, xi1, xi2)
+        if resume is not None:
+            resume.put(f"row {i}", {"xi_task1": xi1[i].tolist(), "xi_task2": xi2[i].tolist()})
     if bar is not None:
         bar.close()
     return xi1, xi2

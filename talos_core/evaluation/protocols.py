@@ -276,7 +276,8 @@ def _negation(req: EvalRequest, s: NegationSettings) -> EvalOutcome:
 
 
 def _disentanglement(req: EvalRequest, s: DisentanglementSettings) -> EvalOutcome:
-    from talos_core.evaluation.disentanglement import GridProgress, disentanglement_alphas, disentanglement_error
+    from talos_core.evaluation.disentanglement import disentanglement_alphas, disentanglement_error
+    from talos_core.evaluation.progress import Progress
     from talos_core.inference.precision import model_precision
 
     ev = _evaluated(req, s.batch_size)
@@ -289,10 +290,10 @@ def _disentanglement(req: EvalRequest, s: DisentanglementSettings) -> EvalOutcom
     for t1, t2 in itertools.combinations(list(ev.vectors), 2):
         name = req.name(req.result_id, t1, t2)
         # the finished rows of an interrupted grid, valid for exactly these numbers' inputs
-        resume = GridProgress(req.store.progress_path("disentanglement", name),
-                              {"runs": [ev.runs[t1].id, ev.runs[t2].id], "alphas": alphas, "points": s.points,
-                               "seed": s.seed, "mode": mode, "eval_precision": model_precision(ev.ctx.model),
-                               "batch_size": ev.ctx.batch_size, "device": str(ev.ctx.model.device)})
+        resume = Progress(req.store.progress_path("disentanglement", name),
+                          {"runs": [ev.runs[t1].id, ev.runs[t2].id], "alphas": alphas, "points": s.points,
+                           "seed": s.seed, "mode": mode, "eval_precision": model_precision(ev.ctx.model),
+                           "batch_size": ev.ctx.batch_size, "device": str(ev.ctx.model.device)})
         res = disentanglement_error(ev.ctx, t1, t2, ev.vectors[t1], ev.vectors[t2], alphas1=alphas, points=s.points,
                                     seed=s.seed, mode=mode, progress=req.progress, resume=resume)
         req.store.write_result("disentanglement", name, {
