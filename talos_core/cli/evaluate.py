@@ -87,8 +87,8 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
     ("--tolerance", "tolerance", number, "learning-curve: accuracy gain below which a curve counts as plateaued "
                                          "(default: 0.01); --eval-every and --steps set the curve", None),
     ("--eval-seed", "seed", int, "seed of evaluation subsets and noise (default: 0)", None),
-    ("--eval-batch-size", "batch_size", positive_int, "evaluation batch size (default: 128; posthoc and "
-                                                      "sparsity-ablation: the device's)", None),
+    ("--eval-batch-size", "batch_size", positive_int, "evaluation batch size (default: the device's, 32 "
+                                                      "on CPUs, 128 on GPUs)", None),
 )
 
 

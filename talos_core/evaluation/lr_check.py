@@ -195,13 +195,13 @@ class LrCheckSettings:
 
     values: tuple = DEFAULT_VALUES
     row: str | None = None
-    batch_size: int = 128
+    batch_size: int | None = None  # None: the device's default
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", check_lr_values(self.values))
         if self.row is not None and not isinstance(self.row, str):
             raise TalosError(f"the lr check's row must be a result id such as 'talos-k0.9', got {self.row!r}")
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 def own_lr(model: str, task: str, method: str, overrides: Mapping[str, Any]) -> float:

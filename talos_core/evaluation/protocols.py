@@ -72,33 +72,33 @@ class NoSettings:
 class EvalSettings:
     """Protocols that evaluate each run once (single, localization, linearization)."""
 
-    batch_size: int = 128  # evaluation batch size
+    batch_size: int | None = None  # evaluation batch size; None: the device's default (32 on CPUs, 128 else)
 
     def __post_init__(self) -> None:
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 @dataclass(frozen=True)
 class AdditionSettings:
     alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − sparsity) for sparse methods); paper 0.05
-    batch_size: int = 128
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_number("alpha_step", self.alpha_step)
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 @dataclass(frozen=True)
 class NegationSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05
-    batch_size: int = 128
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_positive_number("alpha_step", self.alpha_step)
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class DisentanglementSettings:
     points: int = 2048  # test points per task
     seed: int = 0  # seed of the test-point subsets
     alpha_step: float = 0.05  # of the addition grid, whose span is recorded as the search region
-    batch_size: int = 128
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_int("grid", self.grid)
@@ -116,7 +116,7 @@ class DisentanglementSettings:
         check_positive_int("points", self.points)
         check_seed(self.seed)
         check_positive_number("alpha_step", self.alpha_step)
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class SharingSettings:
     mode: str = "prune"  # prune, perturb or both
     samples: int = 128  # Fisher examples per task
     seed: int = 0
-    batch_size: int = 128
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         check_range("fraction", self.fraction, 0.0, 1.0, high_open=False)
@@ -144,19 +144,19 @@ class SharingSettings:
             raise TalosError(f"sharing mode must be prune, perturb or both, got {self.mode!r}")
         check_positive_int("samples", self.samples)
         check_seed(self.seed)
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 @dataclass(frozen=True)
 class PreviewSettings:
     points: int = 512  # test points per task
     seed: int = 0
-    batch_size: int = 128
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_int("preview_points", self.points)
         check_seed(self.seed)
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ class ExamplesSettings:
     seed: int = 0
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05  # of the addition and negation grids (as those protocols)
-    batch_size: int = 128
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         from talos_core.schema import MAX_EXAMPLES
@@ -176,7 +176,7 @@ class ExamplesSettings:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_positive_number("alpha_step", self.alpha_step)
-        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("batch_size", self.batch_size, optional=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ class _Evaluated:
     modes: dict[str, str]
 
 
-def _evaluated(req: EvalRequest, batch_size: int, extra_tasks: Sequence[str] = ()) -> _Evaluated:
+def _evaluated(req: EvalRequest, batch_size: int | None, extra_tasks: Sequence[str] = ()) -> _Evaluated:
     runs = req.runs()
     ctx = req.context(runs, batch_size, extra_tasks)
     return _Evaluated(runs, ctx, {t: r.task_vector() for t, r in runs.items()},
