@@ -90,6 +90,7 @@ class Plan:
     runs: dict[str, PlannedRun]
     cost: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    kept: list[dict] = field(default_factory=list)  # Store.kept_work: what interrupted runs left for --resume
 
     @property
     def edges(self) -> list[tuple[str, str]]:
@@ -134,6 +135,9 @@ class Plan:
                       + ")",
                   f"evaluation steps: {c['evaluations']} ({c['evaluations_done']} done in the store); steps in all: "
                   f"{c['steps']} ({c['steps_done']} done)"]
+        if self.kept:
+            lines += ["", "kept from interrupted runs (--resume continues from here):"]
+            lines += [f"  {'run' if k['kind'] == 'run' else k['kind']} {k['name']}: {k['kept']}" for k in self.kept]
         lines += ["", *self.cost_lines()]
         return "\n".join(lines)
 
@@ -166,7 +170,7 @@ class Plan:
         return {"suite": self.suite, "model": self.model, "scale": self.scale, "device": self.device,
                 "store": self.store, "counts": self.counts(), "settings": self.settings,
                 "steps": [asdict(s) for s in self.steps], "runs": {k: asdict(r) for k, r in self.runs.items()},
-                "edges": self.edges, "cost": self.cost}
+                "edges": self.edges, "cost": self.cost, "kept": self.kept}
 
 
 _TRAIN_ONLY = ("learning-curve",)  # steps that only fine-tune (and measure curves) count as runs, not evaluations
@@ -270,7 +274,8 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
                                   *sorted(sc.finetune_settings(model).items())) if v is not None}
     if sc.lr_by_method:
         settings["lr by method"] = dict(sc.lr_by_method)
-    plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings)
+    plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings,
+                kept=store.store.kept_work() if store.store is not None else [])
     plan.cost = estimate([r for r in runs.values() if not r.in_store], device)
     return plan
 

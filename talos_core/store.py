@@ -415,6 +415,32 @@ class Store:
         ξ grid), so an interrupted one goes on where it stopped; removed once the result is written."""
         return self.root / "checkpoints" / "results" / kind / f"{name}.json"
 
+    def kept_work(self) -> list[dict[str, Any]]:
+        """What interrupted runs left for ``--resume`` to continue: ``{"kind": "run", "name": run id, "kept": "step
+        N"}`` per run checkpoint, ``{"kind": result kind, "name": result name, "kept": "K parts"}`` per long
+        evaluation's progress file (:meth:`progress_path`). Unreadable files say so; nothing is changed."""
+        root = self.root / "checkpoints"
+        out: list[dict[str, Any]] = []
+        if not root.is_dir():
+            return out
+        for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "results"):
+            meta = folder / "checkpoint.json"
+            if not meta.exists():
+                continue
+            try:
+                kept = f"step {int(read_json(meta)['step'])}"
+            except (TalosError, KeyError, TypeError, ValueError):
+                kept = "unreadable (it will be discarded)"
+            out.append({"kind": "run", "name": folder.name, "kept": kept})
+        for path in sorted((root / "results").glob("*/*.json")):
+            try:
+                parts = read_json(path).get("parts")
+            except (TalosError, AttributeError):
+                parts = None
+            kept = f"{len(parts)} finished parts" if isinstance(parts, dict) else "unreadable (it will be discarded)"
+            out.append({"kind": path.parent.name, "name": path.stem, "kept": kept})
+        return out
+
     def commit(self, staging: Path, rid: str) -> Run:
         """Atomically publish a staged run folder (replacing an older run with the same id)."""
         target = self.run_path(rid)

@@ -13,6 +13,7 @@ from talos_core.errors import TalosError
 from talos_core.pipeline import FinetuneRequest
 from talos_core.plan import plan_suite
 from talos_core.plan_costs import arch, cell, estimate
+from talos_core.store import Store
 from talos_core.suites import SUITES, get_suite, suite_steps, with_model
 from talos_core.tasks import get_task
 
@@ -337,6 +338,29 @@ def test_plan_sees_what_the_store_has(tmp_path):
     assert c["finetune_runs"] == n and c["finetune_runs_in_store"] == n and c["steps_done"] == c["steps"]
     assert after.cost["hours"] == 0 and "0 to train" in after.text()
     assert [s.label for s in after.steps] == [s.label for s in before.steps]
+
+
+def test_plan_lists_the_work_interrupted_runs_kept(tmp_path):
+    """``--plan`` names what ``--resume`` will continue: run checkpoints (their step) and the finished parts of
+    long evaluation steps; an unreadable checkpoint says it will be discarded."""
+    from talos_core.atomic import atomic_write_json
+    from talos_core.evaluation.progress import Progress
+
+    store = Store(tmp_path / "s")
+    store.ensure()
+    atomic_write_json(store.checkpoint_dir("tiny-text__tweets__talos__0123456789") / "checkpoint.json", {"step": 50})
+    (store.checkpoint_dir("tiny-text__tweets__lota__0123456789") / "checkpoint.json").write_text("{garbled")
+    grid = Progress(store.progress_path("disentanglement", "tiny__tiny-text__talos__a__b"), {"runs": ["x", "y"]})
+    grid.put("row 0", [0.0])
+    grid.put("row 1", [0.5])
+    plan = plan_suite("tiny", "mini", store, device="cpu-2core", methods=["talos"], posthoc=[])
+    text = plan.text()
+    assert "kept from interrupted runs (--resume continues from here):" in text
+    assert "  run tiny-text__tweets__talos__0123456789: step 50" in text
+    assert "  run tiny-text__tweets__lota__0123456789: unreadable (it will be discarded)" in text
+    assert "  disentanglement tiny__tiny-text__talos__a__b: 2 finished parts" in text
+    assert plan.to_dict()["kept"] == store.kept_work() and len(store.kept_work()) == 3
+    assert "kept from" not in plan_suite("tiny", "mini", tmp_path / "empty", device="cpu-2core").text()
 
 
 def test_plan_of_a_learning_curve_suite_waits_for_budgets(tmp_path):
