@@ -21,7 +21,7 @@ import pandas as pd
 from talos_core.errors import TalosError, check_range
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation import stats
-from talos_core.evaluation.progress import Progress
+from talos_core.evaluation.progress import Progress, evaluation_key
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
@@ -31,7 +31,6 @@ from talos_core.evaluation.request import (
     fmt,
 )
 from talos_core.evaluation.runs import run_alpha_grid
-from talos_core.inference.precision import model_precision
 from talos_core.schema import result_name, variant_id
 from talos_core.store import Store
 
@@ -71,8 +70,7 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     name = req.name(req.result_id)
     # the sparsities an interrupted run of this step finished (each is an addition + negation search)
     progress = Progress(req.store.progress_path("sparsity_ablation", name),
-                        {"tasks": tasks, "control_task": control, "eval_precision": model_precision(ctx.model),
-                         "batch_size": ctx.batch_size, "device": str(ctx.model.device)})
+                        {"tasks": tasks, "control_task": control, **evaluation_key(ctx)})
     rows, examples = [], {}
     for sparsity in s.sparsities:
         runs = req.runs(overrides={**req.overrides, "sparsity": sparsity})

@@ -28,6 +28,14 @@ from talos_core.atomic import atomic_write_json, read_json
 from talos_core.errors import TalosError
 
 
+def evaluation_key(ctx: Any) -> dict[str, Any]:
+    """The part of a :class:`Progress` key that every evaluation step shares: what the context's numbers depend on
+    besides the step's own inputs (resolved evaluation precision, batch size, device)."""
+    from talos_core.inference.precision import model_precision
+
+    return {"eval_precision": model_precision(ctx.model), "batch_size": ctx.batch_size, "device": str(ctx.model.device)}
+
+
 @dataclass(frozen=True)
 class Progress:
     """The finished parts of one evaluation step, stored in ``path`` under ``key``."""

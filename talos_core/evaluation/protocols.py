@@ -277,8 +277,7 @@ def _negation(req: EvalRequest, s: NegationSettings) -> EvalOutcome:
 
 def _disentanglement(req: EvalRequest, s: DisentanglementSettings) -> EvalOutcome:
     from talos_core.evaluation.disentanglement import disentanglement_alphas, disentanglement_error
-    from talos_core.evaluation.progress import Progress
-    from talos_core.inference.precision import model_precision
+    from talos_core.evaluation.progress import Progress, evaluation_key
 
     ev = _evaluated(req, s.batch_size)
     if len(ev.vectors) < 2:
@@ -292,8 +291,7 @@ def _disentanglement(req: EvalRequest, s: DisentanglementSettings) -> EvalOutcom
         # the finished rows of an interrupted grid, valid for exactly these numbers' inputs
         resume = Progress(req.store.progress_path("disentanglement", name),
                           {"runs": [ev.runs[t1].id, ev.runs[t2].id], "alphas": alphas, "points": s.points,
-                           "seed": s.seed, "mode": mode, "eval_precision": model_precision(ev.ctx.model),
-                           "batch_size": ev.ctx.batch_size, "device": str(ev.ctx.model.device)})
+                           "seed": s.seed, "mode": mode, **evaluation_key(ev.ctx)})
         res = disentanglement_error(ev.ctx, t1, t2, ev.vectors[t1], ev.vectors[t2], alphas1=alphas, points=s.points,
                                     seed=s.seed, mode=mode, progress=req.progress, resume=resume)
         req.store.write_result("disentanglement", name, {
