@@ -2,8 +2,9 @@
 
 Jobs: ``mask`` (calibrate and save a real TaLoS mask), ``train`` (time fine-tuning steps of one
 plan), ``calib`` (per-sample Fisher vmap vs loop, calibration vs fine-tuning time), ``grid`` (one
-evaluation-grid point vs one plain evaluation pass), ``train_precision`` (a method trained in fp32 and
-bf16 side by side: time per step and validation accuracy). Each prints ``RESULT {json}`` (see
+evaluation-grid point vs one plain evaluation pass), ``train_precision`` (a method trained in two variants
+side by side — fp32 and bf16, or a CNN's contiguous and channels-last input: time per step and validation
+accuracy). Each prints ``RESULT {json}`` (see
 :func:`bench.common.emit`). Workers call only the public engine API, so the same benchmark code
 measures the engine before and after an optimization.
 """
@@ -384,8 +385,14 @@ def job_grid(a: dict) -> dict:
     return out
 
 
+#: the variants ``job_train_precision`` compares: name → (training precision, CNN input channels-last on a CPU)
+TRAIN_VARIANTS = {"fp32": ("fp32", True), "bf16": ("bf16", True),
+                  "contiguous": ("fp32", False), "channels-last": ("fp32", True)}
+
+
 def job_train_precision(a: dict) -> dict:
-    """One method trained in fp32 and in bf16 autocast side by side: per-step wall times and validation accuracy.
+    """One method trained in two variants side by side (``a["order"]``, names of :data:`TRAIN_VARIANTS`: fp32 and
+    bf16 autocast, or contiguous and channels-last CNN input): per-step wall times and validation accuracy.
 
     Two model instances (one per precision) train in two threads that take turns step by step (lock-step:
     exactly one trains at any moment, the order of ``a["order"]`` first), so a shared CPU's load changes hit
@@ -393,7 +400,8 @@ def job_train_precision(a: dict) -> dict:
     ``FinetuneRequest``: calibration, schedule, the method's own forward), with ``train_config.precision`` set
     to its precision. A step's time runs from when the thread gets its turn to the end of its step
     (``on_step``); the first step, which also holds the method's set-up (TaLoS calibration), is left out of the
-    median. Afterwards each task vector is evaluated on the validation split in fp32, as the run would be.
+    median. Afterwards each task vector is evaluated on the validation split in fp32, as the run would be, by
+    its own variant's model (``eval_s``: that evaluation's wall time).
     """
     import threading
     from dataclasses import replace
@@ -414,6 +422,8 @@ def job_train_precision(a: dict) -> dict:
     models = {}
     for p in order:
         models[p], task, _, _ = setup(a["model"], a["task"], a["device"], max_train=8, max_val=8, max_test=8)
+        if hasattr(models[p], "channels_last_on_cpu"):  # CNNs: the memory-format variants
+            models[p].channels_last_on_cpu = TRAIN_VARIANTS[p][1]
     cond = threading.Condition()
     state = {"turn": 0, "done": set()}
     times: dict[str, list[float]] = {p: [] for p in order}
@@ -441,7 +451,8 @@ def job_train_precision(a: dict) -> dict:
                 wait_turn(i)
                 clock["start"] = time.perf_counter()
 
-        ctx = MethodContext(models[p], task, data, replace(req.train_config(), precision=p), sparsity=req.sparsity,
+        ctx = MethodContext(models[p], task, data, replace(req.train_config(), precision=TRAIN_VARIANTS[p][0]),
+                            sparsity=req.sparsity,
                             seed=req.seed, calib_config=req.calib_config() if method.calibrates else None,
                             progress=False, on_step=on_step)
         wait_turn(i)
@@ -467,9 +478,10 @@ def job_train_precision(a: dict) -> dict:
         for p in order:
             res = outs[p]
             losses = [h["loss"] for h in res.history]
+            start = time.perf_counter()
+            val_acc = accuracy(models[p], task, data.val, [(res.vector, 1.0)], mode=method.eval_mode, batch_size=32)
             out[p] = {"step_s_median": statistics.median(times[p][1:] or times[p]), "step_s": times[p],
-                      "val_acc": accuracy(models[p], task, data.val, [(res.vector, 1.0)], mode=method.eval_mode,
-                                          batch_size=32),
+                      "val_acc": val_acc, "eval_s": time.perf_counter() - start,
                       "final_loss_mean5": sum(losses[-5:]) / len(losses[-5:]), "vector_norm": res.vector.norm()}
     ref, other = outs[order[0]].vector.to_dense(), outs[order[1]].vector.to_dense()
     diff = math.sqrt(sum(float((ref[n] - other[n]).pow(2).sum()) for n in ref))

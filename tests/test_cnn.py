@@ -214,3 +214,24 @@ def test_lite0_real_weights_imagenet_sanity_and_probe():
     model.set_head(model.build_head(task), task.name)
     test = load_task("digits", max_train=1, max_val=1, max_test=200).test
     assert accuracy(model, task, test) > 0.6  # chance is 0.1
+
+
+def test_cpu_batches_enter_the_backbone_channels_last_with_the_same_logits(tiny):
+    """On a CPU the images reach the first convolution in channels-last order (the measured faster path); the logits
+    equal the contiguous order's up to rounding, and the weights (where task vectors are applied) stay contiguous."""
+    model, _, data = tiny
+    x = model.prepare(data.test.inputs[:16])["pixel_values"]
+    seen = []
+    hook = model.backbone.conv_stem.register_forward_pre_hook(
+        lambda module, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last)))
+    try:
+        with torch.no_grad():
+            fast = model(x)
+            model.channels_last_on_cpu = False
+            plain = model(x)
+    finally:
+        model.channels_last_on_cpu = True
+        hook.remove()
+    assert seen == [True, False]
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-5)
+    assert all(p.is_contiguous() for p in model.backbone.parameters())

@@ -60,6 +60,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._C._functorch import maybe_current_level
 from torch.func import functional_call
 
 from talos_core.errors import TalosError
@@ -137,6 +138,8 @@ class CnnTaskModel(TaskModel):
 
     family = "cnn"
     modality = "image"
+    #: CPU batches enter the backbone channels-last (see :meth:`features`); False keeps PyTorch's contiguous order
+    channels_last_on_cpu: bool = True
 
     def __init__(self, backbone: nn.Module, image_size: int, mean: Sequence[float] = LITE_MEAN,
                  std: Sequence[float] = LITE_STD, *, head_train: int = HEAD_TRAIN, probe_l2: float = 1e-1,
@@ -164,7 +167,18 @@ class CnnTaskModel(TaskModel):
         return {"pixel_values": images_to_tensor(inputs, self.image_size, self.mean, self.std)}
 
     def features(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        """Pooled backbone features ``[B, D]`` at the current ``θ``."""
+        """Pooled backbone features ``[B, D]`` at the current ``θ``.
+
+        On a CPU (when :attr:`channels_last_on_cpu`, the default) a batch of images enters the backbone in
+        channels-last memory order (NHWC; same shape and values, only the strides change), where oneDNN's
+        convolutions are faster: measured with one thread at batch 32, EfficientNet-Lite0 at 64 px 1.3× in
+        evaluation and 1.9× in forward + backward, tiny-cnn 1.9× and 1.0× (``python -m
+        bench.bench_memory_format``). The weights stay contiguous, so task vectors apply to them as before;
+        features differ from the contiguous order only by float rounding (≈ 1e-5). GPUs are unchanged (not measured).
+        """
+        if (self.channels_last_on_cpu and pixel_values.device.type == "cpu" and pixel_values.dim() == 4
+                and maybe_current_level() is None):  # not inside torch.func transforms (vmap has no NHWC copies)
+            pixel_values = pixel_values.contiguous(memory_format=torch.channels_last)
         return self.backbone(pixel_values)
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
