@@ -1,7 +1,7 @@
 """The installed package: build the wheel, install it into a fresh virtual environment, launch
 ``talos dashboard`` from outside the repository and fetch the health endpoint.
 
-The venv sees the system site-packages (torch, streamlit, ... are not reinstalled) but gets its own
+The venv sees the test environment's site-packages (torch, streamlit, ... are not reinstalled) but gets its own
 copy of talos_core and dashboard from the wheel; the test checks that those, not the repository's, are
 the ones imported. Every process started here is killed in ``finally`` (bounded waits).
 """
@@ -40,6 +40,20 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _venv_over_this_environment(venv: Path) -> Path:
+    """A fresh venv that also sees the packages of the environment running the tests (a ``.pth`` file naming its
+    site-packages, after the venv's own): ``--system-site-packages`` would show the base interpreter's packages
+    only, which lack streamlit and torch when the tests run in the project's ``.venv``. The directories a ``.pth``
+    names are not scanned for further ``.pth`` files, so an editable install of the checkout stays out of sight."""
+    import site
+
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], 120)
+    python = venv / "bin" / "python"
+    purelib = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], 60).stdout.strip()
+    Path(purelib, "_tests_parent_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
+
+
 def _build_wheel(tmp: Path) -> Path:
     """The wheel of a copy of the checkout, built through the PEP 517 backend named in pyproject.toml."""
     src = tmp / "src"
@@ -62,8 +76,7 @@ def _build_wheel(tmp: Path) -> Path:
 def test_wheel_installs_and_talos_dashboard_serves(tmp_path, fixture_store):
     wheel = _build_wheel(tmp_path)
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], 120)
-    python, talos = venv / "bin" / "python", venv / "bin" / "talos"
+    python, talos = _venv_over_this_environment(venv), venv / "bin" / "talos"
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--ignore-installed",
           "--no-index", str(wheel)], 300, env=_clean_env())
     assert talos.exists(), "the wheel installs the `talos` console script"
