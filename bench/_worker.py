@@ -385,8 +385,9 @@ def job_grid(a: dict) -> dict:
     return out
 
 
-#: the variants ``job_train_precision`` compares: name → (training precision, CNN input channels-last on a CPU)
-TRAIN_VARIANTS = {"fp32": ("fp32", True), "bf16": ("bf16", True),
+#: the variants ``job_train_precision`` compares: name → (training precision, CNN input channels-last on a CPU;
+#: None keeps the model's default)
+TRAIN_VARIANTS = {"fp32": ("fp32", None), "bf16": ("bf16", None),
                   "contiguous": ("fp32", False), "channels-last": ("fp32", True)}
 
 
@@ -394,7 +395,7 @@ def job_train_precision(a: dict) -> dict:
     """One method trained in two variants side by side (``a["order"]``, names of :data:`TRAIN_VARIANTS`: fp32 and
     bf16 autocast, or contiguous and channels-last CNN input): per-step wall times and validation accuracy.
 
-    Two model instances (one per precision) train in two threads that take turns step by step (lock-step:
+    Two model instances (one per variant) train in two threads that take turns step by step (lock-step:
     exactly one trains at any moment, the order of ``a["order"]`` first), so a shared CPU's load changes hit
     both alike. Each thread runs the method as ``talos finetune`` does (``MethodContext`` from a
     ``FinetuneRequest``: calibration, schedule, the method's own forward), with ``train_config.precision`` set
@@ -422,7 +423,7 @@ def job_train_precision(a: dict) -> dict:
     models = {}
     for p in order:
         models[p], task, _, _ = setup(a["model"], a["task"], a["device"], max_train=8, max_val=8, max_test=8)
-        if hasattr(models[p], "channels_last_on_cpu"):  # CNNs: the memory-format variants
+        if TRAIN_VARIANTS[p][1] is not None:  # the memory-format variants (CNN models)
             models[p].channels_last_on_cpu = TRAIN_VARIANTS[p][1]
     cond = threading.Condition()
     state = {"turn": 0, "done": set()}
