@@ -171,10 +171,11 @@ class CnnTaskModel(TaskModel):
 
         On a CPU (when :attr:`channels_last_on_cpu`, the default) a batch of images enters the backbone in
         channels-last memory order (NHWC; same shape and values, only the strides change), where oneDNN's
-        convolutions are faster: measured with one thread at batch 32, EfficientNet-Lite0 at 64 px 1.3× in
-        evaluation and 1.9× in forward + backward, tiny-cnn 1.9× and 1.0× (``python -m
-        bench.bench_memory_format``). The weights stay contiguous, so task vectors apply to them as before;
-        features differ from the contiguous order only by float rounding (≈ 1e-5). GPUs are unchanged (not measured).
+        convolutions are faster: measured with one thread, EfficientNet-Lite0 at 64 px and batch 32 fine-tunes
+        1.58–1.77× and evaluates 1.19–1.32× faster, tiny-cnn 1.10–1.27× (``python -m bench.bench_train_precision
+        --compare memory-format``, ``bench/RESULTS.md``). The weights stay contiguous, so task vectors apply to
+        them as before; features differ from the contiguous order only by float rounding (≈ 1e-5). GPUs are
+        unchanged (not measured).
         """
         if (self.channels_last_on_cpu and pixel_values.device.type == "cpu" and pixel_values.dim() == 4
                 and maybe_current_level() is None):  # not inside torch.func transforms (vmap has no NHWC copies)
