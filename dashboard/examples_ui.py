@@ -31,8 +31,9 @@ def show(g: FX.Gallery, key: str, *, title: str | None = None) -> None:
         with st.expander("As a table"):
             ui.table(FX.styled(g.table.drop(columns=["input"])), f"examples_{g.task}", key=f"{key}.tbl",
                      raw=g.table)
-    else:
-        ui.table(FX.styled(g.table), f"examples_{g.task}", key=f"{key}.tbl", raw=g.table)
+    else:  # the snippets shown last, so the labels and the status stay in view in the half-width negation columns
+        ui.table(FX.styled(g.table), f"examples_{g.task}", key=f"{key}.tbl", raw=g.table,
+                 column_order=[c for c in g.table.columns if c != "input"] + ["input"])
         st.caption("Amber rows: the prediction changed from zero-shot (forgotten = was right, learned = now "
                    "right, changed = another wrong class). Red: a wrong prediction.")
 

@@ -232,11 +232,12 @@ def chart(fig: go.Figure, name: str, *, key: str | None = None, export: bool = T
 
 
 def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bool = True,
-          raw: pd.DataFrame | None = None) -> None:
-    """Show a table (DataFrame or Styler) and a CSV download button of its raw data."""
+          raw: pd.DataFrame | None = None, column_order: Sequence[str] | None = None) -> None:
+    """Show a table (DataFrame or Styler) and a CSV download button of its raw data; ``column_order``: the
+    displayed columns' order (as ``st.dataframe``'s; the CSV keeps the data's order)."""
     raw_df = raw if raw is not None else (df.data if hasattr(df, "data") and not isinstance(df, pd.DataFrame) else df)
     if show:
-        st.dataframe(df, hide_index=True)
+        st.dataframe(df, hide_index=True, column_order=column_order)
     st.download_button(f"⬇ {md(name)}.csv", raw_df.to_csv(index=False).encode(), file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv.{key or name}", on_click="ignore")
 
