@@ -11,10 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, SLIDER, _wait_for, server  # noqa: F401  (the server fixture)
+from test_browser import CHROMIUM, _wait_for, server  # noqa: F401  (the server fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+LIVE_SLIDER = '.talos-live input[type="range"]'  # the in-browser preview component's α slider (mounts after the page)
 TEXTS_JS = "() => Array.from(document.querySelectorAll('[data-testid=\"stMarkdownContainer\"]')).map(e => e.innerText)"
 CELL_JS = """([prefix, i, j]) => {
     for (const el of document.querySelectorAll('.js-plotly-plot')) {
@@ -51,7 +52,10 @@ def test_teaching_views_in_a_real_browser(server):  # noqa: F811
             _wait_for(page, lambda: page.locator('[data-testid="stImage"] img').count() >= 12, 120,
                       "the gallery thumbnails")
             assert any(re.search(r"under addition — \d+/12 right", t) for t in _texts(page))
-            page.locator(SLIDER).first.focus()  # the α slider (in the in-browser preview component)
+            # focus the component's slider only once it has mounted: before that, the page's first range input is a
+            # Streamlit slider, whose step is a whole grid step (the gallery would stay exact)
+            _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
+            page.locator(LIVE_SLIDER).first.focus()
             page.keyboard.press("ArrowRight")  # one step = a fifth of the grid step: between grid points
             _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
                       "the gallery's linearized note")
@@ -76,6 +80,37 @@ def test_teaching_views_in_a_real_browser(server):  # noqa: F811
                       "the clicked cell's examples")
             _idle(page)
             page.screenshot(path="/tmp/talos_teaching_localization.png")
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+def test_text_gallery_on_the_shipped_store_in_a_real_browser(tmp_path):
+    """The shipped text suite's gallery: a table of snippets (no thumbnails) that follows the α slider."""
+    from dashboard_fixtures import REPO, app_server
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    with app_server(REPO / "cached_results", tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1400})
+            errors = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{url}/arithmetic?suite=text&method=talos", timeout=90_000)
+            _wait_for(page, lambda: any(re.search(r"under addition — \d+/24 right", t) for t in _texts(page)), 120,
+                      "the text gallery's summary")
+            _wait_for(page, lambda: page.locator('[data-testid="stDataFrame"]').count() >= 1, 60, "the gallery table")
+            assert page.locator('[data-testid="stImage"] img').count() == 0, "a text suite has no thumbnails"
+            _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
+            page.locator(LIVE_SLIDER).first.focus()
+            page.keyboard.press("ArrowRight")
+            _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
+                      "the gallery's linearized note")
+            _idle(page)
+            page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
+            page.screenshot(path="/tmp/talos_teaching_text.png")
             assert not errors, errors
         finally:
             browser.close()

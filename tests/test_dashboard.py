@@ -232,7 +232,7 @@ def test_sidebar_names_device_and_evaluation_precision(monkeypatch):
     """On the shipped store, the suite caption says where and in which precision results were computed."""
     at = open_app(monkeypatch, REPO / "cached_results", "learn", {"suite": "text"})
     captions = " ".join(c.value for c in at.sidebar.caption)
-    assert "computed on cpu, bf16 evaluation" in captions, captions
+    assert "computed on cpu, fp32 evaluation" in captions, captions
 
 
 def _damage_results(store, how: str, every: int) -> list:

@@ -177,3 +177,32 @@ def test_clickable_cells_put_one_selectable_point_on_every_cell():
     assert pts.type == "scatter" and pts.marker.opacity == 0.0
     assert list(zip(pts.y, pts.x, pts.customdata)) == [("a", "a", 1.0), ("a", "b", 0.5), ("b", "a", 0.9),
                                                        ("b", "b", 1.2)]
+
+
+@pytest.mark.parametrize("suite, modality", [("text", "text"), ("vision", "image")])
+def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, modality):
+    """The shipped ``cached_results`` carries per-example predictions for every fine-tuning method of both suites:
+    the Arithmetic page shows text snippets in a table (text) or thumbnails (vision), and the negation tab its
+    forgotten/flipped examples."""
+    from pathlib import Path
+
+    from talos_core.schema import load_examples
+    from talos_core.store import Store
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_results"
+    names = [n for n in Store(shipped).results("examples") if n.startswith(f"{suite}__")]
+    assert names, f"no examples results for {suite} in cached_results"
+    ex = load_examples(shipped, names[0])
+    task = ex.eval_tasks[0]
+    assert ex.modality(task) == modality and len(ex.labels(task)) == 24
+    if modality == "text":
+        assert len(ex.snippets(task)) == 24 and all(0 < len(s) <= 120 for s in ex.snippets(task))
+    at = _open(monkeypatch, shipped, "arithmetic", {"suite": suite, "method": "talos"})
+    assert any(" under addition** — " in m.value for m in at.markdown), [m.value for m in at.markdown][:20]
+    if modality == "text":
+        assert not at.get("image")
+        tables = [d.value for d in at.dataframe if "input" in getattr(d.value, "columns", [])]
+        assert tables and set(ex.snippets(task)) & set(map(str, tables[0]["input"]))
+    else:
+        assert at.get("image")
+    assert any(m.value.startswith("**target ") for m in at.markdown)
