@@ -183,7 +183,7 @@ def test_clickable_cells_put_one_selectable_point_on_every_cell():
 def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, modality):
     """The shipped ``cached_results`` carries per-example predictions for every fine-tuning method of both suites:
     the Arithmetic page shows text snippets in a table (text) or thumbnails (vision), and the negation tab its
-    forgotten/flipped examples."""
+    forgotten/flipped examples, and a Localization cell the examples behind it."""
     from pathlib import Path
 
     from talos_core.schema import load_examples
@@ -206,3 +206,9 @@ def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, moda
     else:
         assert at.get("image")
     assert any(m.value.startswith("**target ") for m in at.markdown)
+    row, col = ex.tasks[0], ex.tasks[1]  # the Localization click-through: θ0 + τ_row on col's examples
+    at = _open(monkeypatch, shipped, "localization", {"suite": suite})
+    at.selectbox(key="xrow").set_value(row).run()
+    at.selectbox(key="xcol").set_value(col).run()
+    assert not at.exception
+    assert any(m.value.startswith(f"**{col} under τ_{row}**") for m in at.markdown)
