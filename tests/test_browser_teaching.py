@@ -8,6 +8,7 @@ go to /tmp/talos_teaching_*.png.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,24 @@ CELL_JS = """([prefix, i, j]) => {
 }"""
 
 
+@contextmanager
+def _chromium_page():
+    """A headless Chromium page (1400×1400) and the list its uncaught page errors go to; skips without Playwright
+    or Chromium."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1400})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            yield page, errors
+        finally:
+            browser.close()
+
+
 def _texts(page) -> list[str]:
     return page.evaluate(TEXTS_JS)
 
@@ -39,78 +58,58 @@ def _idle(page) -> None:
 
 
 def test_teaching_views_in_a_real_browser(server):  # noqa: F811
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1400})
-            errors = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
-            _wait_for(page, lambda: page.locator('[data-testid="stImage"] img').count() >= 12, 120,
-                      "the gallery thumbnails")
-            assert any(re.search(r"under addition — \d+/12 right", t) for t in _texts(page))
-            # focus the component's slider only once it has mounted: before that, the page's first range input is a
-            # Streamlit slider, whose step is a whole grid step (the gallery would stay exact)
-            _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
-            page.locator(LIVE_SLIDER).first.focus()
-            page.keyboard.press("ArrowRight")  # one step = a fifth of the grid step: between grid points
-            _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
-                      "the gallery's linearized note")
-            _idle(page)
-            page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
-            page.screenshot(path="/tmp/talos_teaching_arithmetic.png")
+    with _chromium_page() as (page, errors):
+        page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
+        _wait_for(page, lambda: page.locator('[data-testid="stImage"] img').count() >= 12, 120,
+                  "the gallery thumbnails")
+        assert any(re.search(r"under addition — \d+/12 right", t) for t in _texts(page))
+        # focus the component's slider only once it has mounted: before that, the page's first range input is a
+        # Streamlit slider, whose step is a whole grid step (the gallery would stay exact)
+        _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
+        page.locator(LIVE_SLIDER).first.focus()
+        page.keyboard.press("ArrowRight")  # one step = a fifth of the grid step: between grid points
+        _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
+                  "the gallery's linearized note")
+        _idle(page)
+        page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
+        page.screenshot(path="/tmp/talos_teaching_arithmetic.png")
 
-            page.goto(f"{server}/disentanglement", timeout=90_000)
-            _wait_for(page, lambda: page.evaluate(CELL_JS, ["Live first-order ξ, 50×50", 0, 0]), 120,
-                      "the live ξ map")
-            _idle(page)
-            page.get_by_text("Live ξ of the first-order model").scroll_into_view_if_needed()
-            page.screenshot(path="/tmp/talos_teaching_disentanglement.png")
+        page.goto(f"{server}/disentanglement", timeout=90_000)
+        _wait_for(page, lambda: page.evaluate(CELL_JS, ["Live first-order ξ, 50×50", 0, 0]), 120,
+                  "the live ξ map")
+        _idle(page)
+        page.get_by_text("Live ξ of the first-order model").scroll_into_view_if_needed()
+        page.screenshot(path="/tmp/talos_teaching_disentanglement.png")
 
-            page.goto(f"{server}/localization", timeout=90_000)
-            _wait_for(page, lambda: page.evaluate(CELL_JS, ["click a cell", 0, 1]), 120, "the clickable matrix")
-            page.get_by_text("The examples behind a cell").scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
-            x, y = page.evaluate(CELL_JS, ["click a cell", 0, 1])  # row digits, column mnist
-            page.mouse.click(x, y)
-            _wait_for(page, lambda: any(t.startswith("mnist under τ_digits") for t in _texts(page)), 60,
-                      "the clicked cell's examples")
-            _idle(page)
-            page.screenshot(path="/tmp/talos_teaching_localization.png")
-            assert not errors, errors
-        finally:
-            browser.close()
+        page.goto(f"{server}/localization", timeout=90_000)
+        _wait_for(page, lambda: page.evaluate(CELL_JS, ["click a cell", 0, 1]), 120, "the clickable matrix")
+        page.get_by_text("The examples behind a cell").scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        x, y = page.evaluate(CELL_JS, ["click a cell", 0, 1])  # row digits, column mnist
+        page.mouse.click(x, y)
+        _wait_for(page, lambda: any(t.startswith("mnist under τ_digits") for t in _texts(page)), 60,
+                  "the clicked cell's examples")
+        _idle(page)
+        page.screenshot(path="/tmp/talos_teaching_localization.png")
+        assert not errors, errors
 
 
 def test_text_gallery_on_the_shipped_store_in_a_real_browser(tmp_path):
     """The shipped text suite's gallery: a table of snippets (no thumbnails) that follows the α slider."""
     from dashboard_fixtures import REPO, app_server
 
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    with app_server(REPO / "cached_results", tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1400})
-            errors = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{url}/arithmetic?suite=text&method=talos", timeout=90_000)
-            _wait_for(page, lambda: any(re.search(r"under addition — \d+/24 right", t) for t in _texts(page)), 120,
-                      "the text gallery's summary")
-            _wait_for(page, lambda: page.locator('[data-testid="stDataFrame"]').count() >= 1, 60, "the gallery table")
-            assert page.locator('[data-testid="stImage"] img').count() == 0, "a text suite has no thumbnails"
-            _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
-            page.locator(LIVE_SLIDER).first.focus()
-            page.keyboard.press("ArrowRight")
-            _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
-                      "the gallery's linearized note")
-            _idle(page)
-            page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
-            page.screenshot(path="/tmp/talos_teaching_text.png")
-            assert not errors, errors
-        finally:
-            browser.close()
+    with _chromium_page() as (page, errors), app_server(REPO / "cached_results", tmp_path / "streamlit.log") as url:
+        page.goto(f"{url}/arithmetic?suite=text&method=talos", timeout=90_000)
+        _wait_for(page, lambda: any(re.search(r"under addition — \d+/24 right", t) for t in _texts(page)), 120,
+                  "the text gallery's summary")
+        _wait_for(page, lambda: page.locator('[data-testid="stDataFrame"]').count() >= 1, 60, "the gallery table")
+        assert page.locator('[data-testid="stImage"] img').count() == 0, "a text suite has no thumbnails"
+        _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
+        page.locator(LIVE_SLIDER).first.focus()
+        page.keyboard.press("ArrowRight")
+        _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
+                  "the gallery's linearized note")
+        _idle(page)
+        page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
+        page.screenshot(path="/tmp/talos_teaching_text.png")
+        assert not errors, errors
