@@ -51,6 +51,17 @@ def _texts(page) -> list[str]:
     return page.evaluate(TEXTS_JS)
 
 
+def _step_live_slider(page) -> None:
+    """Move the in-browser α slider one step (a fifth of the grid step: between grid points) and wait for the
+    gallery's linearized note. The slider is focused only once the component has mounted: before that, the page's
+    first range input is a Streamlit slider, whose step is a whole grid step (the gallery would stay exact)."""
+    _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
+    page.locator(LIVE_SLIDER).first.focus()
+    page.keyboard.press("ArrowRight")
+    _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
+              "the gallery's linearized note")
+
+
 def _idle(page) -> None:
     """Wait until Streamlit's running indicator is gone (screenshots of a finished re-run, not a half-drawn one)."""
     page.wait_for_timeout(300)
@@ -63,13 +74,7 @@ def test_teaching_views_in_a_real_browser(server):  # noqa: F811
         _wait_for(page, lambda: page.locator('[data-testid="stImage"] img').count() >= 12, 120,
                   "the gallery thumbnails")
         assert any(re.search(r"under addition — \d+/12 right", t) for t in _texts(page))
-        # focus the component's slider only once it has mounted: before that, the page's first range input is a
-        # Streamlit slider, whose step is a whole grid step (the gallery would stay exact)
-        _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
-        page.locator(LIVE_SLIDER).first.focus()
-        page.keyboard.press("ArrowRight")  # one step = a fifth of the grid step: between grid points
-        _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
-                  "the gallery's linearized note")
+        _step_live_slider(page)
         _idle(page)
         page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
         page.screenshot(path="/tmp/talos_teaching_arithmetic.png")
@@ -104,11 +109,7 @@ def test_text_gallery_on_the_shipped_store_in_a_real_browser(tmp_path):
                   "the text gallery's summary")
         _wait_for(page, lambda: page.locator('[data-testid="stDataFrame"]').count() >= 1, 60, "the gallery table")
         assert page.locator('[data-testid="stImage"] img').count() == 0, "a text suite has no thumbnails"
-        _wait_for(page, lambda: page.locator(LIVE_SLIDER).count() >= 1, 60, "the in-browser α slider")
-        page.locator(LIVE_SLIDER).first.focus()
-        page.keyboard.press("ArrowRight")
-        _wait_for(page, lambda: any("Linearized preview (α =" in t for t in _texts(page)), 60,
-                  "the gallery's linearized note")
+        _step_live_slider(page)
         _idle(page)
         page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
         page.screenshot(path="/tmp/talos_teaching_text.png")

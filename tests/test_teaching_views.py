@@ -184,19 +184,21 @@ def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, moda
     """The shipped ``cached_results`` carries per-example predictions for every fine-tuning method of both suites:
     the Arithmetic page shows text snippets in a table (text) or thumbnails (vision), and the negation tab its
     forgotten/flipped examples, and a Localization cell the examples behind it."""
-    from pathlib import Path
+    from dashboard_fixtures import REPO
 
-    from talos_core.schema import load_examples
+    from talos_core.schema import MAX_EXAMPLES, SNIPPET_CHARS, load_examples
     from talos_core.store import Store
 
-    shipped = Path(__file__).resolve().parents[1] / "cached_results"
-    names = [n for n in Store(shipped).results("examples") if n.startswith(f"{suite}__")]
-    assert names, f"no examples results for {suite} in cached_results"
+    shipped = REPO / "cached_results"
+    store = Store(shipped)
+    methods = store.read_result("suite", suite)["methods"]
+    names = [n for n in store.results("examples") if n.startswith(f"{suite}__")]
+    assert sorted(n.rsplit("__", 1)[1] for n in names) == sorted(methods), (names, methods)
     ex = load_examples(shipped, names[0])
     task = ex.eval_tasks[0]
-    assert ex.modality(task) == modality and len(ex.labels(task)) == 24
+    assert ex.modality(task) == modality and len(ex.labels(task)) == MAX_EXAMPLES == 24
     if modality == "text":
-        assert len(ex.snippets(task)) == 24 and all(0 < len(s) <= 120 for s in ex.snippets(task))
+        assert len(ex.snippets(task)) == 24 and all(0 < len(s) <= SNIPPET_CHARS for s in ex.snippets(task))
     at = _open(monkeypatch, shipped, "arithmetic", {"suite": suite, "method": "talos"})
     assert any(" under addition** — " in m.value for m in at.markdown), [m.value for m in at.markdown][:20]
     if modality == "text":
