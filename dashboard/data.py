@@ -730,6 +730,26 @@ def example_counts(root: str | Path, name: str) -> dict[str, int]:
     return _cached_test_examples(str(root), name, file_stamp(schema.result_path(root, "single", name)))
 
 
+@_cache_data
+def _cached_mask_diagnostics(root: str, name: str, stamp: int) -> pd.DataFrame:
+    rows = schema.read_result(root, "masks", name).get("diagnostics") or []
+    cols = ["task", "run_id", "moved", "zero_sensitivity", "tied"]
+    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+        raise CorruptResult(f"the masks result {name!r} has malformed 'diagnostics' (a list of records expected)")
+    df = pd.DataFrame([{c: r.get(c) for c in cols} for r in rows], columns=cols)
+    for c in ("moved", "zero_sensitivity", "tied"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+        if ((df[c] < 0) | (df[c] > 1)).any():
+            raise CorruptResult(f"the masks result {name!r} has a '{c}' diagnostic outside [0, 1]")
+    return df
+
+
+def mask_diagnostics(root: str | Path, name: str) -> pd.DataFrame:
+    """The per-task mask diagnostics of the masks result ``name`` (SCHEMA.md ``masks``: ``task, run_id, moved,
+    zero_sensitivity, tied``; empty for a result written before they were recorded)."""
+    return _cached_mask_diagnostics(str(root), name, file_stamp(schema.result_path(root, "masks", name)))
+
+
 def try_get(kind: str, root: str | Path, name: str) -> Any | None:
     """Like :func:`get` but ``None`` for a missing result (corrupt files still raise)."""
     try:

@@ -87,6 +87,10 @@ class _Unsupported(RuntimeError):
     """A parameter is used in a way the layer-wise engine cannot attribute to single examples."""
 
 
+#: scores are squared and summed in float64: per-sample gradients under calibration's soft mask reach 1e-20 and
+#: below, whose float32 squares underflow to exactly zero — which calibration would take for entries with no
+#: influence at all (``CalibrationConfig.zero_scores``). Per-sample gradients themselves stay in the model's dtype.
+SCORE_DTYPE = torch.float64
 #: per-sample weight gradients are materialized at most this many elements at a time (bmm path)
 _BMM_BUDGET = 1 << 24
 #: on CPU, weights at least this large are accumulated one example at a time (mm + addcmul)
@@ -104,10 +108,12 @@ def _add_outer_squares(acc: torch.Tensor, dy: torch.Tensor, x: torch.Tensor) -> 
     B = dy.shape[0]
     if dy.device.type == "cpu" and acc.numel() >= _LOOP_NUMEL:
         buf = torch.empty(acc.shape, dtype=dy.dtype, device=dy.device)
+        wide = buf if buf.dtype == acc.dtype else torch.empty(acc.shape, dtype=acc.dtype, device=dy.device)
         for b in range(B):
             torch.mm(dy[b].t(), x[b], out=buf)
-            g = buf if buf.dtype == acc.dtype else buf.to(acc.dtype)
-            acc.addcmul_(g, g)
+            if wide is not buf:
+                wide.copy_(buf)
+            acc.addcmul_(wide, wide)
         return
     step = max(1, _BMM_BUDGET // max(1, acc.numel()))
     for s in range(0, B, step):
@@ -139,7 +145,7 @@ class _SquareLinear(torch.autograd.Function):
         if ctx.wname is not None:
             _add_outer_squares(state.acc[ctx.wname], dy, _per_example(x, state.batch))
         if ctx.bname is not None:
-            state.acc[ctx.bname].add_(dy.sum(1).to(torch.float32).pow_(2).sum(0))
+            state.acc[ctx.bname].add_(dy.sum(1).to(state.acc[ctx.bname].dtype).pow_(2).sum(0))
         return gx, None, None, None, None, None
 
 
@@ -163,9 +169,9 @@ class _SquareAffine(torch.autograd.Function):
         dy = _per_example(gy, state.batch)
         if ctx.wname is not None:
             g = (dy * _per_example(h, state.batch)).sum(1)
-            state.acc[ctx.wname].add_(g.to(torch.float32).pow_(2).sum(0))
+            state.acc[ctx.wname].add_(g.to(state.acc[ctx.wname].dtype).pow_(2).sum(0))
         if ctx.bname is not None:
-            state.acc[ctx.bname].add_(dy.sum(1).to(torch.float32).pow_(2).sum(0))
+            state.acc[ctx.bname].add_(dy.sum(1).to(state.acc[ctx.bname].dtype).pow_(2).sum(0))
         return gh, None, None, None, None, None
 
 
@@ -194,7 +200,7 @@ class _SquareConv2d(torch.autograd.Function):
             acc = state.acc[ctx.wname].view(w.shape[0], -1)
             _add_outer_squares(acc, dy.transpose(1, 2), cols.transpose(1, 2))
         if ctx.bname is not None:
-            state.acc[ctx.bname].add_(dy.sum(2).to(torch.float32).pow_(2).sum(0))
+            state.acc[ctx.bname].add_(dy.sum(2).to(state.acc[ctx.bname].dtype).pow_(2).sum(0))
         return gx, None, None, None, None, None, None, None, None
 
 
@@ -340,7 +346,7 @@ def _layerwise_chunk(model: TaskModel, diff: dict[str, torch.Tensor], const: dic
 def _exact_squares(model: TaskModel, diff: dict[str, torch.Tensor], const: dict[str, torch.Tensor],
                    batch: Batch, y: torch.Tensor, target: str) -> dict[str, torch.Tensor]:
     """``Σ_i g_i²`` with one plain autograd backward per example (the reference semantics)."""
-    out = {n: torch.zeros_like(v, dtype=torch.float32) for n, v in diff.items()}
+    out = {n: torch.zeros_like(v, dtype=SCORE_DTYPE) for n, v in diff.items()}
     for i in range(y.shape[0]):
         leaves = {n: v.detach().requires_grad_() for n, v in diff.items()}
         with torch.enable_grad():
@@ -349,7 +355,7 @@ def _exact_squares(model: TaskModel, diff: dict[str, torch.Tensor], const: dict[
             grads = torch.autograd.grad(value, list(leaves.values()), allow_unused=True)
         for n, g in zip(leaves, grads):
             if g is not None:
-                out[n] += g.float().pow(2)
+                out[n] += g.to(SCORE_DTYPE).pow(2)
     return out
 
 
@@ -407,7 +413,7 @@ def _layerwise_ok(model: TaskModel, diff: dict[str, torch.Tensor], const: dict[s
         return False  # too few examples to check the batch layout: use vmap this time
     pair = _slice(batch, 0, 2)
     y = torch.zeros(2, dtype=torch.long, device=model.device)  # any label: this checks the structure
-    got = {n: torch.zeros_like(v, dtype=torch.float32) for n, v in diff.items()}
+    got = {n: torch.zeros_like(v, dtype=SCORE_DTYPE) for n, v in diff.items()}
     try:
         _layerwise_chunk(model, diff, const, pair, y[:2], target, got)
     except _Unsupported:
@@ -451,7 +457,7 @@ def fisher_scores(model: TaskModel, split: Split, task: TaskSpec, names: list[st
     ``torch.multinomial`` draws one sample (checked on the installation), so the draws are the same.
 
     Example: ``fisher_scores(model, calib, task, model.maskable_names(), generator=torch.Generator().manual_seed(0))``
-    returns one float32 score tensor per name, shaped like the parameter.
+    returns one float64 score tensor per name (:data:`SCORE_DTYPE`), shaped like the parameter.
     """
     if engine not in ENGINES:
         raise TalosError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -460,7 +466,7 @@ def fisher_scores(model: TaskModel, split: Split, task: TaskSpec, names: list[st
         params.update(param_override)
     diff = {n: params[n] for n in names}
     const = {n: v for n, v in params.items() if n not in diff}
-    scores = {n: torch.zeros_like(v, dtype=torch.float32) for n, v in diff.items()}
+    scores = {n: torch.zeros_like(v, dtype=SCORE_DTYPE) for n, v in diff.items()}
     if not diff:
         return scores
 
@@ -503,7 +509,7 @@ def fisher_scores(model: TaskModel, split: Split, task: TaskSpec, names: list[st
                 with differentiable_attention() if model.device.type == "cpu" else nullcontext():
                     grads = per_sample(diff, chunk, y_hat[idx])
                 for name, g in grads.items():
-                    scores[name] += g.float().pow(2).sum(0)
+                    scores[name] += g.to(SCORE_DTYPE).pow(2).sum(0)
     finally:
         model.train(was_training)
     return scores
@@ -518,7 +524,7 @@ def fisher_scores_loop(model: TaskModel, split: Split, task: TaskSpec, names: li
     scores up to float rounding. Used by tests and by the calibration benchmark.
     """
     params = dict(model.named_parameters())
-    scores = {n: torch.zeros_like(params[n], dtype=torch.float32) for n in names}
+    scores = {n: torch.zeros_like(params[n], dtype=SCORE_DTYPE) for n in names}
     flags = {n: p.requires_grad for n, p in params.items()}
     was_training = model.training
     model.eval()
@@ -537,7 +543,7 @@ def fisher_scores_loop(model: TaskModel, split: Split, task: TaskSpec, names: li
                 grads = torch.autograd.grad(value, [params[n] for n in names], allow_unused=True)
                 for n, g in zip(names, grads):
                     if g is not None:
-                        scores[n] += g.float().pow(2)
+                        scores[n] += g.to(SCORE_DTYPE).pow(2)
     finally:
         for n, p in params.items():
             p.requires_grad_(flags[n])

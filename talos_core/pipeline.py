@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from talos_core.atomic import atomic_write_json, file_sha256
 from talos_core.errors import TalosError, check_range
 from talos_core.inference.runtime import prepared_model, resolve_device
-from talos_core.masks import CalibrationConfig, mask_density
+from talos_core.masks import CalibrationConfig, mask_density, mask_moved
 from talos_core.methods import get_method
 from talos_core.methods.base import MethodContext
 from talos_core.models import get_model_spec
@@ -53,9 +53,11 @@ class FinetuneRequest:
     grad_clip: float = 1.0
     rounds: int = 4
     calib_samples: int | None = None
-    soft_mask_value: float = 0.01
+    soft_mask_value: float | None = None  # None: the model's default (CNNs 1 = none), else the paper's 0.01
     score_target: str = "logprob"
     param_set: str = "paper"
+    zero_scores: str = "exclude"  # TaLoS calibration: entries with zero sensitivity (CalibrationConfig.zero_scores)
+    ties: str = "keep"  # TaLoS calibration: entries tied at a round's threshold (CalibrationConfig.ties)
     max_train: int | None = None
     max_val: int | None = None
     max_test: int | None = None
@@ -177,9 +179,11 @@ class FinetuneRequest:
         """The calibration settings, for methods that calibrate (``method.calibrates``)."""
         d = get_model_spec(self.model).defaults
         return CalibrationConfig(sparsity=self.sparsity, rounds=self.rounds,
-                                 soft_mask_value=self.soft_mask_value,
+                                 soft_mask_value=self.soft_mask_value if self.soft_mask_value is not None
+                                 else d.get("soft_mask_value", 0.01),
                                  samples=self.calib_samples or d.get("calib_samples", 1280),
-                                 target=self.score_target, param_set=self.param_set, seed=self.seed)
+                                 target=self.score_target, param_set=self.param_set, seed=self.seed,
+                                 zero_scores=self.zero_scores, ties=self.ties)
 
     def config_dict(self) -> dict:
         """The resolved configuration (what the run id hashes).
@@ -278,6 +282,10 @@ def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progr
     if out.mask is not None:
         metrics["mask_density"] = mask_density(out.mask)
         metrics["maskable_numel"] = sum(m.numel() for m in out.mask.values())
+        dense = {n: out.vector.dense(n) for n in out.mask if n in out.vector.values}
+        metrics["mask_moved"] = mask_moved(out.mask, dense)
+        if "mask_zero_sensitivity" in out.info:
+            metrics["mask_zero_sensitivity"] = out.info["mask_zero_sensitivity"]
     timings = {**out.timings, "eval_s": time.perf_counter() - t_eval, "total_s": time.perf_counter() - t_start}
     staging = store.staging(rid)
     if out.mask is not None:

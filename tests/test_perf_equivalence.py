@@ -3,6 +3,8 @@ fused sampling, eligible-only calibration, and the fused/foreach masked AdamW (z
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -223,20 +225,28 @@ def test_activation_checkpointing_gives_the_same_task_vector(tiny_setup, name):
         assert torch.allclose(plain.vector.values[n], ckpt.vector.values[n], atol=1e-7), n
 
 
-def test_keep_lowest_selection_equals_stable_sort():
-    """k-th value selection + positional tie-break keeps exactly the first k of a stable sort."""
+def test_keep_lowest_selection_equals_a_full_sort_by_score_then_tie_key():
+    """k-th value selection + the seeded tie key keeps exactly the first k of a sort by (score, key); ``ties="keep"``
+    keeps every eligible entry at or below the k-th score."""
     g = torch.Generator().manual_seed(0)
     shapes = {"a": (7, 5), "b": (13,), "c": (3, 4, 2)}
+    keys = torch.cat([M._tie_keys(n, math.prod(s), 0) for n, s in shapes.items()])
     for _ in range(50):
         levels = int(torch.randint(1, 5, (1,), generator=g))
         scores = {n: torch.randint(0, levels, s, generator=g).float() for n, s in shapes.items()}
         elig = {n: torch.rand(s, generator=g) < 0.7 for n, s in shapes.items()}
         k = int(torch.randint(0, sum(int(e.sum()) for e in elig.values()) + 1, (1,), generator=g))
         flat = torch.cat([torch.where(elig[n], scores[n], torch.inf).reshape(-1) for n in shapes])
+        by_key = torch.sort(keys).indices
+        order = by_key[torch.sort(flat[by_key], stable=True).indices]
         expect = torch.zeros(flat.numel(), dtype=torch.bool)
-        expect[torch.sort(flat, stable=True).indices[:k]] = True
+        expect[order[:k]] = True
         got = M.keep_lowest(scores, elig, k)
         assert torch.equal(torch.cat([got[n].reshape(-1) for n in shapes]), expect)
+        kept = M.select_lowest(scores, elig, k, ties="keep").mask
+        flat_kept = torch.cat([kept[n].reshape(-1) for n in shapes])
+        expect_keep = (flat <= flat[order[k - 1]]) & torch.isfinite(flat) if k else torch.zeros_like(expect)
+        assert torch.equal(flat_kept, expect_keep)
 
 
 def test_calibration_log_records_scored_tensors_and_timings(tiny_setup):

@@ -7,12 +7,15 @@ import streamlit as st
 from dashboard import data as D
 from dashboard import figures as F
 from dashboard import ui
+from talos_core.evaluation.maskstats import mask_warnings
+from talos_core.models import get_model_spec
 from talos_core.schema import MissingResult, method_label
 
 ctx = ui.context()
 st.title("Masks: which weights are trainable?")
-st.caption("A mask marks the entries a sparse method may change. Colour = fraction of trainable entries "
-           "in each transformer block (x) and layer type (y).")
+_block = "stage of the CNN" if get_model_spec(ctx.model).family == "cnn" else "transformer block"
+st.caption(f"A mask marks the entries a sparse method may change. Colour = fraction of trainable entries "
+           f"in each {_block} (x) and layer type (y).")
 
 methods = ctx.methods("masks")
 if not methods:
@@ -49,7 +52,23 @@ for col, ((m, t), sub) in zip(cols, tables.items()):
     with col:
         ui.chart(F.mask_density_heatmap(sub, zmax=zmax, title=f"{method_label(m)} · {t}"),
                  f"mask_heatmap_{m}_{t}", key=f"mh_{m}_{t}")
-st.caption("Both heatmaps share one colour scale.")
+        diag = D.mask_diagnostics(ctx.root, ctx.name(m))
+        row = diag[diag["task"] == t]
+        if row.empty:
+            st.caption("No mask diagnostics recorded for this run (a result written before they existed).")
+        else:
+            d = row.iloc[0].to_dict()
+            d = {k: (None if isinstance(v, float) and v != v else v) for k, v in d.items()}
+            parts = [f"**moved in training** {d['moved']:.1%}" if d["moved"] is not None else None,
+                     f"**zero sensitivity** {d['zero_sensitivity']:.1%}" if d["zero_sensitivity"] is not None
+                     else None,
+                     f"**tied at the last threshold** {d['tied']:.1%}" if d["tied"] is not None else None]
+            st.caption(" · ".join(p for p in parts if p) + " of the mask's entries")
+            for warning in mask_warnings(d):
+                st.warning(warning[0].upper() + warning[1:] + ".")
+st.caption("Both heatmaps share one colour scale. Under each: the fraction of the mask's entries that training "
+           "changed (entries that cannot learn are not trainable capacity), that have exactly zero sensitivity on "
+           "the calibration data, and that tied at the last calibration round's threshold.")
 
 series = {f"{method_label(m)} · {t}": sub for (m, t), sub in tables.items()}
 combined = D.masks_with(series, column="series")

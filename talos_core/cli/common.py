@@ -93,9 +93,17 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
     p.add_argument("--warmup-steps", type=int)
     p.add_argument("--rounds", type=positive_int, default=4, help="TaLoS calibration rounds")
     p.add_argument("--calib-samples", type=positive_int, help="calibration examples per round")
-    p.add_argument("--soft-mask", type=number, default=0.01, help="soft-mask factor (paper 0.01, official code 0.1)")
+    p.add_argument("--soft-mask", type=number, default=None,
+                   help="soft-mask factor of TaLoS calibration (default: the model's — paper 0.01; 1 = none for "
+                        "BatchNorm CNNs; official code 0.1)")
     p.add_argument("--score-target", choices=["logprob", "logit"], default="logprob")
     p.add_argument("--param-set", choices=["paper", "official"], default="paper")
+    p.add_argument("--zero-scores", choices=["exclude", "rank"], default="exclude",
+                   help="TaLoS calibration: entries with exactly zero sensitivity are left out (default: they cannot "
+                        "learn) or ranked like any score (the official code)")
+    p.add_argument("--ties", choices=["keep", "random"], default="keep",
+                   help="TaLoS calibration: entries tied at a round's threshold are all kept (default: Algorithm 1) or "
+                        "drawn at random to keep exactly k (seeded)")
     p.add_argument("--max-train", type=positive_int)
     p.add_argument("--max-val", type=positive_int)
     p.add_argument("--max-test", type=positive_int)
@@ -121,7 +129,8 @@ def request_from_args(args: argparse.Namespace, task: str | None = None, method:
         seed=args.seed, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
         weight_decay=args.weight_decay, warmup_steps=args.warmup_steps, rounds=args.rounds,
         calib_samples=args.calib_samples, soft_mask_value=args.soft_mask, score_target=args.score_target,
-        param_set=args.param_set, max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
+        param_set=args.param_set, zero_scores=args.zero_scores, ties=args.ties,
+        max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
         device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option),
         train_precision=args.train_precision, eval_every=args.eval_every)
 

@@ -37,7 +37,13 @@ def _finetune(args: argparse.Namespace) -> int:
     line = f"zero-shot test acc {m['zero_shot_test_acc']:.4f} | fine-tuned test acc {m['finetuned_test_acc']:.4f}"
     if "mask_density" in m:
         line += f" | mask density {m['mask_density']:.4f}"
+        if m.get("mask_moved") is not None:
+            line += f" | moved {m['mask_moved']:.4f}"
     print(line)
+    from talos_core.evaluation.maskstats import mask_diagnostics, mask_warnings
+
+    for warning in mask_warnings(mask_diagnostics(m, run.manifest.info)):
+        print(f"warning: {warning}")
     return 0
 
 

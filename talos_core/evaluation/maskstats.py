@@ -206,3 +206,66 @@ def cross_method_iou(masks_a: Mapping[str, Mask], masks_b: Mapping[str, Mask]) -
     """Per task (present in both), IoU between method A's and method B's mask: table ``task, iou``."""
     rows = [{"task": t, "iou": mask_iou(masks_a[t], masks_b[t])} for t in masks_a if t in masks_b]
     return pd.DataFrame(rows, columns=["task", "iou"])
+
+
+# --------------------------------------------------------------------------------------------
+# per-run mask diagnostics (a run's manifest: metrics + info)
+# --------------------------------------------------------------------------------------------
+#: a mask is flagged when fewer of its entries moved in training, when more of them have zero sensitivity,
+#: or when more of the last calibration round's kept entries were tied at its threshold
+MIN_MOVED = 0.9
+MAX_ZERO_SENSITIVITY = 0.1
+MAX_TIED = 0.1
+
+
+def mask_diagnostics(metrics: Mapping, info: Mapping) -> dict:
+    """What a run's manifest says about its mask: ``moved`` (fraction of trainable entries the training
+    changed), ``zero_sensitivity`` (fraction with exactly zero calibration score at θ0; TaLoS only) and
+    ``tied`` (fraction of the last calibration round's kept entries that tied at its threshold; TaLoS only).
+    A value the run did not record is ``None`` (runs made before these were recorded, methods without them).
+
+    >>> mask_diagnostics({"mask_moved": 0.5}, {"calibration_log": [{"tied": 10, "selected": 100}]})
+    {'moved': 0.5, 'zero_sensitivity': None, 'tied': 0.1}
+    """
+    log = info.get("calibration_log") or []
+    last = log[-1] if log and isinstance(log[-1], Mapping) else {}
+    tied = None
+    if isinstance(last.get("tied"), int) and isinstance(last.get("selected"), int) and last["selected"] > 0:
+        tied = last["tied"] / last["selected"]
+    return {"moved": metrics.get("mask_moved"), "zero_sensitivity": metrics.get("mask_zero_sensitivity"),
+            "tied": tied}
+
+
+def run_mask_diagnostics(run) -> dict:
+    """:func:`mask_diagnostics` of a stored run, with ``moved`` measured from its mask and task vector when its
+    manifest predates the ``mask_moved`` metric (``None`` without a mask)."""
+    metrics, info = run.manifest.metrics, run.manifest.info
+    diag = mask_diagnostics(metrics, info)
+    mask = run.mask()
+    if diag["moved"] is None and mask is not None:
+        from talos_core.masks import mask_moved
+
+        vector = run.task_vector()
+        diag["moved"] = mask_moved(mask, {n: vector.dense(n) for n in mask if n in vector.values})
+    return diag
+
+
+def mask_warnings(diag: Mapping) -> list[str]:
+    """One sentence per diagnostic of :func:`mask_diagnostics` past its limit (empty: the mask looks sound).
+
+    >>> mask_warnings({"moved": 0.74, "zero_sensitivity": 0.35, "tied": None})[0][:44]
+    'only 74.0% of the mask’s trainable entries m'
+    """
+    out = []
+    moved, zero, tied = diag.get("moved"), diag.get("zero_sensitivity"), diag.get("tied")
+    if moved is not None and moved < MIN_MOVED:
+        out.append(f"only {moved:.1%} of the mask’s trainable entries moved in training (below {MIN_MOVED:.0%}): "
+                   f"the rest cannot learn on this data and are not trainable capacity")
+    if zero is not None and zero > MAX_ZERO_SENSITIVITY:
+        out.append(f"{zero:.1%} of the mask’s entries have exactly zero sensitivity on the calibration data (above "
+                   f"{MAX_ZERO_SENSITIVITY:.0%}): they do not influence the output there; calibrate with "
+                   f"--zero-scores exclude to leave them out")
+    if tied is not None and tied > MAX_TIED:
+        out.append(f"{tied:.1%} of the last calibration round’s kept entries tied at its threshold (above "
+                   f"{MAX_TIED:.0%}): ties, not sensitivity, decided much of the mask")
+    return out

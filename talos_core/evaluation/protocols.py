@@ -379,7 +379,9 @@ def _masks(req: EvalRequest, s: MaskSettings) -> EvalOutcome:
         density_by_layer,
         mask_iou_matrix,
         mask_table,
+        mask_warnings,
         run_mask,
+        run_mask_diagnostics,
     )
 
     runs = req.runs()
@@ -388,7 +390,9 @@ def _masks(req: EvalRequest, s: MaskSettings) -> EvalOutcome:
     name = req.name(req.result_id)
     source = "mask" if all(r.mask() is not None for r in runs.values()) else "task_vector_support"
     common = dict(model=req.model, suite=req.suite, source=source, **req.result_meta())
-    req.store.write_table("masks", name, table, method=req.result_id, **common)
+    diagnostics = [{"task": t, "run_id": r.id, **run_mask_diagnostics(r)} for t, r in runs.items()
+                   if r.mask() is not None]
+    req.store.write_table("masks", name, table, method=req.result_id, diagnostics=diagnostics, **common)
     names_iou, matrix = mask_iou_matrix(masks)
     req.store.write_result("mask_iou", name, {"tasks": names_iou, "matrix": matrix.tolist(),
                                               "method": req.result_id, **common})
@@ -396,6 +400,7 @@ def _masks(req: EvalRequest, s: MaskSettings) -> EvalOutcome:
     agg = density_by_layer(table).groupby("layer_type")[["numel", "trainable"]].sum()
     lines = [f"{t}: density {table[table.task == t].trainable.sum() / max(table[table.task == t].numel.sum(), 1):.4f}"
              for t in req.tasks]
+    lines += [f"{d['task']}: {w}" for d in diagnostics for w in mask_warnings(d)]
     lines += [f"  {lt}: {row.trainable / row.numel:.4f}" for lt, row in agg.iterrows()]
     lines.append("IoU between tasks: " + "; ".join(
         f"{a}~{b} {matrix[i, j]:.3f}" for (i, a), (j, b) in itertools.combinations(enumerate(names_iou), 2)))

@@ -46,7 +46,9 @@ def low_sensitivity_mask(ctx: EvalContext, task: str, fraction: float = DEFAULT_
                          target: str = "logprob") -> dict[str, torch.Tensor]:
     """Bottom-``fraction`` maskable entries by diagonal Fisher on ``samples`` val examples of ``task``.
 
-    Exactly ``⌊fraction · m⌋`` entries are ``True`` (m = number of maskable entries).
+    ``⌊fraction · m⌋`` entries are ``True`` (m = number of maskable entries), chosen as TaLoS calibration chooses
+    by default (:mod:`talos_core.masks`): entries with exactly zero sensitivity are left out (fewer entries are
+    ``True`` when fewer than that have a non-zero score), and ties are drawn by a seeded key, never by position.
     """
     check_range("fraction", float(fraction), 0.0, 1.0, high_open=False)
     model = ctx.model
@@ -58,9 +60,10 @@ def low_sensitivity_mask(ctx: EvalContext, task: str, fraction: float = DEFAULT_
     scores = fisher_scores(model, calib, ctx.spec(task), names, generator=torch.Generator().manual_seed(seed),
                            target=target)
     params = dict(model.named_parameters())
-    eligible = {n: torch.ones_like(params[n], dtype=torch.bool) for n in names}
-    total = sum(m.numel() for m in eligible.values())
-    return keep_lowest(scores, eligible, int(math.floor(fraction * total)))
+    total = sum(params[n].numel() for n in names)
+    eligible = {n: scores[n] != 0 for n in names}
+    n_elig = sum(int(e.sum()) for e in eligible.values())
+    return keep_lowest(scores, eligible, min(int(math.floor(fraction * total)), n_elig), seed=seed)
 
 
 def sharing_edit(model: TaskModel, mask: Mapping[str, torch.Tensor], mode: SharingMode, *, seed: int = 0,

@@ -21,11 +21,13 @@ def _run_talos(ctx: MethodContext, select: str = "bottom") -> MethodOutput:
         cfg = CalibrationConfig(**{**cfg.to_dict(), "select": select})
     calib = calibration_split(ctx.data.val, cfg.samples, cfg.seed)
     log: list[dict] = []
+    diagnostics: dict = {}
     t0 = time.perf_counter()
-    mask = calibrate_talos(ctx.model, calib, ctx.task, cfg, progress=ctx.progress, log=log)
+    mask = calibrate_talos(ctx.model, calib, ctx.task, cfg, progress=ctx.progress, log=log, diagnostics=diagnostics)
     elapsed = time.perf_counter() - t0
     out = train_with_plan(ctx, mask, dense_names=official_dense_names(ctx), extra_timings={"calibration_s": elapsed})
     out.info["calibration_log"] = log
+    out.info["mask_zero_sensitivity"] = diagnostics["zero_sensitivity"]
     out.info["calibration_samples"] = len(calib)
     return out
 
