@@ -73,6 +73,7 @@ class FinetuneRequest:
     micro_batch_size: int | None = None
     early_stopping_patience: int = 0  # stop after N evaluations (eval_every) without a new best val acc (0 = off)
     schedule: str | None = None  # learning-rate schedule after warm-up: cosine or constant (None = the model's)
+    batching: str = "random"  # how a step's examples are drawn: random, or length (grouped by input length)
 
     def __post_init__(self) -> None:
         # a file task (csv:PATH, images:DIR, hf:ID) is named canonically, with its content hash: the run id,
@@ -173,7 +174,7 @@ class FinetuneRequest:
                            precision=self.resolved_train_precision(), checkpoint_every=self.checkpoint_every,
                            eval_every=self.eval_every, micro_batch_size=self.micro_batch_size or 0,
                            early_stopping_patience=self.early_stopping_patience,
-                           schedule=self.schedule or d.get("schedule", "cosine"))
+                           schedule=self.schedule or d.get("schedule", "cosine"), batching=self.batching)
 
     def calib_config(self) -> CalibrationConfig:
         """The calibration settings, for methods that calibrate (``method.calibrates``)."""

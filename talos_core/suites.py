@@ -91,6 +91,7 @@ class Scale:
     schedule: str | None = None  # cosine / constant (talos_core.training.SCHEDULES)
     micro_batch_size: int | None = None  # gradient accumulation: the batch goes through in chunks of this many
     eval_every: int | None = None  # validation accuracy every N steps (with early stopping)
+    batching: str | None = None  # FinetuneRequest.batching: "length" groups text batches by length (None: random)
     early_stopping_patience: int = 0
     # (model architecture, micro-batch size) where a model needs smaller micro-batches than ``micro_batch_size``
     # (memory only: the gradient is the whole batch's either way)
@@ -99,7 +100,8 @@ class Scale:
     def finetune_settings(self, model: str | None = None) -> dict:
         """The fine-tuning overrides among the fields above that are set (none for the shipped suites)."""
         out = {k: getattr(self, k) for k in ("weight_decay", "warmup_steps", "grad_clip", "schedule",
-                                             "micro_batch_size", "eval_every") if getattr(self, k) is not None}
+                                             "micro_batch_size", "eval_every", "batching")
+               if getattr(self, k) is not None}
         if self.early_stopping_patience:
             out["early_stopping_patience"] = self.early_stopping_patience
         if model is not None and self.micro_batch_by_model:
@@ -116,7 +118,8 @@ class Scale:
         out = asdict(self)
         for k, default in (("weight_decay", None), ("warmup_steps", None), ("grad_clip", None), ("schedule", None),
                            ("micro_batch_size", None), ("eval_every", None), ("early_stopping_patience", 0),
-                           ("micro_batch_by_model", ()), ("examples", 0), ("lr_rows", ())):
+                           ("micro_batch_by_model", ()), ("examples", 0), ("lr_rows", ()),
+                           ("batching", None)):
             if out[k] == default:
                 out.pop(k)
         # the lr check only adds its own steps and changes no other step: it stays out of the fingerprint, so a

@@ -77,6 +77,9 @@ class TrainConfig:
     # evaluations in a row without a new best, and return the best evaluation's weights (0 = off)
     early_stopping_patience: int = 0
     schedule: str = "cosine"  # learning-rate schedule after the warm-up: cosine decay to 0, or constant
+    # how each step's examples are drawn (BATCHINGS): "random" (seeded epoch permutations) or "length" (the same
+    # examples per epoch, grouped by input length so a batch pads less: :func:`grouped_batch_indices`)
+    batching: str = "random"
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
@@ -94,6 +97,8 @@ class TrainConfig:
             raise TalosError(f"precision must be auto, fp32 or bf16, got {self.precision!r}")
         if self.schedule not in SCHEDULES:
             raise TalosError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.batching not in BATCHINGS:
+            raise TalosError(f"batching must be one of {', '.join(BATCHINGS)}, got {self.batching!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,7 +109,7 @@ class TrainConfig:
         is always left out (it changes memory, not the gradient)."""
         out = self.to_dict()
         out.pop("micro_batch_size")
-        for name, default in (("early_stopping_patience", 0), ("schedule", "cosine")):
+        for name, default in (("early_stopping_patience", 0), ("schedule", "cosine"), ("batching", "random")):
             if out[name] == default:
                 out.pop(name)
         return out
@@ -112,6 +117,10 @@ class TrainConfig:
 
 SCHEDULES = ("cosine", "constant")
 """Learning-rate schedules after the linear warm-up (:attr:`TrainConfig.schedule`)."""
+BATCHINGS = ("random", "length")
+"""How a step's examples are drawn (:attr:`TrainConfig.batching`)."""
+#: length-grouped batching sorts pools of this many batches (transformers' ``group_by_length`` uses 50)
+POOL_BATCHES = 50
 
 
 def cosine_lr(step: int, config: TrainConfig) -> float:
@@ -312,6 +321,43 @@ def batch_indices(step: int, n: int, batch_size: int, seed: int) -> np.ndarray:
         epoch, offset = divmod(start, n)
         perm = np.random.default_rng([seed, epoch]).permutation(n)
         take = perm[offset: offset + batch_size - len(out)]
+        out.extend(take.tolist())
+        start += len(take)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _grouped_epoch(epoch: int, lengths: np.ndarray, batch_size: int, seed: int, pool_batches: int) -> np.ndarray:
+    """Epoch ``epoch``'s example order under length grouping: the epoch's seeded permutation (the one
+    :func:`batch_indices` uses) cut into pools of ``pool_batches × batch_size`` examples, each pool sorted by length
+    (longest first, ties in permutation order), cut into batches, and the batches of the epoch shuffled (seeded)."""
+    n = len(lengths)
+    perm = np.random.default_rng([seed, epoch]).permutation(n)
+    pool = max(1, pool_batches * batch_size)
+    grouped = np.concatenate([p[np.argsort(-lengths[p], kind="stable")] for p in np.split(perm, range(pool, n, pool))])
+    batches = np.split(grouped, range(batch_size, n, batch_size))
+    order = np.random.default_rng([seed, epoch, 1]).permutation(len(batches))
+    return np.concatenate([batches[i] for i in order])
+
+
+def grouped_batch_indices(step: int, lengths: np.ndarray, batch_size: int, seed: int,
+                          pool_batches: int = POOL_BATCHES) -> np.ndarray:
+    """Indices of the examples in step ``step`` with length grouping (the ``group_by_length`` idea of transformers'
+    Trainer): every epoch holds the same examples as with :func:`batch_indices`, each once, but a batch's examples
+    have similar lengths, so dynamic padding pads less. Stateless like :func:`batch_indices` (a resumed run sees the
+    same batches).
+
+    >>> lengths = np.array([5, 1, 9, 2, 8, 3, 7, 4])
+    >>> sorted(np.concatenate([grouped_batch_indices(s, lengths, 2, 0) for s in range(4)]).tolist())
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    >>> [sorted(lengths[grouped_batch_indices(s, lengths, 2, 0, pool_batches=4)].tolist()) for s in range(4)]
+    [[1, 2], [5, 7], [3, 4], [8, 9]]
+    """
+    n = len(lengths)
+    start = step * batch_size
+    out: list[int] = []
+    while len(out) < batch_size:
+        epoch, offset = divmod(start, n)
+        take = _grouped_epoch(epoch, lengths, batch_size, seed, pool_batches)[offset: offset + batch_size - len(out)]
         out.extend(take.tolist())
         start += len(take)
     return np.asarray(out, dtype=np.int64)
@@ -538,8 +584,16 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         blocks = repeated_blocks(model) if checkpoint_activations else []
         memory_kind = reset_peak_memory(device)
         stopper = early
+        lengths = None
+        if config.batching == "length":
+            lengths = model.input_lengths(train.inputs, task)
+            if lengths is None:
+                raise TalosError(f"length-grouped batching needs inputs of varying length; model "
+                                 f"{getattr(model, 'model_name', type(model).__name__)} takes fixed-size inputs "
+                                 f"(use batching 'random')")
         for step in steps:
-            idx = batch_indices(step, len(train), config.batch_size, config.seed)
+            idx = (batch_indices(step, len(train), config.batch_size, config.seed) if lengths is None
+                   else grouped_batch_indices(step, lengths, config.batch_size, config.seed))
             for group in (opt,):
                 group.lr = cosine_lr(step, config)
             chunks = micro_batches(idx, config.micro_batch_size)

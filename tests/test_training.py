@@ -257,3 +257,36 @@ def test_eval_every_validation(value):
         TrainConfig(eval_every=value)
     with pytest.raises(TalosError, match="eval_every must be a non-negative integer"):
         FinetuneRequest(model="tiny-text", task="drug-reviews", eval_every=value).validate()
+
+
+def test_length_grouped_batches_cover_each_epoch_once_and_pad_less():
+    """Length grouping draws every example once per epoch (as random batching does) with fewer padded tokens; it is
+    part of a run's identity only when used; a model with fixed-size inputs refuses it in one sentence."""
+    import numpy as np
+
+    from bench.bench_batching import padded_tokens
+    from talos_core.training import grouped_batch_indices
+
+    lengths = np.random.default_rng(0).integers(4, 128, size=640)
+    for epoch in range(2):
+        seen = np.concatenate([grouped_batch_indices(s, lengths, 32, 7) for s in range(epoch * 20, epoch * 20 + 20)])
+        assert sorted(seen.tolist()) == list(range(640))
+    rand = [batch_indices(s, 640, 32, 7) for s in range(40)]
+    grouped = [grouped_batch_indices(s, lengths, 32, 7) for s in range(40)]
+    assert padded_tokens(lengths, grouped) < 0.7 * padded_tokens(lengths, rand)
+    assert "batching" not in TrainConfig().identity_dict()
+    assert TrainConfig(batching="length").identity_dict()["batching"] == "length"
+    with pytest.raises(TalosError, match="batching must be one of random, length"):
+        TrainConfig(batching="sorted")
+
+
+def test_length_grouped_fine_tuning_runs_and_refuses_images(tiny_setup):
+
+
+    model, task, data = tiny_setup["tiny-text"]
+    plan = {n: None for n, _ in model.named_parameters()}
+    cfg = TrainConfig(steps=2, batch_size=8, lr=1e-3, warmup_steps=0, batching="length")
+    assert finetune(model, data.train, task, plan, cfg).vector.nnz() > 0
+    model, task, data = tiny_setup["tiny-clip"]
+    with pytest.raises(TalosError, match="length-grouped batching needs inputs of varying length"):
+        finetune(model, data.train, task, {n: None for n, _ in model.named_parameters()}, cfg)

@@ -115,6 +115,9 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
     p.add_argument("--eval-every", type=non_negative_int, default=0,
                    help="learning curve: validation accuracy of the model being trained every N steps and at the "
                         "last, stored in the run's manifest (default 0: off; does not change the run)")
+    p.add_argument("--batching", choices=["random", "length"], default="random",
+                   help="how a step's examples are drawn: random (default), or length — the same examples per epoch, "
+                        "grouped by input length so text batches pad less (changes the run)")
     p.add_argument("--option", type=option, action="append", default=[],
                    help="method option KEY=VALUE (e.g. rank=16 for llora); repeatable")
     p.add_argument("--force", action="store_true", help="re-run even if the store has this run")
@@ -132,7 +135,8 @@ def request_from_args(args: argparse.Namespace, task: str | None = None, method:
         param_set=args.param_set, zero_scores=args.zero_scores, ties=args.ties,
         max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
         device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option),
-        train_precision=args.train_precision, eval_every=args.eval_every)
+        train_precision=args.train_precision, eval_every=args.eval_every,
+        batching=args.batching)
 
 
 def print_table(df) -> None:

@@ -55,8 +55,13 @@ class TaskModel(nn.Module):
         self.head_task: str | None = None
 
     # --- to implement -----------------------------------------------------------------------
-    def prepare(self, inputs: Inputs) -> Batch:  # pragma: no cover - abstract
+    def prepare(self, inputs: Inputs, task: TaskSpec | None = None) -> Batch:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def input_lengths(self, inputs: Inputs, task: TaskSpec | None = None) -> np.ndarray | None:
+        """Tokens per input after truncation (what a batch is padded to), for length-grouped batching; ``None`` for
+        models whose inputs all have one size (images)."""
+        return None
 
     def build_head(self, task: TaskSpec) -> Head:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -12,6 +12,7 @@ the shared token embedding and the relative-attention bias stay frozen.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
@@ -38,6 +39,11 @@ class T5TaskModel(TaskModel):
         enc = self.tokenizer([template.format(x) for x in inputs], padding=True, truncation=True,
                              max_length=self.max_length, return_tensors="pt")
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+
+    def input_lengths(self, inputs: Inputs, task: TaskSpec | None = None) -> np.ndarray:
+        template = task.input_template if task is not None else "{}"
+        enc = self.tokenizer([template.format(x) for x in inputs], truncation=True, max_length=self.max_length)
+        return np.asarray([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
 
     def build_head(self, task: TaskSpec) -> Head:
         enc = self.tokenizer(list(task.classes), padding=True, return_tensors="pt")

@@ -14,6 +14,7 @@ per-sample gradients through it.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -48,6 +49,10 @@ class SentenceEncoderTaskModel(TaskModel):
         enc = self.tokenizer(list(inputs), padding=True, truncation=True, max_length=self.max_length,
                              return_tensors="pt")
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+
+    def input_lengths(self, inputs: Inputs, task: TaskSpec | None = None) -> np.ndarray:
+        enc = self.tokenizer(list(inputs), truncation=True, max_length=self.max_length)
+        return np.asarray([len(ids) for ids in enc["input_ids"]], dtype=np.int64)
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         dtype = next(self.encoder.parameters()).dtype
