@@ -292,32 +292,34 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
     pooler = getattr(model, "_pooler", {}).get("module")  # a sentence encoder's unused projection, not part of θ
     if pooler is not None:
         buffers |= {f"pooler.{k}" for k in pooler.state_dict()}
-    state, outside, optional = dict(ckpt.tensors), [], set()
+    state, outside, optional, wrong_act = dict(ckpt.tensors), [], set(), None
     layout = LAYOUTS[family]
     notes: list[str] = []
-    if family == "clip" and convert.is_hf_clip_vision(state):
+    if family == "clip" and convert.hf_clip_vision_prefix(state) is not None:
         state, outside = convert.hf_clip_vision_to_open_clip(state)
         layout = "transformers CLIP vision tower"
         if "proj" not in state:
             optional.add("proj")
             notes.append("the checkpoint has no visual projection (a CLIPVisionModel): visual.proj stays at θ0")
         act, ours = _hidden_act(ckpt.config), convert.open_clip_activation(model.visual)
-        if act and ours and act != ours:
-            raise TalosError(f"{shown} was fine-tuned with activation {act!r} (its config.json) but {model_name!r} "
-                             f"uses {ours!r}; import it onto the base model it was fine-tuned from (OpenAI's CLIP "
-                             f"weights use quick_gelu: clip-vit-b-32, clip-vit-b-16, clip-vit-l-14)")
+        if act and ours and act != ours:  # checked once the weights fit (a shape error says more)
+            wrong_act = (f"{shown} was fine-tuned with activation {act!r} (its config.json) but {model_name!r} "
+                         f"uses {ours!r}; import it onto the base model it was fine-tuned from (OpenAI's CLIP "
+                         f"weights use quick_gelu: clip-vit-b-32, clip-vit-b-16, clip-vit-l-14)")
     else:
         buffers |= {"embeddings.position_ids"}  # saved by older transformers versions; not a weight
     found = _best_prefix(state, set(names))
     if found is None:
         raise TalosError(f"{shown} is not a checkpoint of {model_name!r} ({family}): none of its {len(state)} keys "
-                         f"names one of its parameters (first key {next(iter(state))!r}; {model_name!r}'s first "
-                         f"parameter is {next(iter(names))!r}); pick the base model it was fine-tuned from")
+                         f"names one of its parameters (its first key is {next(iter(state))!r}, the first parameter of "
+                         f"{model_name!r} is {next(iter(names.values()))!r}); pick the base model it was fine-tuned "
+                         f"from")
     for rel, name in names.items():
         value = state.get(found + rel)
         if value is not None and tuple(value.shape) != tuple(params[name].shape):
             raise TalosError(f"{shown} is a checkpoint of another architecture: {found + rel!r} has shape "
-                             f"{tuple(value.shape)} where {model_name!r}'s {name!r} has {tuple(params[name].shape)}")
+                             f"{tuple(value.shape)} where the parameter {name!r} of {model_name!r} has "
+                             f"{tuple(params[name].shape)}")
     missing = [found + r for r in names if found + r not in state and r not in optional]
     unexpected = [k for k in state if k.startswith(found) and k[len(found):] not in names
                   and k[len(found):] not in buffers]
@@ -325,11 +327,13 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
     if missing or unexpected:
         parts = []
         if missing:
-            parts.append(f"{len(missing)} of {model_name!r}'s {len(names)} parameters are missing ({_listed(missing)})")
+            parts.append(f"{len(missing)} of its {len(names)} parameters are missing ({_listed(missing)})")
         if unexpected:
-            parts.append(f"{len(unexpected)} keys are not parameters of {model_name!r} ({_listed(unexpected)})")
+            parts.append(f"{len(unexpected)} keys are not its parameters ({_listed(unexpected)})")
         raise TalosError(f"{shown} does not fit {model_name!r}: {' and '.join(parts)}; import a complete checkpoint of "
                          f"the base model's architecture")
+    if wrong_act:
+        raise TalosError(wrong_act)
     if outside:
         notes.append(f"left out {len(outside)} keys outside the fine-tuned backbone ({_listed(sorted(outside))})")
     if found:
@@ -355,8 +359,8 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
                      f"left unchanged differ from θ0 by the rounding")
     changed = sum(int((d != 0).sum()) for d in deltas.values())
     if changed == 0:
-        raise TalosError(f"{shown} equals {model_name!r}'s pre-trained weights θ0 exactly: its task vector is empty; "
-                         f"import the fine-tuned checkpoint, not the base model")
+        raise TalosError(f"{shown} equals the pre-trained weights θ0 of {model_name!r} exactly: its task vector is "
+                         f"empty; import the fine-tuned checkpoint, not the base model")
     numel = sum(d.numel() for d in deltas.values())
     return ImportedVector(TaskVector.from_dense(deltas), layout, notes, changed, numel)
 

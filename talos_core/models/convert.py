@@ -51,7 +51,7 @@ HF_CLIP_VISION_KEYS: tuple[tuple[str, str], ...] = (
     ("post_layernorm.weight", "ln_post.weight"),
     ("post_layernorm.bias", "ln_post.bias"),
 )
-#: the transformers vision tower's module, and its projection (outside it)
+#: the transformers vision tower's module (transformers 4 saved a CLIPVisionModel under it too), and its projection
 HF_VISION = "vision_model."
 HF_PROJECTION = "visual_projection.weight"
 #: transformers buffers that are not weights (older checkpoints saved them)
@@ -82,27 +82,38 @@ def hf_clip_vision_name(name: str) -> str | None:
     return _rename(name, _HF_TO_OC)
 
 
-def is_hf_clip_vision(keys) -> bool:
-    """Whether a state dict's keys are a transformers CLIP vision tower's (``vision_model.embeddings.…``)."""
-    return any(k.startswith(HF_VISION + "embeddings.patch_embedding.") for k in keys)
+_PATCH = "embeddings.patch_embedding.weight"
+
+
+def hf_clip_vision_prefix(keys) -> str | None:
+    """Where a transformers CLIP vision tower's tensors sit in a state dict: ``"vision_model."`` (a ``CLIPModel``,
+    a ``CLIPVisionModelWithProjection``, a ``CLIPVisionModel`` saved by transformers 4 — FusionBench's), ``""`` (a
+    ``CLIPVisionModel`` saved by transformers 5), any other prefix before ``embeddings.patch_embedding.weight``;
+    ``None`` when the keys are not such a tower's."""
+    for key in keys:
+        if key.endswith(_PATCH) and (key == _PATCH or key.endswith("." + _PATCH)):
+            return key[:-len(_PATCH)]
+    return None
 
 
 def hf_clip_vision_to_open_clip(state: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """``(visual, rest)``: the transformers CLIP vision tensors of ``state`` under open_clip
-    ``VisionTransformer`` names (``proj`` only when ``visual_projection.weight`` is there), and the keys it did not
-    convert (the text tower, ``logit_scale``, and any vision key outside :data:`HF_CLIP_VISION_KEYS` — left for the
-    caller to report). A block missing one of ``q``/``k``/``v`` leaves that block's others unconverted too."""
+    """``(visual, rest)``: the transformers CLIP vision tensors of ``state`` (below :func:`hf_clip_vision_prefix`)
+    under open_clip ``VisionTransformer`` names (``proj`` only when a ``visual_projection.weight`` is there), and the
+    keys it did not convert (the text tower, ``logit_scale``, and any vision key outside :data:`HF_CLIP_VISION_KEYS`
+    — left for the caller to report). A block missing one of ``q``/``k``/``v`` leaves that block's others
+    unconverted too."""
+    prefix = hf_clip_vision_prefix(state) or ""
     out: dict[str, torch.Tensor] = {}
     rest: list[str] = []
     qkv: dict[tuple[str, str], dict[str, str]] = {}
     for key in state:
-        if key == HF_PROJECTION:
+        if key == HF_PROJECTION or key.endswith("." + HF_PROJECTION):
             out["proj"] = state[key].t().contiguous()
             continue
-        if not key.startswith(HF_VISION):
+        if not key.startswith(prefix):
             rest.append(key)
             continue
-        sub = key[len(HF_VISION):]
+        sub = key[len(prefix):]
         if sub in HF_BUFFERS:
             continue
         m = _HF_QKV.match(sub)
@@ -122,10 +133,11 @@ def hf_clip_vision_to_open_clip(state: Mapping[str, torch.Tensor]) -> tuple[dict
     return out, rest
 
 
-def open_clip_to_hf_clip_vision(visual: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def open_clip_to_hf_clip_vision(visual: Mapping[str, torch.Tensor], prefix: str = HF_VISION) -> dict[str, torch.Tensor]:
     """The inverse of :func:`hf_clip_vision_to_open_clip`: an open_clip ``VisionTransformer`` state dict (names
     without ``visual.``) → a ``CLIPVisionModelWithProjection`` state dict (``proj`` → ``visual_projection.weight``
-    when present). A name outside the mapping is one ``KeyError`` naming it."""
+    when present); ``prefix=""`` gives transformers 5's ``CLIPVisionModel`` names. A name outside the mapping is
+    one ``KeyError`` naming it."""
     out: dict[str, torch.Tensor] = {}
     for name, value in visual.items():
         if name == "proj":
@@ -134,12 +146,12 @@ def open_clip_to_hf_clip_vision(visual: Mapping[str, torch.Tensor]) -> dict[str,
         m = _OC_QKV.match(name)
         if m:
             for part, chunk in zip(_QKV, value.chunk(3, dim=0)):
-                out[f"{HF_VISION}encoder.layers.{m.group(1)}.self_attn.{part}.{m.group(2)}"] = chunk.contiguous()
+                out[f"{prefix}encoder.layers.{m.group(1)}.self_attn.{part}.{m.group(2)}"] = chunk.contiguous()
             continue
         target = _rename(name, _OC_TO_HF)
         if target is None:
             raise KeyError(f"open_clip vision tensor {name!r} has no transformers CLIP counterpart")
-        out[HF_VISION + target] = value
+        out[prefix + target] = value
     return out
 
 
