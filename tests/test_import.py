@@ -252,6 +252,13 @@ def test_protocols_and_dashboard_use_imported_runs(clip_store, tmp_path, capsys,
     assert payload["method"] == "imported" and sorted(payload["runs"]) == ["digits", "mnist"]
     single = sub.read_table("single", "default__tiny-clip")
     assert set(single["method"]) == {"imported"}
+    # post-hoc merges of the imported vectors (their own suite: results are written under the post-hoc method)
+    assert main(["evaluate", "posthoc", *base[:4], "--method", "ties", *base[6:], "--posthoc-base", "imported",
+                 "--posthoc-points", "1", "--suite", "imported-merges", "--control-task", "fashion-mnist"]) == 0
+    ties = json.loads((sub.root / "results" / "addition" / "imported-merges__tiny-clip__ties.json").read_text())
+    assert ties["base_method"] == "imported" and ties["runs"] == payload["runs"]
+    code = main(["evaluate", "posthoc", *base[:4], "--method", "ties", *base[6:], "--posthoc-base", "llora"])
+    _one_sentence(capsys, code, "base method 'llora' is evaluated linearized")
     # the dashboard shows the imported runs' results like any other method's, under the catalogue's label
     from streamlit.testing.v1 import AppTest
 
