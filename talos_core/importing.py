@@ -15,13 +15,14 @@ Layouts (:func:`checkpoint_vector`): the state dict's keys are matched to the pa
 backbone (:data:`BACKBONES`) after any common prefix (``visual.`` of a whole open_clip model, ``bert.`` of a
 ``BertFor…`` model, ``module.`` of DataParallel); a ``transformers`` CLIP vision tower is first renamed onto
 open_clip's by the explicit mapping of :mod:`talos_core.models.convert` (its activation, ``quick_gelu`` for
-OpenAI's weights, is checked against the base model's). Keys outside the backbone (a text tower, a classifier)
-are left out and reported.
+OpenAI's weights, is compared with the base model's and a difference reported). Keys outside the backbone (a text
+tower, a classifier) are left out and reported.
 
 Checks, each one sentence and nothing written: a checkpoint of another architecture (no key matches, or the first
 key whose shape differs), parameters missing or keys unexpected (counted, the first ones listed), tensors that are
 not floating point, non-finite values, and a checkpoint identical to θ0 (an empty task vector). Dtype conversions
-(e.g. float16 → float32) are reported, as are the keys left out.
+(e.g. float16 → float32) are reported, as are the keys left out and a checkpoint far from θ0 (‖τ‖/‖θ0‖ above
+:data:`FAR_FROM_THETA0`: fine-tuned from another base?).
 
 The run id hashes the checkpoint's SHA-256, the model, the task and the label: importing the same file again
 finds the run already there. The run is published like a fine-tuned one (validate → lock → re-check → stage →
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 import pickle
 import re
 import shutil
@@ -66,6 +68,8 @@ _WRAPPERS = ("state_dict", "model_state_dict", "model", "module", "weights")
 #: file names that say nothing about the checkpoint: the default label is the folder's name then
 _GENERIC = {"model", "pytorch_model", "open_clip_model", "open_clip_pytorch_model", "checkpoint", "weights",
             "state_dict", "last", "best", "final"}
+#: ‖τ‖/‖θ0‖ above which the import notes that the checkpoint may come from another base (independent weights: ≈ 1.4)
+FAR_FROM_THETA0 = 0.5
 MAX_LABEL = 64
 _LABEL = re.compile(r"^[A-Za-z0-9._-]+$")
 _SHOWN = 5  # keys listed in a message
@@ -292,7 +296,7 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
     pooler = getattr(model, "_pooler", {}).get("module")  # a sentence encoder's unused projection, not part of θ
     if pooler is not None:
         buffers |= {f"pooler.{k}" for k in pooler.state_dict()}
-    state, outside, optional, wrong_act = dict(ckpt.tensors), [], set(), None
+    state, outside, optional = dict(ckpt.tensors), [], set()
     layout = LAYOUTS[family]
     notes: list[str] = []
     if family == "clip" and convert.hf_clip_vision_prefix(state) is not None:
@@ -302,10 +306,10 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
             optional.add("proj")
             notes.append("the checkpoint has no visual projection (a CLIPVisionModel): visual.proj stays at θ0")
         act, ours = _hidden_act(ckpt.config), convert.open_clip_activation(model.visual)
-        if act and ours and act != ours:  # checked once the weights fit (a shape error says more)
-            wrong_act = (f"{shown} was fine-tuned with activation {act!r} (its config.json) but {model_name!r} "
-                         f"uses {ours!r}; import it onto the base model it was fine-tuned from (OpenAI's CLIP "
-                         f"weights use quick_gelu: clip-vit-b-32, clip-vit-b-16, clip-vit-l-14)")
+        if act and ours and act != ours:  # τ is exact in weight space; the function evaluated here is the base's
+            notes.append(f"the checkpoint was fine-tuned with activation {act} (its config.json) but {model_name!r} "
+                         f"evaluates with {ours}: τ = θ_ft − θ0 is exact, its accuracies here are those of the "
+                         f"{ours} model (as for every run of {model_name!r})")
     else:
         buffers |= {"embeddings.position_ids"}  # saved by older transformers versions; not a weight
     found = _best_prefix(state, set(names))
@@ -332,8 +336,6 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
             parts.append(f"{len(unexpected)} keys are not its parameters ({_listed(unexpected)})")
         raise TalosError(f"{shown} does not fit {model_name!r}: {' and '.join(parts)}; import a complete checkpoint of "
                          f"the base model's architecture")
-    if wrong_act:
-        raise TalosError(wrong_act)
     if outside:
         notes.append(f"left out {len(outside)} keys outside the fine-tuned backbone ({_listed(sorted(outside))})")
     if found:
@@ -362,6 +364,11 @@ def checkpoint_vector(model: TaskModel, ckpt: Checkpoint, model_name: str) -> Im
         raise TalosError(f"{shown} equals the pre-trained weights θ0 of {model_name!r} exactly: its task vector is "
                          f"empty; import the fine-tuned checkpoint, not the base model")
     numel = sum(d.numel() for d in deltas.values())
+    ratio = math.sqrt(sum(float(d.double().pow(2).sum()) for d in deltas.values())
+                      / max(sum(float(p.detach().double().pow(2).sum()) for p in params.values()), 1e-30))
+    if ratio > FAR_FROM_THETA0:
+        notes.append(f"the checkpoint is far from θ0 (‖τ‖/‖θ0‖ = {ratio:.2f}; fine-tuning usually moves the weights "
+                     f"by a few percent): check that it was fine-tuned from {model_name!r}")
     return ImportedVector(TaskVector.from_dense(deltas), layout, notes, changed, numel)
 
 

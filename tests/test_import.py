@@ -147,6 +147,21 @@ def test_transformers_clip_folder_round_trips(clip_store, tmp_path, capsys):
     assert _import(tmp_path, store, "tiny-clip", "digits", folder, "--method-label", "hf-ft") == 0
     assert "already imported: run " + imported.id in capsys.readouterr().out
     assert (imported.path / "manifest.json").read_bytes() == before
+    # a quick_gelu config (OpenAI's CLIP) on a gelu base: τ is exact, the difference is reported
+    quick = tmp_path / "clip-quick"
+    _hf_clip(model.visual.state_dict(), act="quick_gelu").save_pretrained(quick)
+    sub = Store(tmp_path / "quick")
+    assert _import(tmp_path, sub, "tiny-clip", "digits", quick) == 0
+    assert "fine-tuned with activation quick_gelu (its config.json) but 'tiny-clip' evaluates with gelu" in \
+        capsys.readouterr().out
+    _assert_same_vector(_imported(sub, "digits").task_vector(), run.task_vector())
+    # a checkpoint of the same architecture from another start (another random init): reported as far from θ0
+    from talos_core.models.clip import tiny_clip
+
+    other = tmp_path / "other-init.safetensors"
+    save_file({k: v.contiguous() for k, v in tiny_clip(seed=1).visual.state_dict().items()}, str(other))
+    assert _import(tmp_path, sub, "tiny-clip", "digits", other) == 0
+    assert "the checkpoint is far from θ0" in capsys.readouterr().out
 
 
 def test_transformers_clip_vision_models_without_projection(clip_store, tmp_path, capsys):
@@ -305,8 +320,6 @@ def _bad_cases(tmp_path: Path, model) -> list[tuple[str, list[str], str]]:
     from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
 
     CLIPVisionModelWithProjection(CLIPVisionConfig(**{**TINY_HF_CLIP, "hidden_size": 32})).save_pretrained(hf_other)
-    hf_quick = tmp_path / "hf-quick"
-    _hf_clip(visual, act="quick_gelu").save_pretrained(hf_quick)
     pickled = tmp_path / "model.pt"
     torch.save(torch.nn.Linear(2, 2), pickled)
     listed = tmp_path / "list.pt"
@@ -338,8 +351,6 @@ def _bad_cases(tmp_path: Path, model) -> list[tuple[str, list[str], str]]:
         ("pickled", [str(pickled)], "holds a pickled Python object (e.g. a whole model saved with torch.save(model)), "
                                     "which is not unpickled"),
         ("not-a-state-dict", [str(listed)], "holds a list, not a state dict"),
-        ("activation", [str(hf_quick)], "was fine-tuned with activation 'quick_gelu' (its config.json) but "
-                                        "'tiny-clip' uses 'gelu'"),
         ("no-file", [str(tmp_path / "nope.safetensors")], "does not exist; give a transformers model folder"),
         ("empty-folder", [str(tmp_path / "empty-folder")], "holds no checkpoint file: expected one of"),
         ("suffix", [str(tmp_path / "notes.txt")], "is neither a .safetensors file nor a torch state dict"),
