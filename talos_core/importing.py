@@ -452,11 +452,11 @@ def import_many(reqs: Sequence[ImportRequest], store: Store, *, force: bool = Fa
             models[name] = load_model(name)
         return models[name]
 
-    for i, req in enumerate(reqs, 1):
+    for i, req in enumerate(reqs if len(reqs) > 1 else (), 1):  # one import checks everything before it writes
         try:
             check_import(req, model=model_of(req.checked().model))
         except TalosError as exc:
-            raise TalosError(f"entry {i} ({req.path}): {exc}" if len(reqs) > 1 else str(exc)) from None
+            raise TalosError(f"entry {i} ({req.path}): {exc}") from None
     return [import_checkpoint(req, store, force=force, model=model_of(req.model)) for req in reqs]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
+from test_robustness import _files, _one_sentence
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
@@ -21,20 +22,6 @@ from talos_core.store import Store
 FAST = dict(steps=3, max_train=32, max_val=16, max_test=16, batch_size=8, lr=5e-3)
 TINY_HF_CLIP = dict(image_size=32, patch_size=8, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                     num_attention_heads=2, projection_dim=64, layer_norm_eps=1e-5)
-
-
-def _files(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
-
-
-def _one_sentence(capsys, code: int, needle: str) -> str:
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert "Traceback" not in err
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def _studio_run(store: Store, model: str, task: str):

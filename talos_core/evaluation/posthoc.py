@@ -41,9 +41,9 @@ class PosthocSettings:
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
-        from talos_core.methods import get_method
+        from talos_core.schema import method_info  # torch-free: settings are built when a suite is planned
 
-        if get_method(self.base_method).eval_mode != "nonlinear":
+        if method_info(self.base_method, "finetune").eval_mode != "nonlinear":
             raise TalosError(f"post-hoc methods merge non-linearly evaluated task vectors; base method "
                              f"{self.base_method!r} is evaluated linearized (choose nonlinear, imported, talos, ...)")
         check_positive_number("alpha_step", self.alpha_step)
