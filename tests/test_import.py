@@ -234,6 +234,18 @@ def test_text_encoder_bert_folder_round_trips(name, task, tmp_path, capsys):
     _assert_same_vector(_imported(store, task, "classifier").task_vector(), run.task_vector())
 
 
+def test_timm_state_dict_round_trips(tmp_path, capsys):
+    """The CNN family's timm feature extractor: its state dict (BatchNorm statistics included, which are buffers
+    and not part of θ) imports to the studio's vector."""
+    store = Store(tmp_path / "store")
+    run = _studio_run(store, "tiny-cnn", "digits")
+    model = _at("tiny-cnn", run.task_vector())
+    save_file({k: v.contiguous() for k, v in model.backbone.state_dict().items()}, str(tmp_path / "cnn.safetensors"))
+    assert _import(tmp_path, store, "tiny-cnn", "digits", tmp_path / "cnn.safetensors") == 0
+    assert "(label cnn, timm;" in capsys.readouterr().out
+    _assert_same_vector(_imported(store, "digits").task_vector(), run.task_vector())
+
+
 # --------------------------------------------------------------------------------------------
 # protocols and the dashboard see imported runs like any other
 # --------------------------------------------------------------------------------------------
