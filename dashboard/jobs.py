@@ -34,7 +34,7 @@ from pathlib import Path
 
 from dashboard.limits import ints_from_env
 from talos_core.errors import TalosError
-from talos_core.schema import check_suite
+from talos_core.schema import METHODS, check_suite
 
 JOBS_DIR = "jobs"
 PROTOCOL_ORDER = ("single", "addition", "negation", "localization", "preview", "masks", "disentanglement",
@@ -164,9 +164,17 @@ def _run_flags(spec: JobSpec, store: str | Path) -> list[str]:
 
 def build_commands(spec: JobSpec, store: str | Path) -> list[list[str]]:
     """The CLI commands of a job: one ``finetune`` per task (progress per task), then one ``evaluate``
-    per protocol in :data:`PROTOCOL_ORDER` (they reuse the runs: same flags → same run ids)."""
+    per protocol in :data:`PROTOCOL_ORDER` (they reuse the runs: same flags → same run ids). A method that never
+    fine-tunes (``imported``: runs from ``talos import``) has no ``finetune`` commands; its protocols find the runs.
+
+    >>> [c[3] for c in build_commands(JobSpec(model="tiny-clip", tasks=("digits",), method="imported",
+    ...                                       protocols=("single",)), "/tmp/s")]
+    ['evaluate']
+    """
     spec.validate()
-    cmds = [[*_cli(), "finetune", "--task", t, *_run_flags(spec, store)] for t in spec.tasks]
+    info = METHODS.get(spec.method)
+    trains = info is None or info.trains  # an unknown method: its finetune command says so in one sentence
+    cmds = [[*_cli(), "finetune", "--task", t, *_run_flags(spec, store)] for t in spec.tasks if trains]
     for proto in (p for p in PROTOCOL_ORDER if p in spec.protocols):
         if proto == "disentanglement" and len(spec.tasks) < 2:
             continue

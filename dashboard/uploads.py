@@ -1,4 +1,5 @@
-"""The Run page's uploads: a CSV (text task) or a zip of an image folder (image task), saved in the user's store.
+"""The Run page's uploads: a CSV (text task) or a zip of an image folder (image task), saved in the user's store;
+and a fine-tuned checkpoint file, saved there too and imported as a run (:func:`import_upload`, ``talos import``).
 
 An upload is saved under ``<store>/uploads/<first 16 hex digits of its SHA-256>/`` and nowhere else, then
 named as a file task (:mod:`talos_core.tasks.files`): ``csv:<that folder>/<file name>`` or
@@ -141,6 +142,33 @@ def _image_root(folder: Path) -> Path:
             return folder
 
 
+def _checked(filename: str, data: bytes, limits: UploadLimits, types: tuple[str, ...], what: str) -> str:
+    """The upload's safe name after checking its suffix (one of ``types``), size (the cap) and that it is not empty."""
+    shown = safe_name(filename)
+    if Path(shown).suffix.lower().lstrip(".") not in types:
+        raise TalosError(f"{shown!r} is {what}; upload a {', '.join('.' + t for t in types)} file")
+    if len(data) > limits.max_upload_mb * 1024 * 1024:
+        raise TalosError(f"{shown!r} is {len(data) / 2**20:.1f} MB, above the upload cap of this dashboard server "
+                         f"({limits.max_upload_mb} MB)")
+    if not data:
+        raise TalosError(f"{shown!r} is empty")
+    return shown
+
+
+def _folder(store: str | Path, data: bytes) -> Path:
+    """The upload's own folder: ``<store>/uploads/<first 16 hex digits of its SHA-256>``."""
+    return Path(store) / UPLOADS_DIR / hashlib.sha256(data).hexdigest()[:16]
+
+
+def _write(folder: Path, shown: str, data: bytes) -> Path:
+    """``folder/shown`` holding ``data`` (written atomically unless the same upload is there already)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / shown
+    if not target.exists():
+        atomic_write_bytes(target, data)
+    return target
+
+
 def save_upload(store: str | Path, filename: str, data: bytes, *, limits: UploadLimits | None = None,
                 options: Mapping[str, str] | None = None) -> str:
     """Save an uploaded CSV or zip into ``store``'s ``uploads/`` and return its checked task name.
@@ -154,25 +182,14 @@ def save_upload(store: str | Path, filename: str, data: bytes, *, limits: Upload
     from talos_core.tasks import get_task
 
     limits = limits or UploadLimits()
-    shown = safe_name(filename)
+    shown = _checked(filename, data, limits, UPLOAD_TYPES, "neither a CSV file nor a zip of an image folder")
     suffix = Path(shown).suffix.lower()
-    if suffix not in (*TEXT_SUFFIXES, ".zip"):
-        raise TalosError(f"{shown!r} is neither a CSV file nor a zip of an image folder; upload a "
-                         f"{', '.join('.' + t for t in UPLOAD_TYPES)} file")
-    if len(data) > limits.max_upload_mb * 1024 * 1024:
-        raise TalosError(f"{shown!r} is {len(data) / 2**20:.1f} MB, above the upload cap of this dashboard server "
-                         f"({limits.max_upload_mb} MB)")
-    if not data:
-        raise TalosError(f"{shown!r} is empty")
     uploads = Path(store) / UPLOADS_DIR
-    folder = uploads / hashlib.sha256(data).hexdigest()[:16]
+    folder = _folder(store, data)
     created = not folder.exists()
     try:
         if suffix in TEXT_SUFFIXES:
-            folder.mkdir(parents=True, exist_ok=True)
-            target = folder / shown
-            if not target.exists():
-                atomic_write_bytes(target, data)
+            target = _write(folder, shown, data)
             query = urlencode(sorted((k, v) for k, v in (options or {}).items() if v))
             task = f"csv:{target}" + (f"?{query}" if query else "")
         else:
@@ -192,6 +209,34 @@ def save_upload(store: str | Path, filename: str, data: bytes, *, limits: Upload
             task = f"images:{_image_root(folder / 'images')}"
         return get_task(task).name
     except TalosError:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+CHECKPOINT_TYPES = ("safetensors", "pt", "pth", "bin", "ckpt")
+
+
+def import_upload(store: str | Path, filename: str, data: bytes, *, model: str, task: str, label: str | None = None,
+                  limits: UploadLimits | None = None):
+    """Save an uploaded checkpoint file (a state dict: ``.safetensors``, or ``.pt``/``.pth``/``.bin``/``.ckpt`` read
+    with ``torch.load(weights_only=True)``) under ``store``'s ``uploads/`` and import it as a run of method
+    ``imported`` of ``model`` on ``task`` (:func:`talos_core.importing.import_checkpoint`; ``label`` ``None``: from
+    the file's name). Returns the :class:`~talos_core.importing.ImportResult`. A bad upload or checkpoint is one
+    :class:`TalosError` sentence and leaves nothing behind (neither the saved file nor a run)."""
+    from talos_core.importing import ImportRequest, default_label, import_checkpoint
+    from talos_core.store import Store
+
+    shown = _checked(filename, data, limits or UploadLimits(), CHECKPOINT_TYPES, "not a checkpoint file")
+    label = label if label is not None else default_label(shown)
+    store_ = Store(store)
+    store_.check_folder()
+    folder = _folder(store, data)
+    created = not folder.exists()
+    try:
+        path = _write(folder, shown, data)
+        return import_checkpoint(ImportRequest(model, task, str(path), label), store_)
+    except BaseException:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise

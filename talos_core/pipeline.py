@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from talos_core.atomic import atomic_write_json, file_sha256
+from talos_core.atomic import atomic_write_json
 from talos_core.errors import TalosError, check_range
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density, mask_moved
 from talos_core.methods import get_method
 from talos_core.methods.base import MethodContext
 from talos_core.models import get_model_spec
-from talos_core.store import Run, RunManifest, Store, save_mask, versions
+from talos_core.store import Run, RunManifest, Store, artifact_checksums, save_mask, versions
 from talos_core.tasks import get_task, load_task
 from talos_core.tasks.base import TaskData
 from talos_core.tasks.files import is_file_task
@@ -34,6 +34,17 @@ FAMILY_MODALITY = {"clip": "image", "cnn": "image", "text-encoder": "text", "t5"
 def model_modality(spec) -> str | None:
     """``"image"`` or ``"text"``: what a model spec's family takes (``None`` for a family not listed here)."""
     return FAMILY_MODALITY.get(spec.family)
+
+
+def check_model_task(model: str, task: str) -> None:
+    """``model`` and ``task`` must be known and take the same inputs (one :class:`TalosError` sentence each)."""
+    spec = get_model_spec(model)
+    task_spec = get_task(task)
+    modality = model_modality(spec)
+    if modality is not None and modality != task_spec.modality:
+        raise TalosError(f"model {model!r} takes {modality} inputs but task {task!r} is a "
+                         f"{task_spec.modality} task; choose a task with {modality} inputs (see `talos tasks`) or a "
+                         f"model for {task_spec.modality} inputs (see `talos models`)")
 
 
 @dataclass(frozen=True)
@@ -82,14 +93,8 @@ class FinetuneRequest:
             object.__setattr__(self, "task", get_task(self.task).name)
 
     def validate(self) -> None:
-        spec = get_model_spec(self.model)
-        task = get_task(self.task)
+        check_model_task(self.model, self.task)
         method = get_method(self.method)
-        modality = model_modality(spec)
-        if modality is not None and modality != task.modality:
-            raise TalosError(f"model {self.model!r} takes {modality} inputs but task {self.task!r} is a "
-                             f"{task.modality} task; choose a task with {modality} inputs (see `talos tasks`) or a "
-                             f"model for {task.modality} inputs (see `talos models`)")
         check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
             raise TalosError(f"seed must be an integer in [0, 2**63 - 1], got {self.seed!r}")
@@ -220,6 +225,14 @@ class FinetuneRequest:
         return run_id(self.model, self.task, self.method, self.config_dict())
 
 
+def not_trained(method: str, model: str, task: str, store: Store, label: object = None) -> TalosError:
+    """The sentence for a missing run of a method that never fine-tunes (``imported``): how to import one."""
+    which = f" labelled {label!r}" if label is not None else ""
+    return TalosError(f"store {store.root} has no {method!r} run{which} of {model!r} on {task!r}, and {method!r} runs "
+                      f"are not fine-tuned here; import one first: talos import --model {model} --task {task} PATH "
+                      f"--store {store.root}")
+
+
 def load_request_data(req: FinetuneRequest) -> TaskData:
     return load_task(req.task, max_train=req.max_train, max_val=req.max_val, max_test=req.max_test)
 
@@ -234,6 +247,8 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     manifest records the SHA-256 of every artifact (``RunManifest.artifacts``)."""
     req.validate()
     store.check_folder()
+    if not get_method(req.method).trains:
+        raise not_trained(req.method, req.model, req.task, store)
     rid = req.run_id()
     if store.has_run(rid) and not force:
         return store.get_run(rid)
@@ -292,7 +307,7 @@ def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progr
     if out.mask is not None:
         save_mask(out.mask, staging / "mask.safetensors")
     out.vector.save(staging / "task_vector.safetensors")
-    artifacts = {f.name: file_sha256(f) for f in sorted(staging.iterdir()) if f.suffix == ".safetensors"}
+    artifacts = artifact_checksums(staging)
     every = max(1, len(out.history) // 200)
     manifest = RunManifest(
         run_id=rid, model=req.model, task=req.task, method=req.method, family=model.family,

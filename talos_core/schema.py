@@ -672,10 +672,11 @@ def viewer_store(env: Mapping[str, str] | None = None) -> Path:
 MethodKind = Literal["finetune", "posthoc"]
 EvalMode = Literal["nonlinear", "linearized"]
 
-FAMILIES: tuple[str, ...] = ("full fine-tuning", "post-hoc", "parameter-efficient", "ablation")
+FAMILIES: tuple[str, ...] = ("full fine-tuning", "post-hoc", "parameter-efficient", "ablation", "imported")
 """Method families in the order of the paper's tables (paper Sec. 5: (i) full fine-tuning, (ii) post-hoc
 methods on non-linear FT vectors, (iii) parameter-efficient fine-tuning, where the paper also places
-TaLoS; plus our ablation controls last)."""
+TaLoS; plus our ablation controls, and the checkpoints fine-tuned elsewhere and brought in with
+``talos import``, last)."""
 
 
 @dataclass(frozen=True)
@@ -688,6 +689,8 @@ class MethodInfo:
     1/(1 − sparsity) and its sparsity is part of the run's identity. ``calibrates``: it computes its
     mask from data with a calibration phase, whose settings are part of the run's identity.
     ``eval_mode``: how its task vectors are evaluated (``"linearized"`` = first-order Taylor model).
+    ``trains``: False for ``imported``, whose runs are checkpoints fine-tuned elsewhere (``talos import``): the
+    protocols find its runs in the store like any other, but never fine-tune a missing one.
     """
 
     name: str
@@ -698,6 +701,7 @@ class MethodInfo:
     calibrates: bool = False
     eval_mode: EvalMode = "nonlinear"
     base_method: str | None = None  # post-hoc methods merge this method's vectors
+    trains: bool = True  # False: runs come only from ``talos import`` (never fine-tuned here)
 
     @property
     def posthoc(self) -> bool:
@@ -717,6 +721,7 @@ METHODS: dict[str, MethodInfo] = {m.name: m for m in (
     MethodInfo("random", "Random mask", "ablation", sparse=True),
     MethodInfo("magnitude", "Magnitude mask", "ablation", sparse=True),
     MethodInfo("talos-top", "TaLoS top-k", "ablation", sparse=True, calibrates=True),
+    MethodInfo("imported", "Imported", "imported", trains=False),
 )}
 """Every fine-tuning and post-hoc method, in the paper's table order (controls last)."""
 

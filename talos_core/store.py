@@ -94,6 +94,12 @@ def versions() -> dict[str, str]:
     return out
 
 
+def artifact_checksums(folder: Path) -> dict[str, str]:
+    """``{file name: SHA-256}`` of the artifacts (``*.safetensors``) of a staged run folder, for
+    ``RunManifest.artifacts``."""
+    return {f.name: file_sha256(f) for f in sorted(Path(folder).iterdir()) if f.suffix == ".safetensors"}
+
+
 def run_id(model: str, task: str, method: str, config: dict) -> str:
     """Deterministic id: readable prefix + hash of the full configuration.
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from test_file_tasks import write_csv, write_images
 
 from dashboard.access import ServerConfig
-from dashboard.uploads import UploadLimits, safe_name, save_upload
+from dashboard.uploads import UploadLimits, import_upload, safe_name, save_upload
 from talos_core.errors import TalosError
 from talos_core.tasks import get_task, load_task
 
@@ -164,3 +164,58 @@ def test_run_page_bad_upload_is_one_sentence(monkeypatch, tmp_path):
     assert not at.exception
     assert any("a path outside its folder" in e.value for e in at.error)
     assert not (store / "uploads").exists() or not list((store / "uploads").iterdir())
+
+
+# --- checkpoint uploads: imported runs (talos import) -----------------------------------------------
+
+def _checkpoint_bytes(shift: float = 0.01) -> bytes:
+    """tiny-clip's image tower with every weight moved by ``shift``, as safetensors bytes (a 'fine-tuned' state)."""
+    from safetensors.torch import save
+
+    from talos_core.models import load_model
+
+    visual = load_model("tiny-clip").visual.state_dict()
+    return save({k: (v + shift).contiguous() for k, v in visual.items()})
+
+
+def test_checkpoint_upload_imports_a_run_and_bad_ones_leave_nothing(tmp_path):
+    import torch
+
+    from talos_core.store import Store
+
+    store = tmp_path / "store"
+    res = import_upload(store, "../my ft.safetensors", _checkpoint_bytes(), model="tiny-clip", task="digits")
+    assert res.run.id.startswith("tiny-clip__digits__imported__") and res.run.manifest.info["label"] == "my_ft"
+    (folder,) = (store / "uploads").iterdir()
+    assert [p.name for p in folder.iterdir()] == ["my_ft.safetensors"]
+    assert import_upload(store, "my ft.safetensors", _checkpoint_bytes(), model="tiny-clip", task="digits").reused
+    pickled = io.BytesIO()
+    torch.save(torch.nn.Linear(2, 2), pickled)
+    bad = [("model.pt", pickled.getvalue(), {}, "holds a pickled Python object"),
+           ("notes.txt", b"x", {}, "'notes.txt' is not a checkpoint file; upload a .safetensors, .pt"),
+           ("big.safetensors", b"x" * (2 * 2**20), {"limits": UploadLimits(max_upload_mb=1)},
+            "above the upload cap of this dashboard server (1 MB)"),
+           ("theta0.safetensors", _checkpoint_bytes(0.0), {}, "equals the pre-trained weights θ0 of 'tiny-clip'"),
+           ("ok.safetensors", _checkpoint_bytes(0.02), {"task": "tweets"}, "takes image inputs but task 'tweets'")]
+    for name, data, kw, needle in bad:
+        with pytest.raises(TalosError, match=needle.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+            import_upload(store, name, data, **{"model": "tiny-clip", "task": "digits", **kw})
+        assert [p.name for p in (store / "uploads").iterdir()] == [folder.name], name
+        assert [r.id for r in Store(store).runs()] == [res.run.id], name
+
+
+def test_run_page_imports_an_uploaded_checkpoint(monkeypatch, tmp_path):
+    store = tmp_path / "store"
+    at = open_run_page(monkeypatch, store)
+    at.file_uploader(key="run_import_file").set_value(("ft.safetensors", _checkpoint_bytes(),
+                                                       "application/octet-stream"))
+    at.selectbox(key="run_import_task_image").set_value("digits")
+    at.text_input(key="run_import_label").set_value("outside").run()
+    at.button(key="run_import").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    success = " ".join(s.value for s in at.success)
+    assert "Imported: run tiny-clip__digits__imported__" in success and "label outside" in success
+    # evaluating it: the job runs the protocols on the imported runs and fine-tunes nothing
+    at.selectbox(key="run_method").set_value("imported").run()
+    code = _code(at)
+    assert "talos finetune" not in code and "talos evaluate single" in code and "--method imported" in code

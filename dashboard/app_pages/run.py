@@ -1,7 +1,8 @@
 """Run: fine-tune + evaluate in the background (the `talos` CLI in a detached process); results land in the
 user's own store (``$TALOS_STORE``, else ``./runs``; never the shipped ``cached_results/``) and appear on the
 other pages when that store is picked in the sidebar. Progress bar and live log per job. The server's caps
-(:class:`dashboard.jobs.JobLimits`) bound job size and concurrent jobs; read-only mode has no Run page."""
+(:class:`dashboard.jobs.JobLimits`) bound job size and concurrent jobs; read-only mode has no Run page. An
+uploaded checkpoint file is imported as a run of method ``imported`` (:func:`dashboard.uploads.import_upload`)."""
 
 from __future__ import annotations
 
@@ -130,6 +131,34 @@ with st.expander("Your own data: upload a CSV or a zip of an image folder", expa
                            f"{own_spec.modality} model to use it.")
             elif own not in chosen:
                 chosen = [*chosen, own]
+with st.expander("Import a checkpoint fine-tuned elsewhere (method imported)", expanded=False):
+    st.caption(f"A state dict of **{ui.md(model)}** fine-tuned outside the studio (a `.safetensors` file, or "
+               f"`.pt`/`.pth`/`.bin`/`.ckpt` read with `torch.load(weights_only=True)`; transformers CLIP vision "
+               f"names are mapped onto open_clip's) becomes a run of method **imported** whose task vector is "
+               f"θ_ft − θ0; pick method *imported* below to evaluate it with the protocols. Every check (another "
+               f"architecture, missing or unexpected keys, non-finite values, a copy of θ0) is one sentence and "
+               f"nothing is kept. The file is saved in your store under uploads/ (at most "
+               f"{cfg.uploads.max_upload_mb} MB); `talos import` also reads whole model folders.")
+    i1, i2, i3 = st.columns([2, 1, 1])
+    ckpt = i1.file_uploader("checkpoint", type=list(U.CHECKPOINT_TYPES), key="run_import_file",
+                            max_upload_size=cfg.uploads.max_upload_mb)
+    imp_tasks = list(dict.fromkeys([*chosen, *task_opts]))
+    imp_task = i2.selectbox("fine-tuned on task", imp_tasks, key=f"run_import_task_{modality}")
+    imp_label = i3.text_input("method label", "", key="run_import_label", placeholder="the file's name",
+                              help="Recorded with the run; --option label=NAME picks it when several are imported")
+    if st.button("Import checkpoint", disabled=ckpt is None, key="run_import"):
+        try:
+            with st.spinner("Reading the checkpoint and computing θ_ft − θ0…"):
+                imported = U.import_upload(root, ckpt.name, ckpt.getvalue(), model=model, task=imp_task,
+                                           label=imp_label.strip() or None, limits=cfg.uploads)
+        except (TalosError, OSError) as exc:
+            ui.show_problem(exc)
+        else:
+            info = imported.run.manifest.info
+            st.success(ui.md(f"{'Already imported' if imported.reused else 'Imported'}: run {imported.run.id} "
+                             f"(label {info.get('label')}, {info.get('layout')}). Evaluate it with method imported."))
+            for note in imported.notes:
+                st.caption(ui.md(note))
 method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method")
 sparsity = c2.slider("Sparsity (fraction frozen, sparse methods)", 0.0, 0.99, 0.9, 0.01, key="run_sparsity")
 

@@ -77,6 +77,10 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
                                            "methods)", None),
     ("--posthoc-points", "max_points", positive_int, "posthoc: hyperparameter grid points tried, spread evenly "
                                                      "(default: the whole grid)", None),
+    ("--posthoc-base", "base_method", str, "posthoc: the fine-tuning method whose runs are merged (default: "
+                                           "nonlinear, as the paper; e.g. imported for checkpoints from talos import; "
+                                           "results are written under the post-hoc method, so give them their own "
+                                           "--suite)", None),
     ("--sparsities", "sparsities", numbers, "sparsity-ablation: comma-separated sparsities "
                                             "(default: 0.5,0.9,0.95,0.99)", None),
     ("--param", "param", str, "selection: the hyperparameter chosen per task: sparsity (sparse methods), rank "

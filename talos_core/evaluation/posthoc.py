@@ -1,5 +1,7 @@
 """The ``posthoc`` protocol: task addition, negation and single-task accuracy of a post-hoc method
-(TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus) applied to the store's ``nonlinear`` runs.
+(TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus) applied to the store's ``nonlinear`` runs (the paper's
+choice), or to the runs of another non-linearly evaluated method (``base_method``, e.g. ``imported``: checkpoints
+fine-tuned elsewhere, ``talos import``).
 
 Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
 for each grid point the merged vector's task-addition curve is computed and the point with the best
@@ -34,10 +36,16 @@ class PosthocSettings:
     alpha_step: float = 0.05  # α grid 0, step, …, 1 (paper 0.05)
     max_points: int | None = None  # hyperparameter grid points tried (evenly spread); None: the paper's whole grid
     batch_size: int | None = None  # evaluation batch size; None: the device's default
+    base_method: str = "nonlinear"  # the fine-tuning method whose runs are merged (paper: nonlinear)
 
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
+        from talos_core.schema import method_info  # torch-free: settings are built when a suite is planned
+
+        if method_info(self.base_method, "finetune").eval_mode != "nonlinear":
+            raise TalosError(f"post-hoc methods merge non-linearly evaluated task vectors; base method "
+                             f"{self.base_method!r} is evaluated linearized (choose nonlinear, imported, talos, ...)")
         check_positive_number("alpha_step", self.alpha_step)
         check_positive_int("max_points", self.max_points, optional=True)
         check_positive_int("batch_size", self.batch_size, optional=True)
@@ -54,15 +62,15 @@ def _thin(points: list[dict], k: int) -> list[dict]:
 
 
 def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
-    """Addition + negation (+ single) of post-hoc method ``req.method`` on the store's ``nonlinear`` runs.
+    """Addition + negation (+ single) of post-hoc method ``req.method`` on the store's ``s.base_method`` runs.
 
     Writes ``addition`` and ``negation`` under the method and upserts its ``single`` rows (SCHEMA.md).
     """
-    from talos_core.methods.posthoc import BASE_METHOD, posthoc_grid, posthoc_vectors
+    from talos_core.methods.posthoc import posthoc_grid, posthoc_vectors
 
     method, tasks = req.method, list(req.tasks)
     control = check_control_task(s.control_task or arith.default_control_task(tasks), tasks)
-    runs = req.runs(BASE_METHOD)
+    runs = req.runs(s.base_method)
     run_ids = {t: r.id for t, r in runs.items()}
     base = {t: runs[t].task_vector() for t in tasks}
     ctx = req.context(runs, s.batch_size, [control])
@@ -84,7 +92,7 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
     name = req.name(req.result_id)
     common = dict(method=req.result_id, model=req.model, suite=req.suite, hyperparameters=hp,
-                  base_method=BASE_METHOD, runs=run_ids, **req.result_meta())
+                  base_method=s.base_method, runs=run_ids, **req.result_meta())
     req.store.write_table("addition", name, add.table, **add.extra(), **common)
     neg = arith.task_negation(ctx, singles, control, alphas)
     req.store.write_table("negation", name, neg.table, **neg.extra(), **common)
@@ -92,7 +100,7 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     upsert(req.store, "single", req.name(), single.table, req.result_id, data=eval_data(ctx), run_ids=run_ids,
            model=req.model, suite=req.suite, examples=single.examples)
     ci = interval_text
-    lines = [f"hyperparameters {hp} (chosen on val among {len(grid)}), on {BASE_METHOD} runs",
+    lines = [f"hyperparameters {hp} (chosen on val among {len(grid)}), on {s.base_method} runs",
              f"addition: alpha {add.selected_alpha:g} | absolute acc {fmt(add.summary['abs_acc'])}"
              f"{ci(add.ci95, 'abs_acc')} | normalized acc {fmt(add.summary['norm_acc'])}{ci(add.ci95, 'norm_acc')}",
              f"negation (control {control}): target {fmt(neg.summary['target_acc'])}{ci(neg.ci95, 'target_acc')} | "

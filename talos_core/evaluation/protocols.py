@@ -556,8 +556,9 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              upserts=("efficiency",)),
     Protocol("comparison", "one row per method from the stored addition/negation/single/efficiency results",
              NoSettings, _comparison, method_kind=None, needs_tasks=False),
-    Protocol("posthoc", "a post-hoc method (--method ties, dare, ...) merging the nonlinear runs: addition, "
-             "negation and single, hyperparameters chosen on val", PosthocSettings, evaluate_posthoc,
+    Protocol("posthoc", "a post-hoc method (--method ties, dare, ...) merging the nonlinear runs (or another "
+             "method's, e.g. imported): addition, negation and single, hyperparameters chosen on val",
+             PosthocSettings, evaluate_posthoc,
              method_kind="posthoc", min_tasks=2, upserts=("single",)),
     Protocol("sparsity-ablation", "addition, negation and single-task summaries of a sparse method at several "
              "sparsities", AblationSettings, sparsity_ablation, min_tasks=2),

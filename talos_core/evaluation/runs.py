@@ -8,6 +8,10 @@ For each task the run is, in order of preference:
    options, e.g. the L-LoRA rank);
 3. otherwise it is fine-tuned now with :func:`talos_core.pipeline.run_finetune` (unless ``train=False``).
 
+Runs of ``imported`` (checkpoints brought in with ``talos import``) are never fine-tuned here: one is found by
+model, task and its ``label`` option alone (any label when none is given, an error when several labels
+compete), and a missing one is one sentence saying how to import it.
+
 ``task_overrides`` (``{task: {...}}``, e.g. the per-task choices of a ``selection`` result,
 :func:`talos_core.evaluation.selection.selected_overrides`) are merged over ``overrides`` for their task
 (:func:`merge_overrides`), so a method can be evaluated with a different run per task.
@@ -70,15 +74,19 @@ def build_request(model: str, task: str, method: str, overrides: Mapping[str, An
 def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
     from talos_core.methods import get_method
 
+    method = get_method(req.method)
+    recorded_options = run.manifest.config.get("options") or {}
+    if not method.trains:  # an imported run: its label alone identifies it (any label when none is given)
+        return all(str(recorded_options.get(k)) == str(v) for k, v in req.options)
     recorded = run.manifest.request
     for key, value in overrides.items():
         if key in _IRRELEVANT:
             continue
         if recorded.get(key) != value:
             return False
-    if get_method(req.method).sparse and run.manifest.sparsity != req.sparsity:
+    if method.sparse and run.manifest.sparsity != req.sparsity:
         return False
-    if (run.manifest.config.get("options") or {}) != dict(req.options):  # e.g. another L-LoRA rank
+    if recorded_options != dict(req.options):  # e.g. another L-LoRA rank
         return False
     return True
 
@@ -93,6 +101,10 @@ def find_run(store: Store, model: str, task: str, method: str,
     cands = [r for r in store.find_runs(model=model, task=task, method=method) if _matches(r, req, overrides or {})]
     if not cands:
         return None
+    labels = sorted({str((r.manifest.config.get("options") or {}).get("label")) for r in cands})
+    if len(labels) > 1:  # imported runs of several sources: which one is not ours to guess
+        raise TalosError(f"store {store.root} holds {method!r} runs of {model!r} on {task!r} with {len(labels)} "
+                         f"labels ({', '.join(labels)}); pick one with --option label=NAME")
     return max(cands, key=lambda r: (r.manifest.created or "", r.id))
 
 
@@ -104,8 +116,11 @@ def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
 
     ``task_overrides[task]`` is merged over ``overrides`` for that task (:func:`merge_overrides`).
     """
-    from talos_core.pipeline import run_finetune
+    from talos_core.methods import get_method
+    from talos_core.pipeline import not_trained, run_finetune
 
+    trains = get_method(method).trains
+    force = force and trains  # runs that are never fine-tuned here (imported) are only ever found
     base = overrides
     out: dict[str, Run] = {}
     for task in tasks:
@@ -115,6 +130,9 @@ def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
         if force:
             run = run_finetune(build_request(model, task, method, overrides), store, force=True, progress=progress)
         elif run is None:
+            if not trains:
+                label = _options_dict((overrides or {}).get("options")).get("label")
+                raise not_trained(method, model, task, store, label)
             if not train:
                 raise TalosError(f"store {store.root} has no {method!r} run of {model!r} on {task!r}; "
                                  f"fine-tune it first (talos finetune) or allow training")

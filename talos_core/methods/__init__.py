@@ -4,8 +4,9 @@ Each :class:`~talos_core.methods.base.FinetuneMethod` turns a
 :class:`~talos_core.methods.base.MethodContext` into a :class:`~talos_core.methods.base.MethodOutput`;
 its flags (``sparse``, ``calibrates``, ``eval_mode``), label and family come from the method catalogue
 :data:`talos_core.schema.METHODS`. The methods live in :mod:`talos_core.methods.talos` (TaLoS and the
-mask controls) and :mod:`talos_core.methods.baselines` (full fine-tuning, L-LoRA, LoTA); the post-hoc
-methods are in :mod:`talos_core.methods.merging`.
+mask controls), :mod:`talos_core.methods.baselines` (full fine-tuning, L-LoRA, LoTA) and
+:mod:`talos_core.methods.imported` (checkpoints fine-tuned elsewhere, ``talos import``; never trains); the
+post-hoc methods are in :mod:`talos_core.methods.merging`.
 
 >>> sorted(m for m in FINETUNE_METHODS if m.startswith("talos"))
 ['talos', 'talos-top']
@@ -18,11 +19,12 @@ from __future__ import annotations
 from talos_core.errors import unknown
 from talos_core.methods.base import FinetuneMethod
 from talos_core.methods.baselines import BASELINE_METHODS
+from talos_core.methods.imported import IMPORTED_METHOD
 from talos_core.methods.merging import POSTHOC_METHODS
 from talos_core.methods.talos import MASK_CONTROLS, TALOS_METHODS
 from talos_core.schema import METHODS
 
-_ENTRIES = {m.name: m for m in (*TALOS_METHODS, *MASK_CONTROLS, *BASELINE_METHODS)}
+_ENTRIES = {m.name: m for m in (*TALOS_METHODS, *MASK_CONTROLS, *BASELINE_METHODS, IMPORTED_METHOD)}
 
 FINETUNE_METHODS: dict[str, FinetuneMethod] = {name: _ENTRIES[name] for name in METHODS if name in _ENTRIES}
 """Every fine-tuning method by name, in the catalogue's (the paper's table) order."""

@@ -113,6 +113,11 @@ class FinetuneMethod:
         return self.info.calibrates
 
     @property
+    def trains(self) -> bool:
+        """Fine-tunes its runs (``False`` for ``imported``: its runs come only from ``talos import``)."""
+        return self.info.trains
+
+    @property
     def eval_mode(self) -> EvalMode:
         """How its task vectors are evaluated (``"linearized"``: the first-order Taylor model)."""
         return self.info.eval_mode
