@@ -408,3 +408,23 @@ def test_default_label_and_request_checks(tmp_path):
     with pytest.raises(TalosError, match="unknown model 'nope'"):
         import_checkpoint(ImportRequest("nope", "digits", str(tmp_path)), Store(tmp_path / "s"))
     assert not (tmp_path / "s").exists()
+
+
+def test_openai_clip_weights_are_built_with_quick_gelu(monkeypatch):
+    """OpenAI's CLIP weights were trained with QuickGELU: ``load_clip`` builds their architecture with it (open_clip's
+    plain ``ViT-B-32`` config uses GELU and only warns); random init and other tags keep the config's activation."""
+    import open_clip
+
+    from talos_core.models import clip as C
+
+    assert C.quick_gelu_weights("ViT-B-32", "openai") and C.quick_gelu_weights("ViT-L-14", "openai")
+    assert not C.quick_gelu_weights("ViT-B-32", None)
+    seen = {}
+
+    def fake_create(arch, pretrained=None, force_quick_gelu=False):
+        seen["quick"] = force_quick_gelu
+        return open_clip.model.CLIP(**C.TINY_CLIP_CONFIG, quick_gelu=force_quick_gelu)
+
+    monkeypatch.setattr(open_clip, "create_model", fake_create)
+    model = C.load_clip("ViT-B-32", "openai")
+    assert seen["quick"] is True and model.model_cfg["quick_gelu"] is True

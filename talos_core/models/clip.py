@@ -77,12 +77,25 @@ def load_clip(arch: str, pretrained: str | None) -> ClipTaskModel:
     """open_clip architecture ``arch`` with weights tag ``pretrained`` (None = random init)."""
     import open_clip
 
-    clip = open_clip.create_model(arch, pretrained=pretrained)
+    quick = quick_gelu_weights(arch, pretrained)
+    clip = open_clip.create_model(arch, pretrained=pretrained, force_quick_gelu=quick)
     size = clip.visual.image_size
     size = size[0] if isinstance(size, (tuple, list)) else size
     mean = getattr(clip.visual, "image_mean", None) or CLIP_MEAN
     std = getattr(clip.visual, "image_std", None) or CLIP_STD
-    return ClipTaskModel(clip.eval(), _tokenizer(arch), size, mean, std, open_clip.get_model_config(arch))
+    cfg = open_clip.get_model_config(arch)
+    return ClipTaskModel(clip.eval(), _tokenizer(arch), size, mean, std, {**cfg, "quick_gelu": True} if quick else cfg)
+
+
+def quick_gelu_weights(arch: str, pretrained: str | None) -> bool:
+    """Whether the weights ``pretrained`` of ``arch`` were trained with QuickGELU (OpenAI's CLIP weights: their
+    pretrained config says so). open_clip builds ``ViT-B-32`` with GELU and only warns when such weights are loaded
+    into it; the model must use the activation its weights were trained with."""
+    if not pretrained:
+        return False
+    import open_clip
+
+    return bool((open_clip.get_pretrained_cfg(arch, pretrained) or {}).get("quick_gelu", False))
 
 
 def tiny_clip(seed: int = 0) -> ClipTaskModel:
