@@ -321,3 +321,29 @@ def test_real_background_run_lands_in_the_store(tmp_path):
     assert st["state"] == "done", J.tail_log(job.path)
     idx = D.store_index(tmp_path)
     assert "smoke__tiny-clip" in set(idx[idx["kind"] == "single"]["name"])
+
+
+def test_mask_diagnostics_read_from_the_masks_result(tmp_path):
+    """The Masks page's diagnostics (issue 29): per task moved / zero-sensitivity / tied fractions from the masks
+    result; empty for a result written before they existed; a value outside [0, 1] is a corrupt result; the
+    warnings name each diagnostic past its limit."""
+    import pandas as pd
+
+    from talos_core.evaluation.maskstats import mask_warnings
+    from talos_core.store import Store
+
+    store = Store(tmp_path / "s")
+    store.ensure()
+    table = pd.DataFrame([{"task": "a", "param": "w", "block": 0, "layer_type": "q", "numel": 4, "trainable": 1,
+                           "density": 0.25}])
+    diag = [{"task": "a", "run_id": "r", "moved": 0.74, "zero_sensitivity": 0.35, "tied": None}]
+    store.write_table("masks", "s__m__talos", table, method="talos", diagnostics=diag)
+    store.write_table("masks", "s__m__lota", table, method="lota")
+    got = D.mask_diagnostics(store.root, "s__m__talos")
+    assert got.loc[0, "moved"] == 0.74 and got.loc[0, "zero_sensitivity"] == 0.35 and pd.isna(got.loc[0, "tied"])
+    assert D.mask_diagnostics(store.root, "s__m__lota").empty
+    warnings = mask_warnings({"moved": 0.74, "zero_sensitivity": 0.35, "tied": None})
+    assert len(warnings) == 2 and "74.0%" in warnings[0] and "35.0%" in warnings[1]
+    store.write_table("masks", "s__m__bad", table, method="talos", diagnostics=[{**diag[0], "moved": 7.4}])
+    with pytest.raises(TalosError, match="'moved' diagnostic outside"):
+        D.mask_diagnostics(store.root, "s__m__bad")

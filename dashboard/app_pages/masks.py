@@ -9,7 +9,7 @@ from dashboard import figures as F
 from dashboard import ui
 from talos_core.evaluation.maskstats import mask_warnings
 from talos_core.models import get_model_spec
-from talos_core.schema import MissingResult, method_label
+from talos_core.schema import MissingResult, base_method_of, method_info, method_label
 
 ctx = ui.context()
 st.title("Masks: which weights are trainable?")
@@ -54,7 +54,9 @@ for col, ((m, t), sub) in zip(cols, tables.items()):
                  f"mask_heatmap_{m}_{t}", key=f"mh_{m}_{t}")
         diag = D.mask_diagnostics(ctx.root, ctx.name(m))
         row = diag[diag["task"] == t]
-        if row.empty:
+        if row.empty and not method_info(base_method_of(m)).sparse:
+            st.caption(f"{method_label(m)} has no mask: the picture shows its task vector's non-zero entries.")
+        elif row.empty:
             st.caption("No mask diagnostics recorded for this run (a result written before they existed).")
         else:
             d = row.iloc[0].to_dict()
