@@ -200,7 +200,8 @@ register_suite(SuiteSpec(
     {
         "full": Scale(steps=1000, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
-                      lr=_SUITE_LR, lr_rows=_LR_ROWS, batching="length", curve_steps=1000, curve_every=50, curve_tolerance=0.01,
+                      lr=_SUITE_LR, lr_rows=_LR_ROWS, batching="length", curve_steps=1000, curve_every=50,
+                      curve_tolerance=0.01,
                       selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, lr_check=_LR_CHECK),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
                       alpha_step=0.25, xi_grid=6, xi_points=24, preview_points=48, sharing_samples=16,
