@@ -157,6 +157,14 @@ def test_posthoc_merge_exports_the_merged_nonlinear_vectors(tmp_path, capsys):
     assert main([*base, "--hparam", "beta=1.0", "--out", str(other)]) == 0
     meta = json.loads((other / "talos_merge.json").read_text())
     assert meta["hyperparameters"] == {"beta": 1.0} and meta["accuracies"] == []
+    # the dashboard's "export this mix" of the post-hoc result: its runs and its chosen hyperparameters
+    from dashboard.export import plan_mix_export, run_mix_export
+
+    plan = plan_mix_export(st.root, tmp_path / "dest", "addition", "mine__tiny-text__lines", {t: 0.8 for t in tasks})
+    assert plan.request.hyperparameters == {"beta": 0.3} and plan.run_ids == meta["runs"]
+    assert run_mix_export(plan).accuracies and plan.done
+    with pytest.raises(TalosError, match="one α"):
+        plan_mix_export(st.root, tmp_path / "dest", "addition", "mine__tiny-text__lines", {tasks[0]: 0.8, tasks[1]: 1})
 
 
 def test_clip_round_trip_with_open_clip(stores, tmp_path):
