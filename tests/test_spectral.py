@@ -95,6 +95,7 @@ def test_tsv_matches_the_authors_procedure(shape, num_tasks) -> None:
 def test_tsv_with_one_task_reproduces_the_update_and_sums_orthogonal_tasks() -> None:
     delta = _random((8, 5), seed=1)
     _close(sp.tsv_matrix(delta[None]), delta.numpy())
+    _close(torch.from_numpy(tsv_reference([delta.numpy()])), delta.numpy())  # the shortcut is the procedure's value
     # tasks living in mutually orthogonal subspaces of rank ≤ ⌊r/T⌋ do not interfere: TSV is their sum
     q_left = torch.linalg.qr(_random((9, 9), seed=2))[0]
     q_right = torch.linalg.qr(_random((6, 6), seed=3))[0]

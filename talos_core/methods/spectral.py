@@ -78,6 +78,8 @@ def tsv_matrix(stacked: torch.Tensor) -> torch.Tensor:
     """
     stacked = _stacked(stacked)
     num_tasks, m, n = stacked.shape
+    if num_tasks == 1:  # every direction kept, Procrustes of an orthonormal basis is itself: Δ, without 3 SVDs
+        return stacked[0].detach().clone()
     k = min(m, n) // num_tasks
     if k == 0:
         return torch.zeros((m, n), dtype=stacked.dtype, device=stacked.device)
