@@ -974,11 +974,13 @@ ISO_COMMON_FRACTION: float = 0.8
 """Iso-CTS: fraction of the rank given to the common subspace; the paper's default for every benchmark."""
 
 LINES_BETA_GRID: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-"""LiNeS β (the deepest layer's extra scale) ∈ {0, 0.1, …, 1}, with α = 1/T; β = 0 is the task-vector mean."""
+"""LiNeS β (the deepest layer's extra scale) ∈ {0, 0.1, …, 1}, with α = 1/T; β = 0 is the task-vector mean. The
+default β = 0.5 (used where no search runs, e.g. ``talos merge`` without a stored choice) is the grid's middle, not
+a value from the paper."""
 
 ISO_ALPHA_STOP: float = 2.0
-"""Iso-C / Iso-CTS: α searched on ``0, step, …, 2``: the flattened spectrum has a smaller norm than the sum and the
-authors' validated α lies above 1."""
+"""Iso-C / Iso-CTS: α searched on ``0, step, …, 2``: the flat spectrum has a smaller norm than the sum
+(``σ̄ √r ≤ ‖M‖_F``), so the best α can lie above 1 (the authors choose α on validation beyond 1 too)."""
 
 POSTHOC_METHODS: dict[str, PosthocSpec] = {spec.name: spec for spec in (
     PosthocSpec(
