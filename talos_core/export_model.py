@@ -23,8 +23,9 @@ renamed into place, so ``out`` never holds half an export.
 
 A post-hoc method (``--method tsv``, ``ties``, …) merges the store's ``nonlinear`` runs of the added tasks into one
 vector (:func:`talos_core.methods.posthoc.posthoc_merged`) and adds ``α`` times it (one α for all tasks; task
-addition only). Its hyperparameters are ``--hparam`` values, else those the store's addition result of exactly
-these tasks chose on validation, else the method's defaults.
+addition only; tasks in the order given, which DARE's per-task seeds follow). Its hyperparameters are ``--hparam``
+values, else those the store's addition result of exactly these tasks chose on validation, else the method's
+defaults.
 
 α is applied exactly as given. The evaluation protocols search α on the paper's grid ``{0, 0.05, …, 1}``, which
 for sparse methods is stretched by ``1/(1 − k)`` (k = 0.9 → up to 10); that stretch is part of the grid, not of
@@ -151,7 +152,7 @@ def check_request(req: MergeRequest) -> None:
     if req.method not in METHODS:
         from talos_core.errors import unknown
 
-        raise unknown("method", req.method, [m for m, i in METHODS.items() if i.kind == "finetune"])
+        raise unknown("method", req.method, list(METHODS))
     if req.hyperparameters is not None and not req.posthoc:
         raise TalosError(f"hyperparameters (--hparam) are a post-hoc method's; {req.method!r} is a fine-tuning method "
                          f"(choose its runs with --sparsity / --option)")
