@@ -98,7 +98,7 @@ def order_methods(methods: Iterable[str]) -> list[str]:
     """Methods in a teaching order: TaLoS first, then full fine-tuning, PEFT, post-hoc, others (variant ids
     such as ``talos-k0.9`` among the others, by name)."""
     pref = ["talos", "nonlinear", "linearized", "llora", "lota", "ties", "tall_consensus", "dare", "breadcrumbs",
-            "talos-top", "random", "magnitude"]
+            "tsv", "iso_c", "iso_cts", "lines", "talos-top", "random", "magnitude"]
     ms = list(dict.fromkeys(methods))
     return sorted(ms, key=lambda m: (pref.index(m) if m in pref else len(pref), m))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from talos_core.errors import TalosError
-from talos_core.schema import base_method_of, read_result, slug
+from talos_core.schema import METHODS, base_method_of, read_result, slug
 
 EXPORTS_DIR = "exports"
 
@@ -57,8 +57,10 @@ def plan_mix_export(source_root: str | Path, dest_store: str | Path, kind: str, 
         raise TalosError(f"the {kind} result {result!r} does not record which runs it evaluated; export it with "
                          f"talos merge")
     alphas = {str(t): float(a) for t, a in alphas.items()}
+    # a post-hoc result merges with the hyperparameters it chose on validation (they name the export too)
+    hp = dict(payload.get("hyperparameters") or {}) if METHODS.get(method) and METHODS[method].posthoc else None
     if kind == "addition":
-        req = MergeRequest(model, tuple(alphas), method, alphas)
+        req = MergeRequest(model, tuple(alphas), method, alphas, hyperparameters=hp)
     else:
         if len(alphas) != 1:
             raise TalosError("a negation export subtracts one task's vector; pick one target")
@@ -68,7 +70,8 @@ def plan_mix_export(source_root: str | Path, dest_store: str | Path, kind: str, 
     if missing:
         raise TalosError(f"the {kind} result {result!r} records no run for {missing[0]!r}")
     run_ids = {t: str(runs[t]) for t in alphas}
-    key = json.dumps([kind, model, method, sorted(alphas.items()), sorted(run_ids.items())], sort_keys=True)
+    key = json.dumps([kind, model, method, sorted(alphas.items()), sorted(run_ids.items())] + ([hp] if hp else []),
+                     sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     folder = Path(dest_store) / EXPORTS_DIR / f"{slug(model)}__{slug(method)}__{kind}__{digest}"
     return MixExport(req, run_ids, Path(source_root), folder)

@@ -21,6 +21,12 @@ builds it, with the class names in its metadata), ``talos_merge.json`` (what was
 ``SHA256SUMS`` (``sha256sum -c SHA256SUMS``). The folder is written under a temporary name beside ``out`` and
 renamed into place, so ``out`` never holds half an export.
 
+A post-hoc method (``--method tsv``, ``ties``, …) merges the store's ``nonlinear`` runs of the added tasks into one
+vector (:func:`talos_core.methods.posthoc.posthoc_merged`) and adds ``α`` times it (one α for all tasks; task
+addition only; tasks in the order given, which DARE's per-task seeds follow). Its hyperparameters are ``--hparam``
+values, else those the store's addition result of exactly these tasks chose on validation, else the method's
+defaults.
+
 α is applied exactly as given. The evaluation protocols search α on the paper's grid ``{0, 0.05, …, 1}``, which
 for sparse methods is stretched by ``1/(1 − k)`` (k = 0.9 → up to 10); that stretch is part of the grid, not of
 α, so it does NOT apply here: to export the mix the store evaluated, pass the α the store selected (shown in the
@@ -66,6 +72,20 @@ class MergeRequest:
     alphas: Mapping[str, float]
     negate: tuple[str, ...] = ()
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    hyperparameters: Mapping[str, Any] | None = None  # post-hoc methods; None: the store's choice, else defaults
+
+    @property
+    def posthoc(self) -> bool:
+        from talos_core.schema import METHODS
+
+        return self.method in METHODS and METHODS[self.method].posthoc
+
+    @property
+    def run_method(self) -> str:
+        """The fine-tuning method of the runs merged: ``method``, or a post-hoc method's base (``nonlinear``)."""
+        from talos_core.schema import METHODS
+
+        return str(METHODS[self.method].base_method) if self.posthoc else self.method
 
     def terms(self) -> list[tuple[str, float]]:
         """``[(task, signed coefficient)]``: ``+α_t`` for added tasks, ``−α_c`` for negated ones, in order."""
@@ -132,11 +152,16 @@ def check_request(req: MergeRequest) -> None:
     if req.method not in METHODS:
         from talos_core.errors import unknown
 
-        raise unknown("method", req.method, [m for m, i in METHODS.items() if i.kind == "finetune"])
-    info = method_info(req.method)
-    if info.kind != "finetune":
-        raise TalosError(f"method {req.method!r} is a post-hoc merging method; talos merge adds fine-tuned task "
-                         f"vectors (choose a fine-tuning method, e.g. nonlinear for the vectors {req.method} merges)")
+        raise unknown("method", req.method, list(METHODS))
+    if req.hyperparameters is not None and not req.posthoc:
+        raise TalosError(f"hyperparameters (--hparam) are a post-hoc method's; {req.method!r} is a fine-tuning method "
+                         f"(choose its runs with --sparsity / --option)")
+    if req.posthoc and req.negate:
+        raise TalosError(f"{req.method!r} is a post-hoc merge: talos merge exports its task addition (--tasks) only; "
+                         f"to subtract a task's vector, use the runs it merges (--method {req.run_method})")
+    if req.posthoc and len({req.alphas.get(t) for t in req.tasks}) > 1:
+        raise TalosError(f"{req.method!r} merges the tasks into one vector with one α; give one --alpha for all tasks")
+    info = method_info(req.run_method)
     if info.eval_mode != "nonlinear":
         raise TalosError(f"method {req.method!r} is evaluated as a linearized model f(x,θ0) + τᵀ∇f(x,θ0), which no "
                          f"standard checkpoint represents; export a non-linear method (talos, nonlinear, lota, …)")
@@ -175,14 +200,14 @@ def find_merge_runs(store, req: MergeRequest, run_ids: Mapping[str, str] | None 
                 raise TalosError(f"store {store.root} does not hold the run {rid!r} of {t!r} that this result "
                                  f"evaluated; export from the store that holds the runs")
             run = store.get_run(rid)
-            if (run.manifest.model, run.manifest.task, run.manifest.method) != (req.model, t, req.method):
+            if (run.manifest.model, run.manifest.task, run.manifest.method) != (req.model, t, req.run_method):
                 raise TalosError(f"run {rid} is a {run.manifest.method!r} run of {run.manifest.model!r} on "
-                                 f"{run.manifest.task!r}, not {req.method!r} of {req.model!r} on {t!r}")
+                                 f"{run.manifest.task!r}, not {req.run_method!r} of {req.model!r} on {t!r}")
         else:
-            run = find_run(store, req.model, t, req.method, dict(req.overrides))
+            run = find_run(store, req.model, t, req.run_method, dict(req.overrides))
         if run is None:
-            raise TalosError(f"store {store.root} has no {req.method!r} run of {req.model!r} on {t!r}; fine-tune it "
-                             f"first: talos finetune --model {req.model} --task {t} --method {req.method} "
+            raise TalosError(f"store {store.root} has no {req.run_method!r} run of {req.model!r} on {t!r}; fine-tune "
+                             f"it first: talos finetune --model {req.model} --task {t} --method {req.run_method} "
                              f"--store {store.root}")
         if not (run.path / "task_vector.safetensors").exists():
             raise TalosError(f"run {run.id} in {store.root} has no task vector (a manifest exported without its "
@@ -205,7 +230,8 @@ def store_accuracies(root: str | Path, req: MergeRequest, run_ids: Mapping[str, 
     accuracy}``; ``[]`` when the store has none.
 
     Task addition results count when they merged the same tasks with the same runs (when they record their runs)
-    at one α equal to every α of the request (no negated tasks); negation results when the request negates one
+    at one α equal to every α of the request (no negated tasks; a post-hoc method's with the request's
+    hyperparameters); negation results when the request negates one
     task with nothing added and the result evaluated that run at that α (target and control task). Torch-free.
     """
     from talos_core.schema import iter_results, read_result
@@ -230,6 +256,8 @@ def store_accuracies(root: str | Path, req: MergeRequest, run_ids: Mapping[str, 
             tasks = payload.get("tasks")
             if not isinstance(tasks, list) or sorted(tasks) != sorted(req.tasks):
                 continue
+            if req.posthoc and payload.get("hyperparameters") != dict(req.hyperparameters or {}):
+                continue
             if recorded_runs is not None and any(recorded_runs.get(t) != run_ids[t] for t in req.tasks):
                 continue
             for r in _records(payload):
@@ -249,6 +277,26 @@ def store_accuracies(root: str | Path, req: MergeRequest, run_ids: Mapping[str, 
                     rows.append(dict(source=f"negation/{name}", suite=suite, split=r.get("split"), task=control,
                                      role="control", accuracy=r.get("control_acc")))
     return rows
+
+
+def store_hyperparameters(root: str | Path, req: MergeRequest, run_ids: Mapping[str, str]) -> dict | None:
+    """The hyperparameters the store's addition result of post-hoc ``req.method`` on exactly ``req.tasks`` (with
+    these runs, when it records them) chose on validation; ``None`` when the store has none. Torch-free."""
+    from talos_core.schema import iter_results, read_result
+
+    for kind, name, fields in iter_results(root):
+        if kind != "addition" or fields.get("method") != req.method:
+            continue
+        try:
+            payload = read_result(root, kind, name)
+        except TalosError:
+            continue
+        runs = payload.get("runs") if isinstance(payload.get("runs"), dict) else {}
+        if (payload.get("model") == req.model and sorted(payload.get("tasks") or []) == sorted(req.tasks)
+                and all(runs.get(t, run_ids[t]) == run_ids[t] for t in req.tasks)
+                and isinstance(payload.get("hyperparameters"), dict)):
+            return dict(payload["hyperparameters"])
+    return None
 
 
 def store_selected_alpha(root: str | Path, req: MergeRequest) -> list[dict]:
@@ -309,6 +357,18 @@ def export_merge(store_root: str | Path, req: MergeRequest, out: str | Path, *, 
     runs = find_merge_runs(store, req, run_ids)
     vectors = {t: run.task_vector() for t, run in runs.items()}
     run_ids = {t: r.id for t, r in runs.items()}
+    if req.posthoc:
+        from dataclasses import replace
+
+        from talos_core.methods.posthoc import posthoc_merged
+
+        hp = req.hyperparameters
+        req = replace(req, hyperparameters=dict(hp) if hp is not None else
+                      store_hyperparameters(store.root, req, run_ids) or {})
+        merged = posthoc_merged(req.method, {t: vectors[t] for t in req.tasks}, **req.hyperparameters)
+        terms = [(merged, float(req.alphas[req.tasks[0]]))]
+    else:
+        terms = [(vectors[t], a) for t, a in req.terms()]
     accuracies = store_accuracies(store.root, req, run_ids)
     selected = store_selected_alpha(store.root, req)
 
@@ -338,7 +398,6 @@ def export_merge(store_root: str | Path, req: MergeRequest, out: str | Path, *, 
             _save_safetensors({k: v.detach().cpu().contiguous() for k, v in head.items()},
                               heads_dir / f"{t}.safetensors",
                               {"task": t, "classes": json.dumps(list(spec.classes)), "family": family})
-        terms = [(vectors[t], a) for t, a in req.terms()]
         was_training = model.training
         model.eval()
         with torch.no_grad(), apply_vectors(model, terms):
@@ -347,7 +406,8 @@ def export_merge(store_root: str | Path, req: MergeRequest, out: str | Path, *, 
         meta = dict(format=FORMAT, model=req.model, family=family, method=req.method,
                     tasks=list(req.tasks), negate=list(req.negate),
                     alphas={t: float(req.alphas[t]) for t in runs}, terms=[[t, a] for t, a in req.terms()],
-                    overrides=_jsonable(dict(req.overrides)), runs=run_ids,
+                    overrides=_jsonable(dict(req.overrides)), runs=run_ids, run_method=req.run_method,
+                    hyperparameters=_jsonable(dict(req.hyperparameters)) if req.posthoc else None,
                     sparsity={t: r.manifest.sparsity for t, r in runs.items()},
                     store=str(store.root.resolve()), accuracies=accuracies, store_selected_alpha=selected,
                     loader=loader)
@@ -493,15 +553,20 @@ def model_card(req: MergeRequest, family: str, runs: Mapping, accuracies: Sequen
 
     formula = " ".join([f"+ {req.alphas[t]:g}·τ_{t}" for t in req.tasks]
                        + [f"− {req.alphas[c]:g}·τ_{c}" for c in req.negate])
+    if req.posthoc:
+        formula = f"+ {req.alphas[req.tasks[0]]:g}·{req.method}({', '.join(f'τ_{t}' for t in req.tasks)})"
     lines = [f"# {req.model} edited by task arithmetic ({method_label(req.method)})", "",
              f"θ = θ0 {formula}", "",
              "Written by `talos merge` (TaLoS Studio). The weights load with the model's own library; no TaLoS "
              "Studio code is needed.", "",
              "| | |", "|---|---|",
              f"| base model | `{req.model}` ({family}) |",
-             f"| method | `{req.method}` ({method_label(req.method)}) |",
-             f"| tasks added | {', '.join(f'`{t}` (α = {req.alphas[t]:g})' for t in req.tasks) or '–'} |",
-             f"| tasks negated | {', '.join(f'`{c}` (α = {req.alphas[c]:g})' for c in req.negate) or '–'} |"]
+             f"| method | `{req.method}` ({method_label(req.method)}) |"]
+    if req.posthoc:
+        lines += [f"| merges | the `{req.run_method}` runs below, hyperparameters "
+                  f"`{json.dumps(dict(req.hyperparameters or {}), sort_keys=True)}` |"]
+    lines += [f"| tasks added | {', '.join(f'`{t}` (α = {req.alphas[t]:g})' for t in req.tasks) or '–'} |",
+              f"| tasks negated | {', '.join(f'`{c}` (α = {req.alphas[c]:g})' for c in req.negate) or '–'} |"]
     for t, run in runs.items():
         k = run.manifest.sparsity
         lines.append(f"| run of `{t}` | `{run.id}`" + (f" (sparsity {k:g})" if k is not None else "") + " |")

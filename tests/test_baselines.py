@@ -394,7 +394,7 @@ def test_posthoc_ties_matches_merging_module() -> None:
         assert all(torch.equal(tv.dense(n), before[t][n]) for n in before[t])
 
 
-@pytest.mark.parametrize("method", ["dare", "breadcrumbs", "tall_consensus"])
+@pytest.mark.parametrize("method", ["dare", "breadcrumbs", "tall_consensus", "tsv", "iso_c", "iso_cts", "lines"])
 def test_posthoc_methods_are_pure_and_use_defaults(method) -> None:
     vecs = _hand_vectors()
     m1, s1 = posthoc.posthoc_vectors(method, vecs)

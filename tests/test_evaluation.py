@@ -606,6 +606,14 @@ def test_cli_posthoc_and_sparsity_ablation_protocols(store, capsys):
     single = store.read_result("single", "cli__tiny-text")
     assert {r["method"] for r in single["records"]} == {"ties"} and set(single["runs"]) == {"ties"}
     assert single["data"]["max_test"] == OVERRIDES["max_test"]
+    # the later merges (issue 32): Iso-C searches α up to 2, LiNeS one β of its grid
+    assert _cli(["evaluate", "posthoc", "--method", "iso_c", *common]) == 0
+    iso = store.read_result("addition", "cli__tiny-text__iso_c")
+    assert iso["alpha_grid"] == [0.0, 0.5, 1.0, 1.5, 2.0] and iso["hyperparameters"] == {}
+    assert _cli(["evaluate", "posthoc", "--method", "lines", "--posthoc-points", "1", *common]) == 0
+    assert store.read_result("addition", "cli__tiny-text__lines")["hyperparameters"] == {"beta": 0.5}
+    assert {r["method"] for r in store.read_result("single", "cli__tiny-text")["records"]} == {"ties", "iso_c",
+                                                                                                "lines"}
 
     assert _cli(["evaluate", "sparsity-ablation", "--method", "talos", "--sparsities", "0.9", *common]) == 0
     table = store.read_table("sparsity_ablation", "cli__tiny-text__talos")

@@ -170,7 +170,7 @@ def test_ray_executor_gives_the_local_results(ray_instance, local_tiny, tmp_path
     store = tmp_path / "ray"
     assert main(["suite", "tiny", "--scale", "mini", "--store", str(store), "--executor", "ray"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"\[tiny/mini\] steps: 29/29 done, 0 running", out), out  # 23 steps + 6 fine-tuning runs
+    assert re.search(r"\[tiny/mini\] steps: 33/33 done, 0 running", out), out  # 27 steps + 6 fine-tuning runs
     assert differing_results(local_tiny, store) == []
     meta = json.loads((store / "results" / "suite" / "tiny.json").read_text())
     session = meta["sessions"][-1]
@@ -187,7 +187,7 @@ def test_processes_executor_gives_the_local_results(local_tiny, tmp_path, capsys
     assert main(["suite", "tiny", "--scale", "mini", "--store", str(store), "--executor", "processes",
                  "--jobs", "2"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"\[tiny/mini\] steps: 29/29 done, 0 running", out), out  # 23 steps + 6 fine-tuning runs
+    assert re.search(r"\[tiny/mini\] steps: 33/33 done, 0 running", out), out  # 27 steps + 6 fine-tuning runs
     assert differing_results(local_tiny, store) == []
     meta = json.loads((store / "results" / "suite" / "tiny.json").read_text())
     session = meta["sessions"][-1]

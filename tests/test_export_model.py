@@ -82,6 +82,16 @@ def _head(out: Path, task: str) -> torch.Tensor:
     return load_file(str(out / "heads" / f"{task}.safetensors"))["weight"]
 
 
+def _sentence_logits(out: Path, encoder, tokenizer, task: str, split) -> torch.Tensor:
+    """Logits of an exported sentence encoder (plain transformers: mean-pool, normalize) through ``task``'s head."""
+    max_len = json.loads((out / "sentence_bert_config.json").read_text())["max_seq_length"]
+    enc = tokenizer(list(split.inputs), padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+    with torch.no_grad():
+        hidden = encoder(**enc).last_hidden_state
+    m = enc["attention_mask"].unsqueeze(-1).float()
+    return F.normalize((hidden * m).sum(1) / m.sum(1).clamp_min(1.0), dim=-1) @ _head(out, task).T
+
+
 @pytest.mark.parametrize("model_name", ["tiny-text", pytest.param("minilm-l6", marks=pytest.mark.slow)])
 def test_sentence_encoder_round_trip_with_transformers(model_name, stores, tmp_path):
     from transformers import AutoModel, AutoTokenizer
@@ -95,13 +105,7 @@ def test_sentence_encoder_round_trip_with_transformers(model_name, stores, tmp_p
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     for task in (tasks[0], neg):
         want, split, _ = _edited_logits(model_name, stores[model_name], req, task)
-        max_len = json.loads((out / "sentence_bert_config.json").read_text())["max_seq_length"]
-        enc = tokenizer(list(split.inputs), padding=True, truncation=True, max_length=max_len, return_tensors="pt")
-        with torch.no_grad():
-            hidden = encoder(**enc).last_hidden_state
-        m = enc["attention_mask"].unsqueeze(-1).float()
-        emb = F.normalize((hidden * m).sum(1) / m.sum(1).clamp_min(1.0), dim=-1)
-        got = emb @ _head(out, task).T
+        got = _sentence_logits(out, encoder, tokenizer, task, split)
         torch.testing.assert_close(got, want, atol=2e-4, rtol=1e-4)
     # the edit moved the model: θ0's logits differ
     _, split, base = _edited_logits(model_name, stores[model_name], MergeRequest(model_name, tasks, method,
@@ -112,6 +116,55 @@ def test_sentence_encoder_round_trip_with_transformers(model_name, stores, tmp_p
 
         with safe_open(str(out / "model.safetensors"), framework="pt") as fh:
             assert any("pooler" in k for k in fh.keys())
+
+
+def test_posthoc_merge_exports_the_merged_nonlinear_vectors(tmp_path, capsys):
+    """``talos merge --method lines`` writes θ0 + α·LiNeS(τ_a, τ_b) of the nonlinear runs; the hyperparameters are
+    --hparam's, else the store's addition result's choice."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from talos_core.evaluation.runs import resolve_runs
+    from talos_core.inference.forward import predict_logits
+    from talos_core.methods.posthoc import posthoc_merged
+    from talos_core.models import load_model
+    from talos_core.tasks import get_task, load_task
+
+    tasks = ("drug-reviews", "tweets")
+    st = Store(tmp_path / "store")
+    resolve_runs(st, "tiny-text", list(tasks), "nonlinear", overrides=FAST)
+    runs = {t: st.find_runs(model="tiny-text", task=t, method="nonlinear")[0] for t in tasks}
+    st.write_table("addition", "mine__tiny-text__lines", __import__("pandas").DataFrame(
+        [dict(alpha=0.8, split="test", task=t, accuracy=0.61, normalized_accuracy=0.9) for t in tasks]),
+        selected_alpha=0.8, alpha_grid=[0.8], tasks=list(tasks), runs={t: r.id for t, r in runs.items()},
+        model="tiny-text", method="lines", hyperparameters={"beta": 0.3})
+    base = ["merge", "--model", "tiny-text", "--tasks", ",".join(tasks), "--method", "lines", "--alpha", "0.8",
+            "--store", str(st.root)]
+    out = tmp_path / "lines"
+    assert main([*base, "--out", str(out)]) == 0
+    meta = json.loads((out / "talos_merge.json").read_text())
+    assert meta["hyperparameters"] == {"beta": 0.3} and meta["run_method"] == "nonlinear"
+    assert meta["runs"] == {t: r.id for t, r in runs.items()} and meta["accuracies"]  # the store's mix
+    assert "lines(τ_drug-reviews, τ_tweets)" in (out / "README.md").read_text()
+    merged = posthoc_merged("lines", {t: r.task_vector() for t, r in runs.items()}, beta=0.3)
+    model, spec = load_model("tiny-text"), get_task(tasks[1])
+    model.set_head(model.build_head(spec), spec.name)
+    split = load_task(tasks[1], max_train=8, max_val=8, max_test=8).test
+    want = predict_logits(model, spec, split, [(merged, 0.8)])
+    got = _sentence_logits(out, AutoModel.from_pretrained(str(out)).eval(), AutoTokenizer.from_pretrained(str(out)),
+                           tasks[1], split)
+    torch.testing.assert_close(got, want, atol=2e-4, rtol=1e-4)
+    other = tmp_path / "other"  # other hyperparameters: another model, and not the store's evaluated mix
+    assert main([*base, "--hparam", "beta=1.0", "--out", str(other)]) == 0
+    meta = json.loads((other / "talos_merge.json").read_text())
+    assert meta["hyperparameters"] == {"beta": 1.0} and meta["accuracies"] == []
+    # the dashboard's "export this mix" of the post-hoc result: its runs and its chosen hyperparameters
+    from dashboard.export import plan_mix_export, run_mix_export
+
+    plan = plan_mix_export(st.root, tmp_path / "dest", "addition", "mine__tiny-text__lines", {t: 0.8 for t in tasks})
+    assert plan.request.hyperparameters == {"beta": 0.3} and plan.run_ids == meta["runs"]
+    assert run_mix_export(plan).accuracies and plan.done
+    with pytest.raises(TalosError, match="one α"):
+        plan_mix_export(st.root, tmp_path / "dest", "addition", "mine__tiny-text__lines", {tasks[0]: 0.8, tasks[1]: 1})
 
 
 def test_clip_round_trip_with_open_clip(stores, tmp_path):
@@ -200,7 +253,10 @@ def test_card_reports_store_accuracies_for_the_evaluated_mix(stores, tmp_path):
 
 @pytest.mark.parametrize("argv, needle", [
     (["--tasks", "drug-reviews", "--method", "linearized"], "linearized model"),
-    (["--tasks", "drug-reviews", "--method", "ties"], "post-hoc"),
+    (["--tasks", "drug-reviews", "--negate", "tweets", "--method", "ties"], "task addition (--tasks) only"),
+    (["--tasks", "drug-reviews,tweets", "--method", "tsv", "--alpha", "drug-reviews=1,tweets=0.5"], "one α"),
+    (["--tasks", "drug-reviews", "--hparam", "beta=0.5"], "post-hoc method's"),
+    (["--tasks", "drug-reviews", "--method", "lines"], "no 'nonlinear' run of 'tiny-text' on 'drug-reviews'"),
     (["--tasks", "drug-reviews", "--method", "nope"], "unknown method 'nope'"),
     (["--tasks", "no-such-task"], "unknown task 'no-such-task'"),
     (["--tasks", "drug-reviews", "--negate", "drug-reviews"], "named twice"),

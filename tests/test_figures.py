@@ -26,7 +26,8 @@ def masks(fixture_store):
 def test_method_colors_are_stable_and_distinct():
     assert F.method_color("talos") == F.METHOD_COLORS["talos"]
     assert F.method_color("brand-new") == F.method_color("brand-new")
-    known = [F.method_color(m) for m in ("talos", "nonlinear", "linearized", "llora", "lota", "ties", "dare")]
+    known = [F.method_color(m) for m in ("talos", "nonlinear", "linearized", "llora", "lota", "ties", "dare",
+                                         "breadcrumbs", "tall_consensus", "tsv", "iso_c", "iso_cts", "lines")]
     assert len(set(known)) == len(known)
     assert F.MARK_COLOR not in known  # red is reserved for marks
 

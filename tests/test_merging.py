@@ -326,7 +326,15 @@ def test_lam_and_other_validation() -> None:
 
 
 def test_registry_grids() -> None:
-    assert set(mg.POSTHOC_METHODS) == {"ties", "dare", "breadcrumbs", "tall_consensus"}
+    assert set(mg.POSTHOC_METHODS) == {"ties", "dare", "breadcrumbs", "tall_consensus", "tsv", "iso_c", "iso_cts",
+                                       "lines"}
+    assert mg.POSTHOC_METHODS["tsv"].grid_points(8) == mg.POSTHOC_METHODS["iso_c"].grid_points(8) == [{}]
+    assert mg.POSTHOC_METHODS["iso_cts"].grid_points(8) == [{"common_fraction": 0.8}]
+    assert [p["beta"] for p in mg.POSTHOC_METHODS["lines"].grid_points(8)] == list(mg.LINES_BETA_GRID)
+    assert {n: s.alpha_stop for n, s in mg.POSTHOC_METHODS.items() if s.alpha_stop != 1.0} == {"iso_c": 2.0,
+                                                                                                "iso_cts": 2.0}
+    with pytest.raises(TalosError, match="alpha_stop"):
+        mg.PosthocSpec("tsv", "", merge=mg.tsv_merge, single_task=mg.tsv_merge, grid={}, alpha_stop=0.0)
     assert mg.SPARSITY_GRID == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
     assert len(mg.POSTHOC_METHODS["dare"].grid_points(8)) == 11
     bc = mg.POSTHOC_METHODS["breadcrumbs"].grid_points(8)
@@ -365,6 +373,14 @@ def test_registry_callables_agree_with_functions() -> None:
     tall = mg.POSTHOC_METHODS["tall_consensus"]
     assert_vec_equal(tall.merge(vs, lam=0.3, k=2), mg.consensus_merge(vs, 2, lam=0.3))
     assert_vec_equal(tall.single_task(vs, 2, lam=0.3, k=2), mg.tall_mask_vectors(vs, 0.3)[2])
+    for name, merge in (("tsv", mg.tsv_merge), ("iso_c", mg.iso_c_merge), ("iso_cts", mg.iso_cts_merge)):
+        spec = mg.POSTHOC_METHODS[name]
+        assert_vec_equal(spec.merge(vs), merge(vs))
+        assert_vec_equal(spec.single_task(vs, 1), merge([vs[1]]))  # the merge of the task's vector alone
+    assert_vec_equal(mg.POSTHOC_METHODS["tsv"].single_task(vs, 0), vs[0], atol=1e-5, rtol=1e-5)  # T = 1: itself
+    lines = mg.POSTHOC_METHODS["lines"]
+    assert_vec_equal(lines.merge(vs, beta=0.4), mg.lines_merge(vs, 0.4))
+    assert_vec_equal(lines.single_task(vs, 2, beta=0.4), vs[2])  # LiNeS leaves a single task's vector as is
     with pytest.raises(TalosError, match="sparsity must be in"):
         ties.merge(vs, sparsity=1.0)
     for v, b in zip(vs, before):

@@ -22,7 +22,8 @@ def test_registry_and_specs():
     assert text.model == "minilm-l6" and len(text.tasks) >= 5
     assert text.control_task not in text.tasks
     assert {"talos", "nonlinear", "linearized", "llora", "lota"} <= set(text.methods)
-    assert {"ties", "dare", "breadcrumbs", "tall_consensus"} == set(text.posthoc)
+    assert {"ties", "dare", "breadcrumbs", "tall_consensus", "tsv", "iso_c", "iso_cts", "lines"} == set(text.posthoc)
+    assert get_suite("vision").posthoc == text.posthoc and get_suite("tiny").posthoc == ("ties", *text.posthoc[4:])
     for scale in ("full", "mini"):  # the shipped run is the mini scale: it must carry the whole ablation
         assert set(text.scales[scale].ablation) >= {0.5, 0.9, 0.95, 0.99}
     vision = get_suite("vision")

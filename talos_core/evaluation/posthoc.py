@@ -1,7 +1,7 @@
 """The ``posthoc`` protocol: task addition, negation and single-task accuracy of a post-hoc method
-(TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus) applied to the store's ``nonlinear`` runs (the paper's
-choice), or to the runs of another non-linearly evaluated method (``base_method``, e.g. ``imported``: checkpoints
-fine-tuned elsewhere, ``talos import``).
+(TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus, TSV-Merge, Iso-C, Iso-CTS, LiNeS) applied to the store's
+``nonlinear`` runs (the paper's choice), or to the runs of another non-linearly evaluated method (``base_method``,
+e.g. ``imported``: checkpoints fine-tuned elsewhere, ``talos import``).
 
 Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
 for each grid point the merged vector's task-addition curve is computed and the point with the best
@@ -33,7 +33,7 @@ from talos_core.evaluation.stats import interval_text
 @dataclass(frozen=True)
 class PosthocSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # α grid 0, step, …, 1 (paper 0.05)
+    alpha_step: float = 0.05  # α grid 0, step, …, 1 (paper 0.05; …, the method's alpha_stop)
     max_points: int | None = None  # hyperparameter grid points tried (evenly spread); None: the paper's whole grid
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     base_method: str = "nonlinear"  # the fine-tuning method whose runs are merged (paper: nonlinear)
@@ -66,6 +66,7 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
 
     Writes ``addition`` and ``negation`` under the method and upserts its ``single`` rows (SCHEMA.md).
     """
+    from talos_core.methods.merging import get_posthoc
     from talos_core.methods.posthoc import posthoc_grid, posthoc_vectors
 
     method, tasks = req.method, list(req.tasks)
@@ -74,7 +75,7 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     run_ids = {t: r.id for t, r in runs.items()}
     base = {t: runs[t].task_vector() for t in tasks}
     ctx = req.context(runs, s.batch_size, [control])
-    alphas = arith.alpha_grid(step=s.alpha_step)
+    alphas = arith.alpha_grid(step=s.alpha_step, stop=get_posthoc(method).alpha_stop)  # 1, or the method's own
     grid = posthoc_grid(method, len(tasks))
     if s.max_points:
         grid = _thin(grid, s.max_points)

@@ -1,5 +1,6 @@
-"""Post-hoc task-vector methods the paper compares against: TIES-Merging, DARE, Breadcrumbs, TALL masks /
-Consensus, plus the plain task-arithmetic helpers they are built from.
+"""Post-hoc task-vector methods: those the paper compares against (TIES-Merging, DARE, Breadcrumbs, TALL masks /
+Consensus), later merges (TSV-Merge, Iso-C, Iso-CTS, LiNeS; their per-matrix math is in
+:mod:`talos_core.methods.spectral`), plus the plain task-arithmetic helpers they are built from.
 
 A *task vector* here is a ``dict[str, torch.Tensor]``: parameter name -> dense delta ``θ_t − θ0``.
 All vectors passed together must share the same names and shapes (checked; a mismatch raises
@@ -19,7 +20,21 @@ halves rounded up.
 Registry: :data:`POSTHOC_METHODS` maps a method name to a :class:`PosthocSpec` whose callables take the
 paper's hyperparameter names (``sparsity`` etc.) and whose ``grid`` is the paper's search grid
 (appendix, "Hyperparameter search"); its label and family are in the method catalogue
-:data:`talos_core.schema.METHODS`.
+:data:`talos_core.schema.METHODS`. The later merges' grids are the smallest their papers allow:
+
+* TSV-Merge, Iso-C: no hyperparameter but the final α, which the evaluator searches (TSV's authors fix α = 1,
+  on the grid; Iso-C's on ``0…2``, :data:`ISO_ALPHA_STOP`);
+* Iso-CTS: the common-space fraction fixed at the paper's 0.8 (:data:`ISO_COMMON_FRACTION`), α on ``0…2``;
+* LiNeS: ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)`` on the task-arithmetic sum with the rule ``α = 1/T`` (shallow layers
+  get the task vectors' mean) and ``β ∈ {0, 0.1, …, 1}`` (:data:`LINES_BETA_GRID`); the evaluator's α multiplies
+  the whole (its value 1 is the paper's model), so ``α`` and ``β`` are searched jointly as the paper tunes them.
+
+Conventions of the later merges (the authors' code where the paper leaves it open): "matrix" = a 2-D parameter
+(conv kernels, biases and norms are "other"); TSV averages the other parameters (its code), Iso-C / Iso-CTS sum
+them (``nonmatrix="sum"``, the paper's task arithmetic; ``"mean"`` is their code); Iso-CTS sizes its subspaces
+and sets its isotropic scale as its code does (:func:`~talos_core.methods.spectral.iso_cts_sizes`,
+``spectrum="combined"``). Their single-task vectors are the merge of one vector (TSV: the vector itself; Iso:
+its isotropic version); LiNeS, which only rescales the multi-task vector, returns each task's vector unchanged.
 
 Task negation with these methods: the paper applies each post-hoc method to the single task's vector
 and then subtracts it. Use ``spec.single_task(vectors, index, **hparams)`` (the processed vector of task
@@ -53,6 +68,7 @@ from typing import Any, Literal, TypeVar, Union
 import torch
 
 from talos_core.errors import TalosError, check_range, unknown
+from talos_core.methods.spectral import IsoSpectrum, iso_c_matrix, iso_cts_matrix, lines_factors, tsv_matrix
 from talos_core.schema import MethodInfo, method_info
 
 Vector = dict[str, torch.Tensor]
@@ -63,6 +79,7 @@ Scope = Literal["global", "tensor"]
 BandScope = Literal["tensor", "row"]
 TieBreak = Literal["majority", "zero"]
 TallSource = Literal["mtl", "task"]
+NonMatrix = Literal["mean", "sum"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -689,6 +706,111 @@ def tall_mask_vectors(vectors: Sequence[VectorLike], lam: float, *, source: Tall
 
 
 # ----------------------------------------------------------------------------------------------------
+# Spectral merges: TSV-Merge (Gargiulo et al., 2025), Iso-C / Iso-CTS (Marczak et al., 2025)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _spectral_merge(vectors: Sequence[VectorLike], per_matrix: Callable[[torch.Tensor], torch.Tensor],
+                    nonmatrix: NonMatrix) -> Vector:
+    """``per_matrix`` on every 2-D parameter (stacked ``[T, m, n]``); the others' mean or sum over tasks."""
+    keys = _check_vectors(vectors)
+    if nonmatrix not in ("mean", "sum"):
+        raise TalosError(f"nonmatrix must be 'mean' or 'sum', got {nonmatrix!r}")
+    out: Vector = {}
+    for name in keys:
+        stacked = torch.stack([vec[name].detach() for vec in vectors])
+        if stacked.dim() == 3 and stacked[0].numel() > 0:
+            out[name] = per_matrix(stacked)
+        else:
+            out[name] = stacked.mean(dim=0) if nonmatrix == "mean" else stacked.sum(dim=0)
+    return out
+
+
+@_no_grad
+def tsv_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean") -> Vector:
+    """TSV-Merge (Gargiulo et al., "Task Singular Vectors: Reducing Task Interference in Model Merging",
+    CVPR 2025): every 2-D weight matrix by :func:`~talos_core.methods.spectral.tsv_matrix` (each task's top
+    ``⌊r/T⌋`` singular directions, decorrelated by orthogonal Procrustes, Σ-weighted); every other parameter
+    (biases, norms, 1-D, conv kernels) by the task-vector mean (``nonmatrix="mean"``, the authors' code) or sum.
+    The authors apply the result with α = 1; here α is searched by the evaluator on its grid (which holds 1).
+
+    >>> v1 = {"w": torch.tensor([[2.0, 0.0], [0.0, 0.5]]), "b": torch.tensor([1.0])}
+    >>> v2 = {"w": torch.tensor([[0.5, 0.0], [0.0, 3.0]]), "b": torch.tensor([3.0])}
+    >>> {k: x.tolist() for k, x in tsv_merge([v1, v2]).items()}  # each task keeps its top direction
+    {'w': [[2.0, 0.0], [0.0, 3.0]], 'b': [2.0]}
+    """
+    return _spectral_merge(vectors, tsv_matrix, nonmatrix)
+
+
+@_no_grad
+def iso_c_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "sum") -> Vector:
+    """Iso-C (Marczak et al., "No Task Left Behind: Isotropic Model Merging with Common and Task-Specific
+    Subspaces", ICML 2025): every 2-D weight matrix by :func:`~talos_core.methods.spectral.iso_c_matrix` (the
+    task-arithmetic sum with its spectrum flattened to the mean singular value); every other parameter by the
+    task-arithmetic sum (``nonmatrix="sum"``, the paper's "task arithmetic"; ``"mean"`` is the authors' code,
+    which averages them). Scaled afterwards by α, searched on validation.
+
+    >>> iso_c_merge([{"w": torch.diag(torch.tensor([3.0, 0.0]))}, {"w": torch.diag(torch.tensor([0.0, 1.0]))}])
+    {'w': tensor([[2., 0.],
+            [0., 2.]])}
+    """
+    return _spectral_merge(vectors, iso_c_matrix, nonmatrix)
+
+
+@_no_grad
+def iso_cts_merge(vectors: Sequence[VectorLike], common_fraction: float = 0.8, *, nonmatrix: NonMatrix = "sum",
+                  spectrum: IsoSpectrum = "combined") -> Vector:
+    """Iso-CTS (Marczak et al., ICML 2025): every 2-D weight matrix by
+    :func:`~talos_core.methods.spectral.iso_cts_matrix` — the common subspace (top directions of the sum,
+    ``common_fraction`` of the rank, paper default 0.8) plus each task's top directions off it, orthogonalized,
+    with an isotropic spectrum (``spectrum="combined"``: the mean of the kept singular values, the authors'
+    code; ``"sum"``: the sum's mean singular value, as Iso-C); other parameters as :func:`iso_c_merge`.
+
+    >>> iso_cts_merge([{"w": torch.diag(torch.tensor([3.0, 1.0]))}])
+    {'w': tensor([[2., 0.],
+            [0., 2.]])}
+    """
+    check_range("common_fraction", common_fraction, 0.0, 1.0, high_open=False)
+    if spectrum not in ("combined", "sum"):
+        raise TalosError(f"spectrum must be 'combined' or 'sum', got {spectrum!r}")
+    return _spectral_merge(
+        vectors, lambda stacked: iso_cts_matrix(stacked, common_fraction, spectrum=spectrum), nonmatrix)
+
+
+# ----------------------------------------------------------------------------------------------------
+# LiNeS (Wang et al., 2025)
+# ----------------------------------------------------------------------------------------------------
+
+
+@_no_grad
+def lines_scale(vector: VectorLike, alpha: float, beta: float) -> Vector:
+    """LiNeS (Wang et al., "LiNeS: Post-training Layer Scaling Prevents Forgetting and Enhances Model Merging",
+    ICLR 2025): each parameter times ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)``, ``ℓ`` its layer among ``L`` blocks
+    (:func:`~talos_core.methods.spectral.lines_factors`, :func:`~talos_core.methods.spectral.lines_layers`:
+    parameters outside the blocks take the depth of the block before them, embeddings and stem the first).
+    ``β = 0`` is plain scaling by ``α``.
+
+    >>> lines_scale({"layer.0.w": torch.ones(2), "layer.1.w": torch.ones(2)}, 0.5, 0.5)
+    {'layer.0.w': tensor([0.5000, 0.5000]), 'layer.1.w': tensor([1., 1.])}
+    """
+    keys = _check_vector(vector)
+    factors = lines_factors(keys, alpha, beta)
+    return {name: vector[name].detach() * factors[name] for name in keys}
+
+
+@_no_grad
+def lines_merge(vectors: Sequence[VectorLike], beta: float, *, alpha: float | None = None) -> Vector:
+    """LiNeS on the task-arithmetic sum: :func:`lines_scale` of ``Σ_t τ_t`` with ``α = 1/T`` by default (the
+    shallow layers get the task vectors' mean) and ``β`` searched; ``alpha`` overrides the rule.
+
+    >>> lines_merge([{"layer.0.w": torch.ones(1), "layer.1.w": torch.ones(1)}] * 2, 0.5)
+    {'layer.0.w': tensor([1.]), 'layer.1.w': tensor([2.])}
+    """
+    _check_vectors(vectors)
+    return lines_scale(add(vectors), 1.0 / len(vectors) if alpha is None else alpha, beta)
+
+
+# ----------------------------------------------------------------------------------------------------
 # Registry of post-hoc methods with the paper's hyperparameter grids
 # ----------------------------------------------------------------------------------------------------
 
@@ -723,8 +845,10 @@ class PosthocSpec:
     it for the method's own single-task accuracy (normalized accuracy) and, scaled by a negative α, for
     task negation. ``grid`` maps each hyperparameter to its values, or to a callable ``T -> values`` when
     they depend on the number of tasks; ``constraint`` filters invalid combinations. ``defaults`` are the
-    values used by the official TaLoS scripts. ``name`` is the method's id in the catalogue
-    (:data:`talos_core.schema.METHODS`), which holds its label and family.
+    values used by the official TaLoS scripts (or the method's paper). ``alpha_stop`` ends the evaluator's α
+    grid ``0, step, …, alpha_stop`` (1 as in the paper; methods whose merged vector is applied beyond 1 extend it).
+    ``name`` is the method's id in the catalogue (:data:`talos_core.schema.METHODS`), which holds its label and
+    family.
     """
 
     name: str
@@ -734,9 +858,11 @@ class PosthocSpec:
     grid: Mapping[str, GridValues]
     defaults: Mapping[str, Any] = field(default_factory=dict)
     constraint: Callable[[Mapping[str, Any]], bool] | None = None
+    alpha_stop: float = 1.0
 
     def __post_init__(self) -> None:
         method_info(self.name, "posthoc")  # a catalogue entry of this kind
+        check_range("alpha_stop", self.alpha_stop, 0.0, math.inf, low_open=True)
 
     @property
     def info(self) -> MethodInfo:
@@ -826,6 +952,36 @@ def _tall_single_hp(
     return _tall_vector(vectors, keys, index, lam, source)
 
 
+def _alone(merge: Callable[..., Vector]) -> Callable[..., Vector]:
+    """The ``single_task`` of a merge: the merge applied to task ``index``'s vector alone."""
+
+    def single_task(vectors: Sequence[VectorLike], index: int, **hparams: Any) -> Vector:
+        _check_vectors(vectors)
+        return merge([vectors[_check_index(index, len(vectors))]], **hparams)
+
+    return single_task
+
+
+def _lines_single_hp(vectors: Sequence[VectorLike], index: int, *, beta: float, alpha: float | None = None) -> Vector:
+    """LiNeS rescales the multi-task vector only: task ``index``'s own vector is returned as fine-tuned (the
+    LiNeS paper normalizes by the fine-tuned models), so its single-task and negation rows are task arithmetic's."""
+    _check_vectors(vectors)
+    lines_factors(["x"], 1.0 if alpha is None else alpha, beta)  # validated for a uniform interface
+    return {name: x.detach().clone() for name, x in vectors[_check_index(index, len(vectors))].items()}
+
+
+ISO_COMMON_FRACTION: float = 0.8
+"""Iso-CTS: fraction of the rank given to the common subspace; the paper's default for every benchmark."""
+
+LINES_BETA_GRID: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""LiNeS β (the deepest layer's extra scale) ∈ {0, 0.1, …, 1}, with α = 1/T; β = 0 is the task-vector mean. The
+default β = 0.5 (used where no search runs, e.g. ``talos merge`` without a stored choice) is the grid's middle, not
+a value from the paper."""
+
+ISO_ALPHA_STOP: float = 2.0
+"""Iso-C / Iso-CTS: α searched on ``0, step, …, 2``: the flat spectrum has a smaller norm than the sum
+(``σ̄ √r ≤ ‖M‖_F``), so the best α can lie above 1 (the authors choose α on validation beyond 1 too)."""
+
 POSTHOC_METHODS: dict[str, PosthocSpec] = {spec.name: spec for spec in (
     PosthocSpec(
         name="ties",
@@ -865,8 +1021,47 @@ POSTHOC_METHODS: dict[str, PosthocSpec] = {spec.name: spec for spec in (
         defaults={"sparsity": 0.7, "outlier_quantile": 0.9},
         constraint=lambda p: p["sparsity"] < p["outlier_quantile"],
     ),
+    PosthocSpec(
+        name="tsv",
+        description="Per weight matrix, each task's top 1/T singular directions, decorrelated by orthogonal "
+        "Procrustes and re-weighted by their singular values; other parameters averaged (Gargiulo et al., 2025). "
+        "No hyperparameter: the authors' α = 1 lies on the evaluator's α grid.",
+        merge=tsv_merge,
+        single_task=_alone(tsv_merge),
+        grid={},
+    ),
+    PosthocSpec(
+        name="iso_c",
+        description="Per weight matrix, the task-arithmetic sum with a flat spectrum (its mean singular value); "
+        "other parameters summed (Marczak et al., 2025). No hyperparameter but α, searched on 0…2.",
+        merge=iso_c_merge,
+        single_task=_alone(iso_c_merge),
+        grid={},
+        alpha_stop=ISO_ALPHA_STOP,
+    ),
+    PosthocSpec(
+        name="iso_cts",
+        description="Iso-C with a common subspace (top 80% of the sum's rank) plus each task's own top "
+        "directions off it, orthogonalized, with a flat spectrum (Marczak et al., 2025); α searched on 0…2.",
+        merge=iso_cts_merge,
+        single_task=_alone(iso_cts_merge),
+        grid={"common_fraction": (ISO_COMMON_FRACTION,)},
+        defaults={"common_fraction": ISO_COMMON_FRACTION},
+        alpha_stop=ISO_ALPHA_STOP,
+    ),
+    PosthocSpec(
+        name="lines",
+        description="The task-arithmetic sum scaled per layer by 1/T + β·depth (0 at the first block, 1 at the "
+        "last): shallow layers averaged, deep ones kept (Wang et al., 2025); β searched, α on top by the "
+        "evaluator (α = 1: the paper's rule).",
+        merge=lines_merge,
+        single_task=_lines_single_hp,
+        grid={"beta": LINES_BETA_GRID},
+        defaults={"beta": 0.5},
+    ),
 )}
-"""Post-hoc baselines of the paper's Tables 1-2, keyed by method id."""
+"""Post-hoc methods keyed by id: the baselines of the paper's Tables 1-2 (TIES, TALL / Consensus, DARE,
+Breadcrumbs) and the later merges TSV-Merge, Iso-C, Iso-CTS and LiNeS (issue 32)."""
 
 
 def get_posthoc(name: str) -> PosthocSpec:

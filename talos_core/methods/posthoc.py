@@ -1,5 +1,6 @@
 """Glue between stored :class:`~talos_core.vectors.TaskVector` s and the post-hoc methods of
-:mod:`talos_core.methods.merging` (TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus).
+:mod:`talos_core.methods.merging` (TIES-Merging, DARE, Breadcrumbs, TALL mask / Consensus, TSV-Merge, Iso-C,
+Iso-CTS, LiNeS).
 
 As the paper prescribes, post-hoc methods are applied to ``nonlinear`` fine-tuning vectors
 (:data:`BASE_METHOD`). Everything here is pure: inputs are never modified and the same inputs give the
@@ -113,6 +114,6 @@ def posthoc_methods() -> list[str]:
     """Ids of the registered post-hoc methods.
 
     >>> posthoc_methods()
-    ['breadcrumbs', 'dare', 'tall_consensus', 'ties']
+    ['breadcrumbs', 'dare', 'iso_c', 'iso_cts', 'lines', 'tall_consensus', 'ties', 'tsv']
     """
     return sorted(POSTHOC_METHODS)

@@ -1,0 +1,200 @@
+"""Per-matrix math of the spectral merges (TSV-Merge, Iso-C, Iso-CTS) and the per-layer factors of LiNeS.
+
+Pure tensor functions in the style of PEFT's ``merge_utils``: each takes the tasks' updates of ONE weight matrix
+stacked as ``[T, m, n]`` (see :func:`talos_core.methods.merging.stack_param`) and returns the merged ``[m, n]``
+update, in the input's dtype and device (the SVDs run in float32, or float64 for float64 input). Inputs are never
+modified. The dict-level methods (which also decide what a "matrix" is and merge the other parameters) are in
+:mod:`talos_core.methods.merging`.
+
+Notation: ``Δ_t`` the update of task ``t`` (``T`` tasks), ``r = min(m, n)``, ``polar(X) = P Qᵀ`` for the thin
+SVD ``X = P Σ Qᵀ`` (the orthogonal Procrustes solution: the matrix with orthonormal columns, or rows, nearest
+to ``X``).
+
+* :func:`tsv_matrix` — Task Singular Vectors merge (Gargiulo et al., "Task Singular Vectors: Reducing Task
+  Interference in Model Merging", CVPR 2025);
+* :func:`iso_c_matrix` and :func:`iso_cts_matrix` — Iso-C and Iso-CTS (Marczak et al., "No Task Left Behind:
+  Isotropic Model Merging with Common and Task-Specific Subspaces", ICML 2025);
+* :func:`lines_factors` — LiNeS' per-layer scaling ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)`` (Wang et al., "LiNeS:
+  Post-training Layer Scaling Prevents Forgetting and Enhances Model Merging", ICLR 2025).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+
+from talos_core.errors import TalosError, check_range
+
+IsoSpectrum = Literal["combined", "sum"]
+
+
+def _stacked(stacked: object) -> torch.Tensor:
+    if not isinstance(stacked, torch.Tensor) or stacked.dim() != 3 or not torch.is_floating_point(stacked):
+        raise TalosError("expected the tasks' updates of one matrix stacked as a floating-point [T, m, n] tensor, "
+                         f"got {getattr(stacked, 'shape', type(stacked).__name__)}")
+    if stacked.shape[0] == 0:
+        raise TalosError("expected at least one task's update, got T = 0")
+    return stacked
+
+
+def _work(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in the dtype the SVDs run in (float64 stays float64, everything else float32)."""
+    return x.detach().to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def _svd(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.linalg.svd(x, full_matrices=False)
+
+
+def polar(x: torch.Tensor) -> torch.Tensor:
+    """``P Qᵀ`` for the thin SVD ``x = P Σ Qᵀ``: the nearest matrix to ``x`` with orthonormal columns (or rows,
+    for a wide ``x``), i.e. the orthogonal Procrustes solution TSV and Iso-CTS use to decorrelate a basis.
+
+    >>> q = polar(torch.tensor([[2.0, 0.0], [0.0, 0.5]]))
+    >>> q.tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    p, _, qh = _svd(x)
+    return p @ qh
+
+
+def tsv_matrix(stacked: torch.Tensor) -> torch.Tensor:
+    """TSV-Merge of one weight matrix (Gargiulo et al., CVPR 2025, Alg. 1 / the authors' ``compute_and_sum_svd``).
+
+    Per task the thin SVD ``Δ_t = U_t Σ_t V_tᵀ`` is truncated to its top ``k = ⌊r / T⌋`` singular triplets;
+    the truncated bases are concatenated, ``U = [U_1,k … U_T,k]`` (``m × Tk``) and ``V = [V_1,k … V_T,k]``,
+    decorrelated by orthogonal Procrustes, ``U⊥ = polar(U)``, ``V⊥ = polar(V)``, and the merged update is
+    ``U⊥ diag(Σ_1,k … Σ_T,k) V⊥ᵀ``. With ``k = 0`` (fewer singular values than tasks) the result is 0, as in
+    the authors' code. With ``T = 1`` it is ``Δ_1`` itself (full rank, an orthonormal basis is its own polar).
+
+    >>> d = torch.tensor([[3.0, 0.0], [0.0, 1.0]])
+    >>> tsv_matrix(d[None]).tolist()
+    [[3.0, 0.0], [0.0, 1.0]]
+    >>> tsv_matrix(torch.stack([d, torch.tensor([[0.0, 0.0], [0.0, 2.0]])])).tolist()  # each keeps its top direction
+    [[3.0, 0.0], [0.0, 2.0]]
+    """
+    stacked = _stacked(stacked)
+    num_tasks, m, n = stacked.shape
+    if num_tasks == 1:  # every direction kept, Procrustes of an orthonormal basis is itself: Δ, without 3 SVDs
+        return stacked[0].detach().clone()
+    k = min(m, n) // num_tasks
+    if k == 0:
+        return torch.zeros((m, n), dtype=stacked.dtype, device=stacked.device)
+    us, ss, vhs = [], [], []
+    for delta in _work(stacked):
+        u, s, vh = _svd(delta)
+        us.append(u[:, :k])
+        ss.append(s[:k])
+        vhs.append(vh[:k])
+    merged = polar(torch.cat(us, dim=1)) @ torch.diag(torch.cat(ss)) @ polar(torch.cat(vhs, dim=0))
+    return merged.to(stacked.dtype)
+
+
+def iso_c_matrix(stacked: torch.Tensor) -> torch.Tensor:
+    """Iso-C of one weight matrix (Marczak et al., ICML 2025, Sec. 4.1): the task-arithmetic sum
+    ``M = Σ_t Δ_t = U S Vᵀ`` with its spectrum flattened to its mean, ``σ̄ U Vᵀ``, ``σ̄ = (1/r) Σ_i σ_i = ‖M‖_* / r``
+    (all ``r`` singular values, as the authors' code).
+
+    >>> iso_c_matrix(torch.tensor([[[3.0, 0.0], [0.0, 1.0]]])).tolist()
+    [[2.0, 0.0], [0.0, 2.0]]
+    """
+    stacked = _stacked(stacked)
+    u, s, vh = _svd(_work(stacked).sum(dim=0))
+    return (s.mean() * (u @ vh)).to(stacked.dtype)
+
+
+def iso_cts_sizes(r: int, num_tasks: int, common_fraction: float) -> tuple[int, int]:
+    """``(k, per_task)``: the common subspace's size and each task's share of the rest, as the authors' code
+    (``iso_cts``): ``k₀ = ⌊f r⌋``; ``per_task = round((r − k₀) / T)`` (Python's round, halves to even) so that the
+    task-specific part ``T · per_task`` divides evenly; ``k = r − T · per_task``. ``per_task`` is capped at
+    ``⌊r / T⌋`` so ``k ≥ 0``.
+
+    >>> iso_cts_sizes(384, 5, 0.8), iso_cts_sizes(10, 3, 0.8), iso_cts_sizes(4, 3, 0.8)
+    ((309, 15), (7, 1), (4, 0))
+    """
+    check_range("common_fraction", common_fraction, 0.0, 1.0, high_open=False)
+    per_task = min(round((r - int(r * common_fraction)) / num_tasks), r // num_tasks)
+    return r - num_tasks * per_task, per_task
+
+
+def iso_cts_matrix(stacked: torch.Tensor, common_fraction: float = 0.8, *,
+                   spectrum: IsoSpectrum = "combined") -> torch.Tensor:
+    """Iso-CTS of one weight matrix (Marczak et al., ICML 2025, Sec. 4.2, Alg. 1; the authors' ``iso_cts``).
+
+    1. Common subspace: the top ``k`` singular triplets ``(U_c, S_c, V_c)`` of ``M = Σ_t Δ_t``
+       (``k`` and ``per_task`` from :func:`iso_cts_sizes`; paper default ``common_fraction = 0.8``).
+    2. Task-specific subspaces: each task's update projected off the common left subspace,
+       ``Δ̃_t = Δ_t − U_c U_cᵀ Δ_t``, and its top ``per_task`` singular triplets.
+    3. The concatenated bases ``U = [U_1 … U_T U_c]``, ``V = [V_1 … V_T V_c]`` are orthogonalized by orthogonal
+       Procrustes, ``polar(U)``, ``polar(V)``.
+    4. Isotropic spectrum: ``σ̄ polar(U) polar(V)ᵀ``. ``spectrum="combined"`` (default, the authors' code):
+       ``σ̄`` is the mean of the ``r`` kept singular values (``S_c`` and the task-specific ones);
+       ``spectrum="sum"``: the mean singular value of ``M``, as Iso-C.
+
+    ``per_task = 0`` (fewer than ``T`` directions left) leaves the common subspace of all ``r`` directions: Iso-C.
+
+    >>> d = torch.tensor([[[3.0, 0.0], [0.0, 1.0]]])
+    >>> iso_cts_matrix(d).tolist()
+    [[2.0, 0.0], [0.0, 2.0]]
+    """
+    stacked = _stacked(stacked)
+    if spectrum not in ("combined", "sum"):
+        raise TalosError(f"spectrum must be 'combined' or 'sum', got {spectrum!r}")
+    num_tasks, m, n = stacked.shape
+    k, per_task = iso_cts_sizes(min(m, n), num_tasks, common_fraction)
+    work = _work(stacked)
+    u, s, vh = _svd(work.sum(dim=0))
+    us, ss, vhs = [], [], []
+    if per_task > 0:
+        common = u[:, :k]
+        for delta in work:
+            ut, st, vht = _svd(delta - common @ (common.T @ delta))
+            us.append(ut[:, :per_task])
+            ss.append(st[:per_task])
+            vhs.append(vht[:per_task])
+    us.append(u[:, :k])
+    ss.append(s[:k])
+    vhs.append(vh[:k])
+    sigma = (torch.cat(ss) if spectrum == "combined" else s).mean()
+    return (sigma * (polar(torch.cat(us, dim=1)) @ polar(torch.cat(vhs, dim=0)))).to(stacked.dtype)
+
+
+def lines_layers(names: Sequence[str]) -> tuple[dict[str, int], int]:
+    """``({name: ℓ}, L)``: LiNeS' depth index ``ℓ ∈ {0, …, L − 1}`` of each parameter and the number of blocks ``L``.
+
+    Blocks are :func:`talos_core.evaluation.maskstats.block_indices` (the transformer blocks, EfficientNet's
+    stages; T5's decoder blocks after its encoder's). A parameter outside the blocks takes the depth of the
+    nearest block parameter before it in ``names`` (a task vector's order is the model's parameter order), or
+    0 when none precedes: embeddings and stems sit in the first layer, final norms, pooler and projection in the
+    last (T5's encoder final norm: with the encoder's last block). Without any block, ``L = 1``.
+
+    >>> lines_layers(["embed.weight", "layer.0.w", "layer.1.w", "layer.2.w", "head.weight"])
+    ({'embed.weight': 0, 'layer.0.w': 0, 'layer.1.w': 1, 'layer.2.w': 2, 'head.weight': 2}, 3)
+    """
+    from talos_core.evaluation.maskstats import block_indices
+
+    blocks = block_indices(list(names))
+    depth, out = 0, {}
+    for name in names:
+        if blocks[name] >= 0:
+            depth = blocks[name]
+        out[name] = depth
+    return out, max([b + 1 for b in blocks.values()] + [1])
+
+
+def lines_factors(names: Sequence[str], alpha: float, beta: float) -> dict[str, float]:
+    """LiNeS' scaling factor of each parameter, ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)`` for the 1-based layer ``ℓ`` of
+    ``L`` (here ``α + β ℓ/(L − 1)`` with the 0-based :func:`lines_layers`; ``λ = α`` when ``L = 1``): shallow
+    layers keep little of the update, deep layers more (Wang et al., ICLR 2025, Eq. 1).
+
+    >>> lines_factors(["layer.0.w", "layer.1.w", "layer.2.w"], 0.5, 1.0)
+    {'layer.0.w': 0.5, 'layer.1.w': 1.0, 'layer.2.w': 1.5}
+    """
+    for what, value in (("alpha", alpha), ("beta", beta)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise TalosError(f"LiNeS {what} must be a finite number, got {value!r}")
+    layers, num_layers = lines_layers(names)
+    return {name: alpha + (beta * ell / (num_layers - 1) if num_layers > 1 else 0.0) for name, ell in layers.items()}
