@@ -808,6 +808,24 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def report_markdown(store: Store | str, suite: str) -> str:
+    """What ``talos report`` prints: :func:`results_markdown` and, where the store has them, the learning rates
+    re-checked at the step budget (one line per method; ``docs/results.md`` carries it, ``talos docs``)."""
+    from talos_core.evaluation.lr_check import report_lines
+
+    store = Store(store) if not isinstance(store, Store) else store
+    try:
+        text = results_markdown(store, suite)
+    except KeyError as exc:
+        raise TalosError(f"suite {suite!r} in {store.root} lacks {exc}") from None
+    model = store.read_result("suite", suite).get("model") if suite in store.results("suite") else None
+    checks = report_lines(store, suite, model) if model else []
+    if checks:  # a store without lr checks prints nothing more
+        text += ("\n\nLearning rate re-checked at the step budget (mean validation accuracy; the suite keeps its lr):\n"
+                 + "\n".join(f"- {line}" for line in checks))
+    return text
+
+
 def results_markdown(store: Store | str, suite: str) -> str:
     """The README results table of ``suite`` (from the store's ``comparison`` result).
 

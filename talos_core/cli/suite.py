@@ -1,4 +1,4 @@
-"""``talos suite`` and ``talos report``: whole suites into a store, and their README tables.
+"""``talos suite`` and ``talos report``: whole suites into a store, and their results tables (docs/results.md).
 
 Stores follow the documented rule (:mod:`talos_core.schema`): ``talos suite`` writes into ``--store``,
 else ``$TALOS_STORE``, else ``./runs``; ``talos report`` is a viewer and reads ``--store``, else
@@ -21,7 +21,7 @@ from talos_core.cli.common import (
 from talos_core.errors import TalosError, unknown
 from talos_core.executors import EXECUTORS
 from talos_core.store import Store
-from talos_core.suites import STAGES, SUITES, default_scale, results_markdown, run_suite
+from talos_core.suites import STAGES, SUITES, default_scale, report_markdown, results_markdown, run_suite
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -111,22 +111,5 @@ def _suite(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    store = Path(args.store)
-    try:
-        print(results_markdown(store, args.name))
-    except KeyError as exc:
-        raise TalosError(f"suite {args.name!r} in {store} lacks {exc}") from None
-    checks = _lr_check_lines(store, args.name)
-    if checks:  # the learning rate re-checked at the step budget (a store without lr checks prints nothing more)
-        print("\nLearning rate re-checked at the step budget (mean validation accuracy; the suite keeps its lr):")
-        for line in checks:
-            print(f"- {line}")
+    print(report_markdown(Path(args.store), args.name))
     return 0
-
-
-def _lr_check_lines(store: Path, suite: str) -> list[str]:
-    from talos_core.evaluation.lr_check import report_lines
-
-    s = Store(store)
-    model = s.read_result("suite", suite).get("model") if suite in s.results("suite") else None
-    return report_lines(s, suite, model) if model else []
