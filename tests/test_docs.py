@@ -1,5 +1,5 @@
 """Generated documentation: the marker rewriting of ``talos_core.docblocks``, ``talos docs [--check]``, the claims
-table of ``talos_core.evaluation.claims``."""
+table of ``talos_core.evaluation.claims``, and the committed blocks of README.md and docs/ against the shipped store."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from talos_core.cli import main
 from talos_core.cli.docs import default_files
-from talos_core.docblocks import find_blocks, rewrite, stale_blocks
+from talos_core.docblocks import find_blocks, rewrite, stale_blocks, store_renderer
 from talos_core.errors import TalosError
 from talos_core.evaluation.claims import CLAIMS, check_claims, claims_markdown
 from talos_core.store import Store
@@ -177,3 +177,18 @@ def test_claims_markdown_lists_each_claim_once_and_its_rule(tmp_path):
     assert len(rows) == 2 * len(CLAIMS)
     assert rows[0].startswith("| (a) TaLoS is best") and rows[1].startswith("|  | t (full) | n/a:")
     assert all(f"- ({c.key}) {c.rule}." in text for c in CLAIMS)
+
+
+# --------------------------------------------------------------------------------------------
+# the committed documents
+# --------------------------------------------------------------------------------------------
+def test_committed_generated_blocks_match_the_shipped_store():
+    """Every generated block of README.md and docs/*.md is what ``talos docs --store cached_results`` writes: a
+    change of the shipped results (or of the report code) without ``talos docs`` fails here."""
+    files = default_files(REPO)
+    labels = {b.label for f in files for b in find_blocks(f.read_text(), str(f))}
+    assert {"report text", "report vision", "claims vision text"} <= labels
+    render = store_renderer(SHIPPED)
+    stale = [f"{f.relative_to(REPO)}: '{b.label}' (line {b.line})"
+             for f in files for b in stale_blocks(f.read_text(), render, str(f))]
+    assert not stale, f"stale generated blocks, run `talos docs --store cached_results`: {stale}"
