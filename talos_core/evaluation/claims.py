@@ -61,17 +61,17 @@ class _Suite:
     model: str
     scale: str
 
-    def table(self, kind: str, *parts: str) -> pd.DataFrame:
+    def _stored(self, kind: str, *parts: str) -> str:
         name = result_name(self.name, self.model, *parts)
         if name not in self.store.results(kind):
             raise _Missing(f"no {kind} result {name}")
-        return self.store.read_table(kind, name)
+        return name
+
+    def table(self, kind: str, *parts: str) -> pd.DataFrame:
+        return self.store.read_table(kind, self._stored(kind, *parts))
 
     def result(self, kind: str, *parts: str) -> dict:
-        name = result_name(self.name, self.model, *parts)
-        if name not in self.store.results(kind):
-            raise _Missing(f"no {kind} result {name}")
-        return self.store.read_result(kind, name)
+        return self.store.read_result(kind, self._stored(kind, *parts))
 
     def fixed_row(self, kind: str, method: str) -> str:
         """The method's fixed-sparsity row (``<method>-k0.9``) where the store has it for ``kind``, else the method."""
