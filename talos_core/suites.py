@@ -62,7 +62,7 @@ class Scale:
     # one ``examples`` step per method after its preview; 0 = no such step (and no trace in the suite record)
     examples: int = 0
 
-    # --- the paper's protocol (issue 13; README "The paper's protocol"); all off by default ---
+    # --- the paper's protocol (issue 13; docs/protocol.md); all off by default ---
     # learning-curve step: every method trains each task to ``curve_steps`` with validation accuracy every
     # ``curve_every`` steps; its step budget is then :func:`~talos_core.evaluation.learning_curve.choose_budget`
     # of its curves (tolerance ``curve_tolerance``), used instead of ``steps`` by every later step
@@ -181,7 +181,7 @@ def register_suite(spec: SuiteSpec) -> SuiteSpec:
 _SUITE_LR = 1e-4
 _LR_ROWS = (("talos", 1e-3),)
 
-# The paper's protocol (issue 13, README "The paper's protocol"): per-task selection by validation task negation
+# The paper's protocol (issue 13, docs/protocol.md): per-task selection by validation task negation
 # (App. "Hyperparameter selection") over at least the issue's grids, and the fixed-0.9 rows kept beside them
 # (the sparsity ablation and the mask pictures use them). Methods a suite does not run are skipped.
 _SPARSITIES = (0.5, 0.8, 0.9, 0.95, 0.99)
@@ -248,7 +248,7 @@ register_suite(SuiteSpec(
     "tiny random-init text encoder (tests only)"))
 
 
-# The paper's own settings (issue 18; README "Paper suites"), App. "Implementation Details" of the paper and the
+# The paper's own settings (issue 18; docs/scale-out.md), App. "Implementation Details" of the paper and the
 # official code (shared/notes/official-code.md; the NLP trainer is the TIES-Merging one, configs/t5_*.json): vision —
 # the 8 tasks, ImageNet as control, 2,000 iterations, batch 128, AdamW lr 1e-5, weight decay 0.1, cosine with 200
 # warm-up steps, clipping 1.0; NLP — the 7 tasks, RTE as control, lr 1e-4, effective batch 1,024 by gradient
@@ -817,8 +817,26 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def report_markdown(store: Store | str, suite: str) -> str:
+    """What ``talos report`` prints: :func:`results_markdown` and, where the store has them, the learning rates
+    re-checked at the step budget (one line per method; ``docs/results.md`` carries it, ``talos docs``)."""
+    from talos_core.evaluation.lr_check import report_lines
+
+    store = Store(store) if not isinstance(store, Store) else store
+    try:
+        text = results_markdown(store, suite)
+    except KeyError as exc:
+        raise TalosError(f"suite {suite!r} in {store.root} lacks {exc}") from None
+    model = store.read_result("suite", suite).get("model") if suite in store.results("suite") else None
+    checks = report_lines(store, suite, model) if model else []
+    if checks:  # a store without lr checks prints nothing more
+        text += ("\n\nLearning rate re-checked at the step budget (mean validation accuracy; the suite keeps its lr):\n"
+                 + "\n".join(f"- {line}" for line in checks))
+    return text
+
+
 def results_markdown(store: Store | str, suite: str) -> str:
-    """The README results table of ``suite`` (from the store's ``comparison`` result).
+    """The results table of ``suite`` (docs/results.md) (from the store's ``comparison`` result).
 
     Accuracies are percentages; where the comparison carries a mean's 95% bootstrap interval over test
     examples (``<column>_lo``, ``<column>_hi``) the cell reads ``45.00 [41.2, 48.9]``, else ``45.00``.

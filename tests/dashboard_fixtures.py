@@ -311,8 +311,8 @@ def dashboard_store(request, fixture_store) -> Path:
 
 @contextmanager
 def app_server(store: Path, log_path: Path) -> Iterator[str]:
-    """``streamlit run dashboard/app.py`` on ``store`` (as the README says) on a free port; yields its URL and kills
-    its process group afterwards. The browser tests' ``server`` fixtures."""
+    """``streamlit run dashboard/app.py`` on ``store`` (as docs/dashboard.md says) on a free port; yields its URL and
+    kills its process group afterwards. The browser tests' ``server`` fixtures."""
     from bench.server import free_port, stop_server, wait_healthy
 
     port = free_port()

@@ -29,7 +29,7 @@ SLIDER = '.talos-live input[type="range"], [data-testid="stSlider"] input[type="
 
 @pytest.fixture()
 def server(fixture_store, tmp_path):
-    """The app launched as the README says, on a free port, killed (process group) afterwards."""
+    """The app launched as docs/dashboard.md says (streamlit run), on a free port, killed (process group) afterwards."""
     with app_server(fixture_store, tmp_path / "streamlit.log") as url:
         yield url
 

@@ -311,7 +311,6 @@ def test_protocol_at_the_models_default_lr(tmp_path):
 
 
 def test_cli_and_report(tmp_path, capsys, monkeypatch):
-    import talos_core.cli.suite as cli_suite
     from talos_core.cli import main
 
     base = ["evaluate", "lr-check", "--model", "tiny-text", "--tasks", "drug-reviews", "--method", "nonlinear",
@@ -326,7 +325,7 @@ def test_cli_and_report(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "lr check at 2 steps (drug-reviews): 1e-3 (suite)" in out
     # talos report: one line per method below the results table (a store without checks: nothing more)
-    monkeypatch.setattr(cli_suite, "results_markdown", lambda store, name: "TABLE")
+    monkeypatch.setattr("talos_core.suites.results_markdown", lambda store, name: "TABLE")
     store = Store(tmp_path)
     assert main(["report", "tiny", "--store", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == "TABLE"  # no suite record: the model is unknown, nothing more

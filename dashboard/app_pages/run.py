@@ -225,13 +225,13 @@ with st.expander("A suite (every method and analysis of `talos suite`), here or 
 
     s1, s2, s3 = st.columns(3)
     suite_name = s1.selectbox("Suite", list(SUITES), index=list(SUITES).index("tiny") if "tiny" in SUITES else 0,
-                              key="suite_name", help="README 'Suites'")
+                              key="suite_name", help="docs/protocol.md")
     scales = list(SUITES[suite_name].scales)
     suite_scale = s2.selectbox("Scale", scales, index=scales.index("mini") if "mini" in scales else 0,
                                key="suite_scale")
     executor = s3.radio("Executor", ["local", "ray"], horizontal=True, key="suite_executor",
                         help="local: the steps one after another in the job; ray: every step and fine-tuning run as "
-                             "a Ray task (README 'Scale-out with Ray')")
+                             "a Ray task (docs/scale-out.md)")
     address = st.text_input("Ray address (HOST:PORT, or empty for a new Ray instance on this server)", "",
                             key="suite_address", disabled=executor != "ray",
                             help="What `ray start --head` printed; this store must be on a filesystem every Ray "

@@ -1,4 +1,4 @@
-"""``talos suite`` and ``talos report``: whole suites into a store, and their README tables.
+"""``talos suite`` and ``talos report``: whole suites into a store, and their results tables (docs/results.md).
 
 Stores follow the documented rule (:mod:`talos_core.schema`): ``talos suite`` writes into ``--store``,
 else ``$TALOS_STORE``, else ``./runs``; ``talos report`` is a viewer and reads ``--store``, else
@@ -21,7 +21,7 @@ from talos_core.cli.common import (
 from talos_core.errors import TalosError, unknown
 from talos_core.executors import EXECUTORS
 from talos_core.store import Store
-from talos_core.suites import STAGES, SUITES, default_scale, results_markdown, run_suite
+from talos_core.suites import STAGES, SUITES, default_scale, report_markdown, results_markdown, run_suite
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the steps an interrupted run of this suite (same settings) already finished")
     p.add_argument("--stage", default="all", choices=STAGES,
                    help="all (default) or train: only the fine-tuning steps, no suite record; run one such process "
-                        "per method (--methods) into one store to share a GPU, then the suite (README 'Suites')")
+                        "per method (--methods) into one store to share a GPU, then the suite (docs/scale-out.md)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--model", default=None,
                    help="run the suite with another model where it offers one (paper-vision: clip-vit-b-16, "
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "suite's own")
     p.add_argument("--plan", action="store_true",
                    help="print the steps, their dependencies, the runs and evaluations (and which the store has) and "
-                        "an estimated cost, then stop: nothing is downloaded or trained (README 'Paper suites')")
+                        "an estimated cost, then stop: nothing is downloaded or trained (docs/scale-out.md)")
     p.add_argument("--plan-device", default="h100",
                    help="device of the plan's cost estimate (talos_core/plan_costs.json: h100, h100-shared, "
                         "cpu-2core; default h100)")
@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="local (default): the steps one after another in this process; processes: every step and "
                         "fine-tuning run in its own worker process of this machine (--jobs of them at a time), in "
                         "parallel where the steps' dependencies allow; ray: the same as Ray tasks "
-                        "(pip install -e '.[ray]'; README 'Scale-out with Ray')")
+                        "(pip install -e '.[ray]'; docs/scale-out.md)")
     p.add_argument("--jobs", type=positive_int, default=None,
                    help="with --executor processes: worker processes at a time (default: this machine's CPU count; "
                         "on one GPU, e.g. 6 with CUDA MPS)")
@@ -68,14 +68,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "such as 0.25 lets small models share one GPU)")
     p.add_argument("--cpus-per-task", type=number, default=1.0,
                    help="with --executor ray: CPUs each task declares (default 1)")
-    add_eval_precision_argument(p, default_help="the scale's; see README 'Suites'")
+    add_eval_precision_argument(p, default_help="the scale's; see docs/protocol.md 'Precision'")
     add_train_precision_argument(p, default_help="the scale's, else $TALOS_TRAIN_PRECISION or auto")
     p.add_argument("--checkpoint-every", type=non_negative_int, default=0, metavar="N",
                    help="every fine-tuning run saves a resumable checkpoint every N steps, so a suite cut off "
                         "mid-run (--resume) continues the run from its last checkpoint, with the same task vector "
                         "(default 0: none; changes no run id or result)")
     p.set_defaults(handler=_suite)
-    p = sub.add_parser("report", help="print the README results table of a suite from a store")
+    p = sub.add_parser("report", help="print the results table of a suite from a store (as in docs/results.md)")
     p.add_argument("name")
     add_store_argument(p, viewer=True, help="store to read")
     p.set_defaults(handler=_report)
@@ -111,22 +111,5 @@ def _suite(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    store = Path(args.store)
-    try:
-        print(results_markdown(store, args.name))
-    except KeyError as exc:
-        raise TalosError(f"suite {args.name!r} in {store} lacks {exc}") from None
-    checks = _lr_check_lines(store, args.name)
-    if checks:  # the learning rate re-checked at the step budget (a store without lr checks prints nothing more)
-        print("\nLearning rate re-checked at the step budget (mean validation accuracy; the suite keeps its lr):")
-        for line in checks:
-            print(f"- {line}")
+    print(report_markdown(Path(args.store), args.name))
     return 0
-
-
-def _lr_check_lines(store: Path, suite: str) -> list[str]:
-    from talos_core.evaluation.lr_check import report_lines
-
-    s = Store(store)
-    model = s.read_result("suite", suite).get("model") if suite in s.results("suite") else None
-    return report_lines(s, suite, model) if model else []

@@ -108,7 +108,7 @@ def _pattern_spec(name: str) -> ModelSpec | None:
 # activations once the excluded entries are scaled down. Measured on EfficientNet-Lite0 + MNIST (128 calibration
 # images, sparsity 0.9): with a soft mask of 0.01 or 0.5 every one of round 2's 1,895,657 eligible entries scores
 # exactly 0 (the logits' spread across images falls from 3.9 to 0.016 at 0.5), so rounds 2–4 carry no information;
-# without it every round scores normally (README "The paper's protocol", calibration). The paper's models (ViT, T5)
+# without it every round scores normally (docs/protocol.md, "Mask calibration"). The paper's models (ViT, T5)
 # use LayerNorm, which re-normalizes the scaled activations.
 _CNN = dict(lr=1e-3, weight_decay=0.0, steps=100, batch_size=32, warmup_steps=20, calib_samples=64,
             soft_mask_value=1.0)

@@ -1,0 +1,194 @@
+"""Generated documentation: the marker rewriting of ``talos_core.docblocks``, ``talos docs [--check]``, the claims
+table of ``talos_core.evaluation.claims``, and the committed blocks of README.md and docs/ against the shipped store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from talos_core.cli import main
+from talos_core.cli.docs import default_files
+from talos_core.docblocks import find_blocks, rewrite, stale_blocks, store_renderer
+from talos_core.errors import TalosError
+from talos_core.evaluation.claims import CLAIMS, check_claims, claims_markdown
+from talos_core.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "cached_results"
+
+
+def fake(kind: str, args: tuple[str, ...]) -> str:
+    return f"{kind}:{','.join(args)}"
+
+
+DOC = """# Title
+
+<!-- talos:report text -->
+stale text
+<!-- /talos:report -->
+
+between
+
+<!-- talos:claims vision text -->
+<!-- /talos:claims -->
+end
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# markers
+# --------------------------------------------------------------------------------------------
+def test_rewrite_replaces_only_the_text_between_the_markers():
+    out = rewrite(DOC, fake)
+    assert out == DOC.replace("stale text\n", "report:text\n").replace(
+        "<!-- talos:claims vision text -->\n", "<!-- talos:claims vision text -->\nclaims:vision,text\n")
+    assert rewrite(out, fake) == out  # idempotent
+    assert [(b.kind, b.args, b.line) for b in find_blocks(out)] == [("report", ("text",), 3),
+                                                                    ("claims", ("vision", "text"), 9)]
+
+
+def test_stale_blocks_names_the_blocks_that_differ():
+    assert [b.label for b in stale_blocks(DOC, fake)] == ["report text", "claims vision text"]
+    fresh = rewrite(DOC, fake)
+    assert stale_blocks(fresh, fake) == []
+    edited = fresh.replace("report:text", "report:text (edited by hand)")
+    assert [(b.label, b.line) for b in stale_blocks(edited, fake)] == [("report text", 3)]
+    # the rendered text is framed by newlines however it ends
+    assert stale_blocks(fresh, lambda k, a: fake(k, a) + "\n\n") == []
+
+
+@pytest.mark.parametrize("text, message", [
+    ("<!-- talos:report x -->\nbody\n", "line 1: the report block is not closed"),
+    ("<!-- talos:report x -->\n<!-- /talos:claims -->\n", "not closed by <!-- /talos:report -->"),
+    ("<!-- talos:report x -->\n<!-- talos:claims y -->\n<!-- /talos:claims -->\n<!-- /talos:report -->\n",
+     "not closed"),
+    ("text\n<!-- /talos:report -->\n", "line 2: a closing marker"),
+    ("<!-- talos:table x -->\n<!-- /talos:table -->\n", "unknown generated block kind 'table'"),
+    ("<!-- talos:report -->\n<!-- /talos:report -->\n", "takes 1 argument(s), got 0"),
+    ("<!-- talos:report a b -->\n<!-- /talos:report -->\n", "takes 1 argument(s), got 2"),
+    ("<!-- talos:claims -->\n<!-- /talos:claims -->\n", "takes at least 1 argument(s), got 0"),
+])
+def test_malformed_markers_are_one_sentence_naming_the_file_and_line(text, message):
+    with pytest.raises(TalosError, match="doc.md") as err:
+        rewrite(text, fake, "doc.md")
+    assert message in str(err.value)
+
+
+def test_cli_rewrites_and_checks(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("talos_core.docblocks.store_renderer", lambda store: fake)
+    doc = tmp_path / "doc.md"
+    doc.write_text(DOC)
+    assert main(["docs", "--check", "--store", "S", str(doc)]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 2 and out[0].startswith(f"{doc}: the generated block 'report text' (line 3) differs from "
+                                               "what S gives; run `talos docs")
+    assert doc.read_text() == DOC  # --check writes nothing
+    assert main(["docs", "--store", "S", str(doc)]) == 0
+    assert doc.read_text() == rewrite(DOC, fake) and capsys.readouterr().out.strip() == f"rewrote {doc}"
+    assert main(["docs", "--check", "--store", "S", str(doc)]) == 0
+    assert "2 generated block(s) in 1 file(s) match S" in capsys.readouterr().out
+    assert main(["docs", "--check", "--store", "S", str(tmp_path / "none.md")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_default_files_are_the_readme_and_docs(tmp_path):
+    assert default_files(tmp_path) == []
+    (tmp_path / "docs").mkdir()
+    for name in ("README.md", "docs/b.md", "docs/a.md", "docs/notes.txt"):
+        (tmp_path / name).write_text("x")
+    assert default_files(tmp_path) == [tmp_path / "README.md", tmp_path / "docs/a.md", tmp_path / "docs/b.md"]
+
+
+# --------------------------------------------------------------------------------------------
+# claims
+# --------------------------------------------------------------------------------------------
+def _claims_store(root: Path, *, talos_best: bool) -> Store:
+    """A hand-made suite ``s`` of model ``m``: TaLoS best in everything (``talos_best``) or worst."""
+    store = Store(root)
+    store.write_result("suite", "s", {"model": "m", "scale": "mini", "tasks": ["a", "b"]})
+    good, bad = (0.9, 0.5) if talos_best else (0.5, 0.9)
+    store.write_table("comparison", "s__m", pd.DataFrame([
+        {"method": "talos", "addition_abs": good, "addition_norm": good, "negation_target": bad,
+         "single_task_acc": 0.80},
+        {"method": "talos-k0.9", "addition_abs": 0.99, "addition_norm": 0.99, "negation_target": 0.01,
+         "single_task_acc": 0.99},  # TaLoS's own variant: never the "other" row
+        {"method": "nonlinear", "addition_abs": 0.7, "addition_norm": 0.7, "negation_target": 0.7,
+         "single_task_acc": 0.85},
+        {"method": "lota", "addition_abs": 0.6, "addition_norm": 0.6, "negation_target": 0.6,
+         "single_task_acc": 0.81 if talos_best else 0.83},
+    ]))
+    store.write_result("mask_iou", "s__m__talos", {"tasks": ["a", "b"], "matrix": [[1, 0.6], [0.6, 1]]})
+    store.write_result("mask_iou", "s__m__lota", {"tasks": ["a", "b"],
+                                                  "matrix": [[1, 0.05 if talos_best else 0.7], [0.05, 1]]})
+    store.write_result("sharing", "s__m__prune", {"tasks": ["a", "b"], "matrix": [[0.9, 0.88], [0.87, 0.9]],
+                                                  "fraction": 0.1})
+    store.write_table("masks", "s__m__talos", pd.DataFrame([
+        {"task": "a", "param": "q", "layer_type": "q", "numel": 10, "trainable": 6 if talos_best else 1},
+        {"task": "a", "param": "k", "layer_type": "k", "numel": 10, "trainable": 3 if talos_best else 1},
+        {"task": "a", "param": "m", "layer_type": "mlp_in", "numel": 10, "trainable": 1 if talos_best else 8},
+    ]))
+    store.write_table("linearization", "s__m", pd.DataFrame([
+        {"method": "talos", "task": "a", "finetuned_acc": 0.8, "linearized_acc": 0.79 if talos_best else 0.5},
+        {"method": "nonlinear", "task": "a", "finetuned_acc": 0.8, "linearized_acc": 0.7},
+        {"method": "linearized", "task": "a", "finetuned_acc": 0.7, "linearized_acc": 0.7},  # not compared
+    ]))
+    store.write_table("sparsity_ablation", "s__m__talos", pd.DataFrame(
+        {"sparsity": [0.5, 0.9, 0.99], "addition_abs": [0.6, 0.7 if talos_best else 0.5, 0.55],
+         "addition_norm": [0.8, 0.8, 0.8], "negation_target": [0.3, 0.3, 0.3], "single_task_acc": [0.9, 0.85, 0.8]}))
+    return store
+
+
+def test_claims_reproduced_when_every_rule_holds(tmp_path):
+    found = check_claims(_claims_store(tmp_path, talos_best=True), ["s"])
+    assert [f.claim.key for f in found] == [c.key for c in CLAIMS]
+    assert {f.claim.key: f.verdict for f in found} == dict.fromkeys("abcdef", "reproduced")
+    by_key = {f.claim.key: f.numbers for f in found}
+    assert "addition abs 90.0 vs 70.0 (nonlinear)" in by_key["a"]
+    assert "negation target 50.0 vs 60.0 (lota)" in by_key["a"]
+    assert "talos 0.600 vs lota 0.050" in by_key["b"] and "bottom 10 %" in by_key["b"]
+    assert "60.0 % Q, 30.0 % K" in by_key["c"]
+    assert by_key["d"] == "mean fine-tuned → linearized: talos 80.0 → 79.0, nonlinear 80.0 → 70.0"
+    assert "sparsity 0.5 / 0.9 / 0.99: addition abs 60.0 / 70.0 / 55.0" in by_key["e"]
+    assert by_key["f"] == "single-task TaLoS 80.0 vs lota 81.0"
+
+
+def test_claims_not_reproduced_and_missing_inputs(tmp_path):
+    store = _claims_store(tmp_path, talos_best=False)
+    assert {f.claim.key: f.verdict for f in check_claims(store, ["s"])} == dict.fromkeys("abcdef", "not reproduced")
+    for kind, name in (("sharing", "s__m__prune"), ("linearization", "s__m")):
+        store.result_path(kind, name).unlink()
+    store.write_table("masks", "s__m__talos", pd.DataFrame([
+        {"task": "a", "param": "c", "layer_type": "conv", "numel": 10, "trainable": 1}]))  # a CNN: no attention
+    found = {f.claim.key: f for f in check_claims(store, ["s"])}
+    assert found["b"].verdict == found["c"].verdict == found["d"].verdict == "n/a"
+    assert found["b"].numbers == "n/a: no sharing result s__m__prune"
+    assert found["c"].numbers == "n/a: m has no attention projections"
+    with pytest.raises(TalosError, match="no results of suite 'other'"):
+        check_claims(store, ["other"])
+
+
+def test_claims_markdown_lists_each_claim_once_and_its_rule(tmp_path):
+    store = _claims_store(tmp_path, talos_best=True)
+    store.write_result("suite", "t", {"model": "m2", "scale": "full"})  # a suite with no results: all n/a
+    text = claims_markdown(store, ["s", "t"])
+    rows = [line for line in text.splitlines() if line.startswith("| (") or line.startswith("|  |")]
+    assert len(rows) == 2 * len(CLAIMS)
+    assert rows[0].startswith("| (a) TaLoS is best") and rows[1].startswith("|  | t (full) | n/a:")
+    assert all(f"- ({c.key}) {c.rule}." in text for c in CLAIMS)
+
+
+# --------------------------------------------------------------------------------------------
+# the committed documents
+# --------------------------------------------------------------------------------------------
+def test_committed_generated_blocks_match_the_shipped_store():
+    """Every generated block of README.md and docs/*.md is what ``talos docs --store cached_results`` writes: a
+    change of the shipped results (or of the report code) without ``talos docs`` fails here."""
+    files = default_files(REPO)
+    labels = {b.label for f in files for b in find_blocks(f.read_text(), str(f))}
+    assert {"report text", "report vision", "claims vision text"} <= labels
+    render = store_renderer(SHIPPED)
+    stale = [f"{f.relative_to(REPO)}: '{b.label}' (line {b.line})"
+             for f in files for b in stale_blocks(f.read_text(), render, str(f))]
+    assert not stale, f"stale generated blocks, run `talos docs --store cached_results`: {stale}"
