@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,27 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` as a JSON round trip gives it back: mappings → dicts with string keys and tuples → lists,
+    recursively; numpy / torch scalars and arrays → numbers and lists, paths → strings; anything else JSON cannot
+    hold → its ``str``. Settings compared with what was read back from a store (suite fingerprints, result
+    overrides) go through it.
+
+    >>> json_ready({"a": (1, 2), 3: {"b": Path("x")}})
+    {'a': [1, 2], '3': {'b': 'x'}}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        return json_ready(_json_default(value))
+    except TypeError:
+        return str(value)
 
 
 def atomic_write_json(path: Path, payload: Any) -> None:

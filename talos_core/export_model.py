@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from talos_core.atomic import json_ready
 from talos_core.errors import TalosError
 
 FORMAT = "talos-merge/1"
@@ -406,8 +407,8 @@ def export_merge(store_root: str | Path, req: MergeRequest, out: str | Path, *, 
         meta = dict(format=FORMAT, model=req.model, family=family, method=req.method,
                     tasks=list(req.tasks), negate=list(req.negate),
                     alphas={t: float(req.alphas[t]) for t in runs}, terms=[[t, a] for t, a in req.terms()],
-                    overrides=_jsonable(dict(req.overrides)), runs=run_ids, run_method=req.run_method,
-                    hyperparameters=_jsonable(dict(req.hyperparameters)) if req.posthoc else None,
+                    overrides=json_ready(dict(req.overrides)), runs=run_ids, run_method=req.run_method,
+                    hyperparameters=json_ready(dict(req.hyperparameters)) if req.posthoc else None,
                     sparsity={t: r.manifest.sparsity for t, r in runs.items()},
                     store=str(store.root.resolve()), accuracies=accuracies, store_selected_alpha=selected,
                     loader=loader)
@@ -423,10 +424,6 @@ def export_merge(store_root: str | Path, req: MergeRequest, out: str | Path, *, 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return MergeResult(out, files, run_ids, accuracies, family, loader)
-
-
-def _jsonable(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 
 def _save_safetensors(tensors: dict, path: Path, metadata: dict[str, str] | None = None) -> None:

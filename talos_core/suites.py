@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from talos_core.atomic import json_ready
 from talos_core.errors import TalosError, unknown
 from talos_core.store import Store
 
@@ -689,7 +690,7 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
 
     requested = current_precision()
     precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
-    fingerprint = _jsonable({"model": spec.model, "tasks": list(spec.tasks), "control_task": spec.control_task,
+    fingerprint = json_ready({"model": spec.model, "tasks": list(spec.tasks), "control_task": spec.control_task,
                              "methods": ft_methods, "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
                              "scale_settings": sc.settings_dict(), "seed": seed, "eval_precision": precision})
     command = (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
@@ -806,15 +807,6 @@ def _train_stage_parallel(job, kind: str, steps: Sequence[Step], *, log: Callabl
         raise TalosError(f"suite {job.suite!r} train stage: {len(display.failures())} step(s) did not finish "
                          f"({'; '.join(f'{k}: {v}' for k, v in display.failures().items())})")
     return {"stage": "train", "step_times_s": times, "wall_time_s": float(sum(times.values()))}
-
-
-def _jsonable(value: Any) -> Any:
-    """Tuples → lists, recursively (what a JSON round trip gives back)."""
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def report_markdown(store: Store | str, suite: str) -> str:

@@ -583,7 +583,6 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         fb_times, opt_times = [], []
         blocks = repeated_blocks(model) if checkpoint_activations else []
         memory_kind = reset_peak_memory(device)
-        stopper = early
         lengths = None
         if config.batching == "length":
             lengths = model.input_lengths(train.inputs, task)
@@ -594,8 +593,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         for step in steps:
             idx = (batch_indices(step, len(train), config.batch_size, config.seed) if lengths is None
                    else grouped_batch_indices(step, lengths, config.batch_size, config.seed))
-            for group in (opt,):
-                group.lr = cosine_lr(step, config)
+            opt.lr = cosine_lr(step, config)
             chunks = micro_batches(idx, config.micro_batch_size)
             loss_sum, correct, fb = 0.0, 0, 0.0
             for chunk in chunks:
@@ -632,23 +630,21 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
                 curve.append({"step": step + 1,
                               "val_acc": validation_accuracy(model, val, task, logits_fn, batch_size=eval_batch_size)})
                 record["val_acc"] = curve[-1]["val_acc"]
-                if stopper is not None:
-                    stop = stopper.update(step + 1, curve[-1]["val_acc"], params, plan)
+                if early is not None:
+                    stop = early.update(step + 1, curve[-1]["val_acc"], params, plan)
             if on_step is not None:
                 on_step(step + 1, record)
             if stop:
                 break
             if checkpoint_dir is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
                     and step + 1 < config.steps:
-                _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device, stopper)
+                _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device, early)
         if bar is not None:
             bar.close()
-        for p in params.values():
-            p.requires_grad_(False)
-        if stopper is not None and stopper.best is not None:
-            _restore(params, stopper.best)  # the best evaluation's weights: θ* of an early-stopped run
+        if early is not None and early.best is not None:
+            _restore(params, early.best)  # the best evaluation's weights: θ* of an early-stopped run
         vector = _task_vector(params, theta0, plan)
-        _restore(params, theta0)
+        _back_to_theta0(params, theta0)
         timings = {
             "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
             "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
@@ -671,9 +667,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         # a run that fails or is interrupted (an error, Ctrl-C, a worker stopped) leaves the model at θ0 as it
         # found it: the process-wide cached model (inference.runtime.prepared_model) stays the pre-trained one
         # for the next run of the same process (a retried task, the next suite step, the dashboard's Run page)
-        for p in params.values():
-            p.requires_grad_(False)
-        _restore(params, theta0)
+        _back_to_theta0(params, theta0)
         raise
 
 
@@ -690,6 +684,13 @@ def _snapshot(params: dict, plan: Plan) -> dict[str, tuple[torch.Tensor | None, 
             idx = torch.nonzero(mask.reshape(-1).to(p.device)).view(-1)
             out[n] = (idx, p.reshape(-1).index_select(0, idx))
     return out
+
+
+def _back_to_theta0(params: dict, theta0: dict) -> None:
+    """Leave the model as training found it: no parameter requires a gradient, every trained entry is θ0 again."""
+    for p in params.values():
+        p.requires_grad_(False)
+    _restore(params, theta0)
 
 
 def _restore(params: dict, theta0: dict) -> None:

@@ -222,7 +222,7 @@ def lr_overrides(base: Mapping[str, Any], lr: float, suite_lr: float) -> dict:
 
 def run_lr_check(req: EvalRequest, s: LrCheckSettings) -> EvalOutcome:
     """The ``lr-check`` protocol (see the module docstring)."""
-    from talos_core.evaluation.request import _jsonable
+    from talos_core.atomic import json_ready
     from talos_core.evaluation.runs import build_request, merge_overrides, resolve_runs, run_eval_mode
     from talos_core.schema import KINDS
 
@@ -272,7 +272,7 @@ def run_lr_check(req: EvalRequest, s: LrCheckSettings) -> EvalOutcome:
         "lr_check", name, table, suite_lr=res.suite_lr, best_lr=res.best_lr, agrees=res.agrees,
         means=[{"lr": lr, "val_acc": m} for lr, m in res.means.items()], rule=RULE,
         budget=budgets[0] if len(budgets) == 1 else budgets, values=list(s.values), tasks=tasks,
-        fixed=_jsonable(fixed), row=s.row or req.method,
+        fixed=json_ready(fixed), row=s.row or req.method,
         runs={t: {lr_text(v): runs[(t, v)].id for v in s.values} for t in tasks},
         eval_precision=sorted({str(r.manifest.metrics.get("eval_precision", "fp32")) for r in runs.values()}),
         method=req.method, model=req.model, suite=req.suite, **req.result_meta())

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from talos_core.atomic import json_ready
 from talos_core.errors import TalosError
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.runs import resolve_runs, run_eval_mode
@@ -65,7 +66,7 @@ class EvalRequest:
         if self.result_id != self.method:
             out["variant_of"] = self.method
         if self.task_overrides:
-            out["task_overrides"] = {t: _jsonable(dict(o)) for t, o in self.task_overrides.items()
+            out["task_overrides"] = {t: json_ready(dict(o)) for t, o in self.task_overrides.items()
                                      if t in self.tasks}
         return out
 
@@ -198,15 +199,6 @@ def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str,
         if runs:
             payload["runs"] = runs
         store.write_table(kind, name, merged, **payload)
-
-
-def _jsonable(value: Any) -> Any:
-    """Tuples → lists, mappings → dicts, recursively (what a JSON round trip gives back)."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 # --------------------------------------------------------------------------------------------

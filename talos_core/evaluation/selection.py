@@ -234,8 +234,8 @@ def candidate_delta(param: str, value: Any, base: Mapping[str, Any]) -> dict:
 def run_selection(req: EvalRequest, s: SelectionSettings) -> EvalOutcome:
     """The ``selection`` protocol: per task, one run per candidate value, its validation negation curve
     and single-task validation accuracy, :func:`select_by_negation`; writes ``selection/<name>``."""
+    from talos_core.atomic import json_ready
     from talos_core.evaluation import arithmetic as arith
-    from talos_core.evaluation.request import _jsonable
     from talos_core.evaluation.runs import merge_overrides, resolve_runs, run_alpha_grid, run_eval_mode
 
     check_param_for_method(s.param, req.method)
@@ -272,7 +272,7 @@ def run_selection(req: EvalRequest, s: SelectionSettings) -> EvalOutcome:
         table = res.table.assign(task=t, run_id=[runs[(t, v)].id for v in res.table["value"]])
         rows.append(table)
         choices[t] = {s.param: res.choice}
-        overrides[t] = _jsonable(merge_overrides(req.task_overrides.get(t), deltas[(t, res.choice)]))
+        overrides[t] = json_ready(merge_overrides(req.task_overrides.get(t), deltas[(t, res.choice)]))
         chosen_runs[t] = runs[(t, res.choice)].id
         lines.append(f"{t}: {s.param} {res.choice:g} (val negation target {fmt(res.table['score'].min())} at "
                      f"alpha {res.best_alpha:g}; candidates: "

@@ -41,8 +41,8 @@ and then subtracts it. Use ``spec.single_task(vectors, index, **hparams)`` (the 
 ``index``; e.g. TIES on one vector is trimming only, since sign election and the disjoint mean of a
 single vector return it unchanged) and scale it by a negative α (:func:`scale`).
 
-Differences from the official TaLoS code (iurada/talos-task-arithmetic), see
-``/work/shared/notes/official-code.md``:
+Differences from the official TaLoS code (github.com/iurada/talos-task-arithmetic; the full list of paper /
+official-code choices: ``docs/protocol.md``):
 
 * TALL mask: the official code compares ``|τ_t|`` with ``λ (τ_MTL − τ_t)`` without ``abs()`` and
   applies the last task's mask to every vector; here the mask is ``|τ_t| > λ |τ_MTL − τ_t|`` and each
