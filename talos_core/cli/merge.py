@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from talos_core.cli.common import add_store_argument, number, option
+from talos_core.cli.common import add_store_argument, check_sparsity_flag, folder, number, option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--option", type=option, action="append", default=[],
                    help="pick the runs with this method option KEY=VALUE; repeatable")
     add_store_argument(p, help="results store holding the runs")
-    p.add_argument("--out", required=True, help="new (or empty) folder to write the checkpoint into")
+    p.add_argument("--out", type=folder, required=True, help="new (or empty) folder to write the checkpoint into")
     p.set_defaults(handler=_merge)
 
 
@@ -39,6 +39,7 @@ def _names(text: str) -> tuple[str, ...]:
 def _merge(args: argparse.Namespace) -> int:
     from talos_core.export_model import MergeRequest, check_out, check_request, export_merge, parse_alphas
 
+    check_sparsity_flag(args.sparsity, args.method)
     tasks, negate = _names(args.tasks), _names(args.negate)
     overrides: dict = {}
     if args.sparsity is not None:
