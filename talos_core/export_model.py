@@ -144,13 +144,10 @@ def check_request(req: MergeRequest) -> None:
         check_alpha(f"α for {t!r}", req.alphas[t])
 
 
-#: the largest α merged: the α grids reach 1/(1 − 0.99) = 100 at the sparsest setting; beyond this weights
-#: leave any range a model was trained in (and, near 3.4e38, float32)
-MAX_ALPHA = 1000.0
-
-
 def check_alpha(what: str, value: object) -> float:
-    """``value`` must be a number in [0, :data:`MAX_ALPHA`] (negation is ``--negate``, not a negative α)."""
+    """``value`` must be a number in [0, ``MAX_ALPHA``] (negation is ``--negate``, not a negative α)."""
+    from talos_core.evaluation.request import MAX_ALPHA
+
     try:
         return check_range(what, value, 0.0, MAX_ALPHA, high_open=False)
     except TalosError as exc:

@@ -157,9 +157,8 @@ def test_5_suite_job_caps_with_whole_data_sets():
 
 
 def test_suite_cost_needs_confirmation(tmp_path):
-    from talos_core.errors import TalosError
-
     from dashboard.suite_jobs import SuiteJobSpec, needs_confirmation, start_suite_job, suite_plan
+    from talos_core.errors import TalosError
 
     spec = SuiteJobSpec("vision")
     plan = suite_plan(spec, tmp_path / "s", gpu=False)
@@ -181,9 +180,8 @@ def test_typed_model_specs_on_the_run_page(tmp_path):
 
 
 def test_run_page_paper_suite_typed_path_and_costly_suite(monkeypatch, tmp_path):
-    from streamlit.testing.v1 import AppTest
-
     from dashboard_fixtures import REPO
+    from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("TALOS_STORE", str(tmp_path))
     at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=120)

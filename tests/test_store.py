@@ -9,7 +9,6 @@ from talos_core.atomic import atomic_write_json, read_json
 from talos_core.errors import TalosError
 from talos_core.store import Store, run_id
 
-
 SHA = "0" * 64
 
 

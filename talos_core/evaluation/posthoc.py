@@ -18,9 +18,9 @@ from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
+    check_alpha_step,
     check_control_task,
     check_positive_int,
-    check_positive_number,
     eval_data,
     fmt,
     upsert,
@@ -38,7 +38,7 @@ class PosthocSettings:
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("max_points", self.max_points, optional=True)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
