@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from talos_core.atomic import atomic_write_json, file_sha256
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_range, check_seed
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density
 from talos_core.methods import get_method
@@ -25,8 +25,6 @@ from talos_core.tasks.base import TaskData
 from talos_core.tasks.files import is_file_task
 from talos_core.training import TrainConfig
 
-#: the largest seed: seeds feed numpy and torch generators, which take 64-bit integers
-MAX_SEED = 2**63 - 1
 #: the largest batch (each step draws its examples' indices; the paper's largest batch is 1,024)
 MAX_BATCH_SIZE = 2**16
 #: the inputs of each model family (a model of one modality cannot run a task of the other)
@@ -90,8 +88,7 @@ class FinetuneRequest:
                              f"{task.modality} task; choose a task with {modality} inputs (see `talos tasks`) or a "
                              f"model for {task.modality} inputs (see `talos models`)")
         check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
-            raise TalosError(f"seed must be an integer in [0, 2**63 - 1], got {self.seed!r}")
+        check_seed(self.seed)
         for name in ("steps", "batch_size"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):

@@ -338,6 +338,8 @@ SPARSITY = Rule("a sparsity in [0, 1)", lambda v: is_finite_number(v) and 0 <= v
 TEXT = Rule("a string", lambda v: isinstance(v, str), nullable=False)
 GRID = Rule("a sorted list of finite numbers", lambda v: isinstance(v, list) and all(map(is_finite_number, v))
             and all(a <= b for a, b in zip(v, v[1:])), nullable=False)
+NAMES = Rule("a list of strings", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+             nullable=False)
 ACCURACY_MATRIX = Rule("a matrix of accuracies in [0, 1]", _nested(ACCURACY, 2), nullable=False)
 RATIO_MATRIX = Rule("a matrix of finite numbers ≥ 0", _nested(NON_NEGATIVE, 2), nullable=False)
 
@@ -377,9 +379,8 @@ FIELD_RULES: dict[str, dict[str, Rule]] = {
     "examples": {"addition_alphas": GRID, "negation_alphas": per_key(GRID)},
     "learning_curve": {"budget": COUNT, "zero_shot": per_key(ACCURACY)},
     "lr_check": {"budget": COUNT, "suite_lr": NON_NEGATIVE, "best_lr": NON_NEGATIVE},
-    "suite": {"wall_time_s": required(NON_NEGATIVE), "seed": COUNT, "model": TEXT, "scale": TEXT,
-              "tasks": Rule("a list of strings", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
-                            nullable=False)},
+    "suite": {"wall_time_s": required(NON_NEGATIVE), "seed": required(COUNT), "model": TEXT, "scale": TEXT,
+              "control_task": TEXT, "device": TEXT, **{k: NAMES for k in ("tasks", "methods", "posthoc")}},
 }
 """The rules of top-level fields (a field that is absent is left to :func:`require_fields`)."""
 
@@ -395,12 +396,19 @@ def value_problem(kind: str, payload: Mapping) -> str | None:
     for key, rule in FIELD_RULES.get(kind, {}).items():
         if key in payload and not rule.check(payload[key]):
             return f"{key} = {_shown(payload[key])}, which must be {rule.what}"
+    if "columns" in payload and not NAMES.check(payload["columns"]):
+        return f"columns = {_shown(payload['columns'])}, which must be {NAMES.what}"
     records = payload.get("records")
     if records is None:
         return None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         return "'records' that is not a list of objects"
+    info = KINDS.get(kind)
+    columns = (info.columns or info.pair_columns) if info is not None else ()
     for i, row in enumerate(records, 1):
+        lacking = [c for c in columns if c not in row]
+        if lacking:
+            return f"no {lacking[0]} in row {i} of its table (SCHEMA.md requires it; null where not measured)"
         for col, value in row.items():
             rule = COLUMN_RULES.get(col) or COLUMN_RULES.get(col.removesuffix("_lo").removesuffix("_hi"))
             if rule is not None and not rule.check(value):

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from talos_core.errors import TalosError, unknown
+from talos_core.errors import TalosError, check_seed, unknown
 from talos_core.store import Store
 
 
@@ -359,6 +359,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     from talos_core.executors import preflight
 
     preflight(executor, address, gpus_per_task, cpus_per_task, jobs)
+    check_seed(seed)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
         raise TalosError(f"checkpoint_every must be a whole number of steps ≥ 0 (0: no checkpoints), got "
                          f"{checkpoint_every!r}")
@@ -833,7 +834,7 @@ def results_markdown(store: Store | str, suite: str) -> str:
              "", "| method | add. abs | add. norm | neg. target ↓ | neg. control | single-task | zero-shot "
              "| time/step (s) | peak memory (MiB) |",
              "|---|---|---|---|---|---|---|---|---|"]
-    order = [*meta.get("methods", []), *meta.get("posthoc", [])]
+    order = [*meta["methods"], *meta.get("posthoc", [])]
     rank = {m: i for i, m in enumerate(order)}
     records = sorted(table.to_dict(orient="records"), key=lambda r: (rank.get(r["method"], len(rank)), r["method"]))
     for r in records:

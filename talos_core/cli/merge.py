@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from talos_core.cli.common import add_store_argument, check_sparsity_flag, folder, number, option
+from talos_core.errors import check_range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +44,7 @@ def _merge(args: argparse.Namespace) -> int:
     tasks, negate = _names(args.tasks), _names(args.negate)
     overrides: dict = {}
     if args.sparsity is not None:
-        overrides["sparsity"] = args.sparsity
+        overrides["sparsity"] = check_range("--sparsity", args.sparsity, 0.0, 1.0)
     if args.option:
         overrides["options"] = dict(args.option)
     req = MergeRequest(model=args.model, tasks=tasks, method=args.method, negate=negate,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_range, check_seed  # noqa: F401  (check_seed: re-exported)
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.runs import resolve_runs, run_eval_mode
 from talos_core.schema import result_name
@@ -232,11 +232,6 @@ def check_alpha_step(value: Any) -> None:
     """``value`` must be an α grid step in [:data:`MIN_ALPHA_STEP`, 1] (a smaller one makes a grid too large to
     evaluate)."""
     check_range("alpha_step", value, MIN_ALPHA_STEP, 1.0, high_open=False)
-
-
-def check_seed(value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TalosError(f"seed must be an integer, got {value!r}")
 
 
 def check_control_task(control_task: str, tasks: Sequence[str]) -> str:
