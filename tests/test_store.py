@@ -61,10 +61,11 @@ def test_staging_commit_and_listing(tmp_path):
 
 def test_tables_round_trip(tmp_path):
     store = Store(tmp_path)
-    df = pd.DataFrame({"task": ["a", "b"], "acc": [0.5, float("nan")]})
+    df = pd.DataFrame({"method": ["talos"] * 2, "task": ["a", "b"], "zero_shot_acc": [0.5, float("nan")],
+                       "finetuned_acc": [0.6, 0.7], "split": ["test"] * 2})
     store.write_table("single", "x", df, note="hi")
     back = store.read_table("single", "x")
-    assert list(back.columns) == ["task", "acc"] and back["acc"].isna().iloc[1]
+    assert list(back.columns) == list(df.columns) and back["zero_shot_acc"].isna().iloc[1]
     assert store.read_result("single", "x")["note"] == "hi"
     assert store.results("single") == ["x"]
     assert not list((tmp_path / "results" / "single").glob(".*"))
@@ -86,11 +87,12 @@ def test_export_keeps_results_and_manifests_only(tmp_path):
     atomic_write_json(st / "manifest.json", manifest)
     save_mask({"w": torch.ones(3, dtype=torch.bool)}, st / "mask.safetensors")
     src.commit(st, rid)
-    src.write_table("single", "x", pd.DataFrame({"a": [1]}))
+    src.write_table("single", "x", pd.DataFrame([{"method": "talos", "task": "t", "zero_shot_acc": 0.5,
+                                                  "finetuned_acc": 0.9, "split": "test"}]))
     counts = export_store(src.root, tmp_path / "dst")
     assert counts == {"results": 1, "manifests": 1, "artifacts": 0}
     dst = Store(tmp_path / "dst")
-    assert dst.read_table("single", "x")["a"].tolist() == [1]
+    assert dst.read_table("single", "x")["finetuned_acc"].tolist() == [0.9]
     assert [r.id for r in dst.runs()] == [rid] and dst.get_run(rid).mask() is None
     with pytest.raises(TalosError, match="not a results store"):
         export_store(tmp_path / "nothing", tmp_path / "dst2")
