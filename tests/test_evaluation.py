@@ -859,8 +859,10 @@ def _write_comparison_inputs(st: Store, *, with_examples: bool) -> None:
         add["ci95"] = {"abs_acc": [0.4, 0.6], "norm_acc": [0.7, 0.9]}
         neg["ci95"] = {"target_acc": [0.1, 0.3], "control_acc": [0.6, 0.8]}
         extra["examples"] = {"talos": {t: {"zero_shot": "1100", "finetuned": "1111"} for t in ("a", "b")}}
-    st.write_table("addition", "s__m__talos", pd.DataFrame({"alpha": [0.5]}), **add)
-    st.write_table("negation", "s__m__talos", pd.DataFrame({"target": ["a"]}), **neg)
+    st.write_table("addition", "s__m__talos", pd.DataFrame([{"alpha": 0.5, "split": "test", "task": "a",
+                                                            "accuracy": 0.5, "normalized_accuracy": 0.8}]), **add)
+    st.write_table("negation", "s__m__talos", pd.DataFrame([{"target": "a", "alpha": 0.5, "split": "test",
+                                                            "target_acc": 0.2, "control_acc": 0.7}]), **neg)
     st.write_table("single", "s__m", single, **extra)
 
 
