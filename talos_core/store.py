@@ -207,10 +207,6 @@ class RunManifest:
 _REQUIRED = ("model", "task", "method")
 #: fields a current-format manifest may leave ``null`` (``format``: absent means the current one)
 _NULLABLE = ("format", "sparsity")
-#: the metrics and data sizes every current-format run records (and, with a mask, mask_density and maskable_numel)
-_RECORDED = {"metrics": ("zero_shot_test_acc", "zero_shot_val_acc", "finetuned_test_acc", "finetuned_val_acc",
-                         "eval_precision", "vector_nnz", "vector_norm", "theta_numel"),
-             "data_sizes": ("train", "val", "test")}
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
 _LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {
@@ -255,12 +251,6 @@ def manifest_problem(m: RunManifest) -> str | None:
             return f"it records no SHA-256 of {missing[0]} (its format {RUN_FORMAT!r} always does)"
         if sparse and m.sparsity is None:
             return f"it records no sparsity, which a {m.method!r} run has"
-        recorded = {**_RECORDED, "metrics": _RECORDED["metrics"] + (("mask_density", "maskable_numel") if sparse
-                                                                    else ())}
-        for part, keys in recorded.items():
-            lacking = [k for k in keys if k not in getattr(m, part)]
-            if lacking:
-                return f"its {part} lack {lacking[0]!r} (its format {RUN_FORMAT!r} always records it)"
     values: list[tuple[str, Any, schema.Rule | None]] = [
         ("sparsity", m.sparsity, schema.SPARSITY), ("seed", m.seed, schema.COUNT),
         *((f"artifacts.{k}", v, _SHA256) for k, v in (m.artifacts or {}).items()),
