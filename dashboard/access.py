@@ -23,6 +23,7 @@ Pure functions of an environment mapping (no Streamlit), so they are tested with
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,11 @@ class StoreChoice:
         if self.kind == "user":
             return "your own store (the Run page writes here)"
         return f"a store under the configured root {self.root}"
+
+
+#: a model hub name: ``name`` or ``org/name``, no path syntax (``..``, leading ``/``, ``~``)
+_PART = r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
+_HUB_NAME = re.compile(rf"{_PART}(?:/{_PART})?")
 
 
 def _truthy(value: str | None) -> bool:
@@ -180,6 +186,28 @@ class ServerConfig:
         shown = text if len(text) <= 200 else text[:200] + "…"
         raise StoreRefused(f"The store {shown!r} is not one this dashboard serves; pick one of the stores listed "
                            f"in the sidebar (this server shows only stores under its configured folders).")
+
+    def model_problem(self, name: str) -> str | None:
+        """Why the Run page must not launch a typed model spec ``name`` (``None``: it may): a registered model, or
+        ``clip:<arch>:<tag>``, ``t5:<id>``, ``hf-encoder:<id>`` whose parts are hub names (letters, digits, ``.``,
+        ``_``, ``-``, one ``/`` for ``org/name``); a local folder only inside this server's stores or store roots —
+        never another path of the server's filesystem (a model loader reads any folder it is given)."""
+        from talos_core.models import MODELS
+
+        if name in MODELS:
+            return None
+        kind, _, rest = name.partition(":")
+        parts = rest.split(":") if kind == "clip" else [rest]
+        allowed = "a registered model, clip:<arch>:<tag>, t5:<org/name> or hf-encoder:<org/name> with hub names"
+        if kind not in ("clip", "t5", "hf-encoder") or not rest or (kind == "clip" and len(parts) > 2):
+            return f"model {name!r} is not {allowed}"
+        if all(_HUB_NAME.fullmatch(p) and not (Path(p).exists() and kind != "clip") for p in parts):
+            return None
+        path = _absolute(Path(rest))
+        if kind != "clip" and path.is_dir() and any(_inside(path, r) for r in (self.user_store, *self.roots)):
+            return None
+        return (f"model {name!r} names a path outside this server's stores; give {allowed}, or a folder inside "
+                f"{self.user_store}")
 
     def writable_store(self) -> Path:
         """Where the Run page writes: the user's store; never the shipped results, never in read-only mode."""

@@ -153,7 +153,10 @@ def _cli() -> list[str]:
 
 
 def _run_flags(spec: JobSpec, store: str | Path) -> list[str]:
-    flags = ["--model", spec.model, "--method", spec.method, "--sparsity", f"{spec.sparsity:g}",
+    from talos_core.schema import METHODS
+
+    sparse = spec.method in METHODS and METHODS[spec.method].sparse  # --sparsity goes with sparse methods only
+    flags = ["--model", spec.model, "--method", spec.method, *(["--sparsity", f"{spec.sparsity:g}"] if sparse else []),
              "--store", str(store), "--seed", str(spec.seed), "--device", spec.device]
     for name in ("steps", "max_train", "max_val", "max_test"):
         v = getattr(spec, name)

@@ -76,21 +76,49 @@ def build_suite_command(spec: SuiteJobSpec, store: str | Path) -> list[str]:
 
 
 def suite_job_problem(spec: SuiteJobSpec, limits) -> str | None:
-    """The sentence when the suite's scale is over a cap of this server (:class:`dashboard.jobs.JobLimits`)."""
+    """The sentence when the suite's scale is over a cap of this server (:class:`dashboard.jobs.JobLimits`); a scale
+    without a limit on a split's examples (the paper suites: whole data sets) is over any examples cap."""
     from talos_core.suites import SUITES
 
     sc = SUITES[spec.suite].scales[spec.resolved_scale()]
     steps = max(sc.steps, sc.curve_steps or 0)
-    for label, value, cap in (("steps", steps, limits.max_steps), ("max train examples", sc.max_train,
-                                                                   limits.max_examples)):
-        if cap and value > cap:
-            return (f"suite {spec.suite!r} at scale {spec.resolved_scale()!r} has {label} {value}, above the cap of "
-                    f"this dashboard server ({cap}); pick a smaller scale or run it with `talos suite` yourself")
+    checks = [("steps", steps, limits.max_steps)] + [
+        (f"{split} examples", getattr(sc, f"max_{split}"), limits.max_examples) for split in ("train", "val", "test")]
+    for label, value, cap in checks:
+        if cap and (value is None or value > cap):
+            shown = f"{label} {value}" if value is not None else f"all {label} of its data sets (no limit)"
+            return (f"suite {spec.suite!r} at scale {spec.resolved_scale()!r} uses {shown}, above the cap of this "
+                    f"dashboard server ({cap}); pick a smaller scale or run it with `talos suite` yourself")
     return None
 
 
-def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, python: str | None = None):
-    """Create and launch the suite's job (caps and concurrent jobs checked under the launch lock)."""
+#: a suite whose plan estimates more device-hours of training than this (or has runs it cannot estimate) is launched
+#: only after the visitor confirms its cost
+CONFIRM_HOURS = 0.25
+
+
+def suite_plan(spec: SuiteJobSpec, store: str | Path, *, gpu: bool):
+    """The suite's :class:`~talos_core.plan.Plan` against ``store``, costed on this machine's kind of device (an H100
+    with a GPU, the 2-core CPU without one): what ``talos suite --plan`` prints."""
+    from talos_core.plan import plan_suite
+
+    spec.validate()
+    return plan_suite(spec.suite, spec.resolved_scale(), store, device="h100" if gpu else "cpu-2core")
+
+
+def needs_confirmation(plan) -> bool:
+    """Whether launching ``plan`` needs the visitor's confirmation of its cost (:data:`CONFIRM_HOURS`)."""
+    return plan.cost["hours"] > CONFIRM_HOURS or bool(plan.cost["unmeasured_runs"])
+
+
+def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, python: str | None = None,
+                    plan=None, confirmed: bool = False):
+    """Create and launch the suite's job (caps and concurrent jobs checked under the launch lock); with ``plan``
+    (:func:`suite_plan`), one that :func:`needs_confirmation` is refused unless ``confirmed``."""
+    if plan is not None and needs_confirmation(plan) and not confirmed:
+        raise TalosError(f"suite {spec.suite!r} at scale {spec.resolved_scale()!r} is estimated at "
+                         f"{plan.cost['hours']:.2f} device-hours of training ({plan.counts()['finetune_runs']} runs); "
+                         f"confirm its cost to launch it")
     import fcntl
 
     from dashboard import jobs as J

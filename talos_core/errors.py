@@ -23,6 +23,23 @@ def unknown(kind: str, value: object, allowed: Iterable[str]) -> TalosError:
     return TalosError(f"unknown {kind} {value!r}; choose one of: {', '.join(sorted(allowed))}")
 
 
+#: the largest seed: seeds feed numpy and torch generators, which take 64-bit integers
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """``value`` must be an integer in [0, :data:`MAX_SEED`] (numpy's generators refuse negative seeds).
+
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    talos_core.errors.TalosError: seed must be an integer in [0, 2**63 - 1], got -1
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SEED:
+        raise TalosError(f"{name} must be an integer in [0, 2**63 - 1], got {value!r}")
+    return value
+
+
 def check_range(name: str, value: float, low: float, high: float, *, high_open: bool = True,
                 low_open: bool = False) -> float:
     """Validate ``low <= value < high`` (bounds open/closed as asked) and return ``value``.

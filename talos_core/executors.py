@@ -37,6 +37,7 @@ blocked, skipped) with the counts, a summary at the end, and per-step state in t
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -386,9 +387,9 @@ def preflight(executor: str, address: str | None, gpus_per_task: float | None = 
         check_jobs(jobs)
     if executor != "ray":
         return
-    if gpus_per_task is not None and not gpus_per_task > 0:
+    if gpus_per_task is not None and not 0 < gpus_per_task < math.inf:
         raise TalosError(f"--gpus-per-task must be a positive number of GPUs (e.g. 1 or 0.25), got {gpus_per_task!r}")
-    if not cpus_per_task > 0:
+    if not 0 < cpus_per_task < math.inf:
         raise TalosError(f"--cpus-per-task must be a positive number of CPUs, got {cpus_per_task!r}")
     try:
         import ray  # noqa: F401

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from talos_core.atomic import json_ready
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_range
 
 FORMAT = "talos-merge/1"
 CARD = "README.md"
@@ -109,10 +109,7 @@ def parse_alphas(text: str | float, tasks: Sequence[str], negate: Sequence[str] 
             x = float(value)
         except ValueError:
             raise TalosError(f"{what} must be a number, got {value!r}") from None
-        if not math.isfinite(x) or x < 0:
-            raise TalosError(f"{what} must be a finite number ≥ 0 (negation is --negate, not a negative α), "
-                             f"got {value!r}")
-        return x
+        return check_alpha(what, x)
 
     if "=" not in text:
         a = number(text, "--alpha")
@@ -170,9 +167,17 @@ def check_request(req: MergeRequest) -> None:
     if missing:
         raise TalosError(f"no α for task {missing[0]!r}")
     for t in names:
-        a = req.alphas[t]
-        if not isinstance(a, (int, float)) or not math.isfinite(a) or a < 0:
-            raise TalosError(f"α for {t!r} must be a finite number ≥ 0, got {a!r}")
+        check_alpha(f"α for {t!r}", req.alphas[t])
+
+
+def check_alpha(what: str, value: object) -> float:
+    """``value`` must be a number in [0, ``MAX_ALPHA``] (negation is ``--negate``, not a negative α)."""
+    from talos_core.evaluation.request import MAX_ALPHA
+
+    try:
+        return check_range(what, value, 0.0, MAX_ALPHA, high_open=False)
+    except TalosError as exc:
+        raise TalosError(f"{exc} (negation is --negate, not a negative α)") from None
 
 
 def check_out(out: str | Path) -> Path:
@@ -201,15 +206,18 @@ def find_merge_runs(store, req: MergeRequest, run_ids: Mapping[str, str] | None 
                 raise TalosError(f"store {store.root} does not hold the run {rid!r} of {t!r} that this result "
                                  f"evaluated; export from the store that holds the runs")
             run = store.get_run(rid)
+            run.require_artifacts()
             if (run.manifest.model, run.manifest.task, run.manifest.method) != (req.model, t, req.run_method):
                 raise TalosError(f"run {rid} is a {run.manifest.method!r} run of {run.manifest.model!r} on "
                                  f"{run.manifest.task!r}, not {req.run_method!r} of {req.model!r} on {t!r}")
         else:
             run = find_run(store, req.model, t, req.run_method, dict(req.overrides))
         if run is None:
+            flags = "".join(f" --{k} {v}" for k, v in req.overrides.items() if k != "options") + "".join(
+                f" --option {k}={v}" for k, v in dict(req.overrides.get("options") or {}).items())
             raise TalosError(f"store {store.root} has no {req.run_method!r} run of {req.model!r} on {t!r}; fine-tune "
-                             f"it first: talos finetune --model {req.model} --task {t} --method {req.run_method} "
-                             f"--store {store.root}")
+                             f"it first: talos finetune --model {req.model} --task {t} --method {req.run_method}"
+                             f"{flags} --store {store.root}")
         if not (run.path / "task_vector.safetensors").exists():
             raise TalosError(f"run {run.id} in {store.root} has no task vector (a manifest exported without its "
                              f"weights, like cached_results/); fine-tune it into your own store first")

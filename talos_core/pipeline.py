@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from talos_core.atomic import atomic_write_json
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_range, check_seed
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density, mask_moved
 from talos_core.methods import get_method
@@ -25,8 +25,8 @@ from talos_core.tasks.base import TaskData
 from talos_core.tasks.files import is_file_task
 from talos_core.training import TrainConfig
 
-#: the largest seed: seeds feed numpy and torch generators, which take 64-bit integers
-MAX_SEED = 2**63 - 1
+#: the largest batch (each step draws its examples' indices; the paper's largest batch is 1,024)
+MAX_BATCH_SIZE = 2**16
 #: the inputs of each model family (a model of one modality cannot run a task of the other)
 FAMILY_MODALITY = {"clip": "image", "cnn": "image", "text-encoder": "text", "t5": "text"}
 
@@ -96,14 +96,22 @@ class FinetuneRequest:
         check_model_task(self.model, self.task)
         method = get_method(self.method)
         check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
-            raise TalosError(f"seed must be an integer in [0, 2**63 - 1], got {self.seed!r}")
+        check_seed(self.seed)
         for name in ("steps", "batch_size"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise TalosError(f"{name} must be a positive integer, got {v!r}")
         if self.warmup_steps is not None and (not isinstance(self.warmup_steps, int) or self.warmup_steps < 0):
             raise TalosError(f"warmup_steps must be a non-negative integer, got {self.warmup_steps!r}")
+        steps = self.steps if self.steps is not None else get_model_spec(self.model).defaults.get("steps", 2000)
+        if self.warmup_steps is not None and self.warmup_steps > steps:
+            raise TalosError(f"warmup_steps {self.warmup_steps} is longer than the run ({steps} steps); give at most "
+                             f"as many warm-up steps as steps")
+        if self.batch_size is not None and self.batch_size > min(MAX_BATCH_SIZE, self.max_train or MAX_BATCH_SIZE):
+            raise TalosError(f"batch_size {self.batch_size} is larger than "
+                             + (f"max_train ({self.max_train}), the whole training set; give at most that many"
+                                if self.max_train is not None and self.max_train < MAX_BATCH_SIZE
+                                else f"{MAX_BATCH_SIZE}, the largest batch allowed"))
         if self.lr is not None:
             check_range("lr", self.lr, 0.0, 1.0, low_open=True, high_open=False)
         if self.weight_decay is not None:
@@ -252,11 +260,23 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     rid = req.run_id()
     if store.has_run(rid) and not force:
         return store.get_run(rid)
+    preflight(req)
     store.ensure()
     with store.run_lock(rid):
         if store.has_run(rid) and not force:
             return store.get_run(rid)  # another process published it while this one waited
         return _finetune_and_publish(req, store, rid, progress=progress, on_step=on_step)
+
+
+def preflight(req: FinetuneRequest) -> None:
+    """What can only be checked against this machine or the model, before anything is written: the device exists,
+    and the method's options fit the model (an L-LoRA rank above its projections' size)."""
+    from talos_core.inference.runtime import cached_model
+
+    resolve_device(req.device)
+    method = get_method(req.method)
+    if method.check_options is not None:
+        method.check_options(cached_model(req.model), dict(req.options))
 
 
 def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progress: bool,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -296,7 +296,125 @@ def read_result(root: str | Path, kind: str, name: str) -> dict:
                             f"delete it and recompute it") from None
     if not isinstance(payload, dict):
         raise CorruptResult(f"the {kind} result file {path} does not hold a JSON object; delete it and recompute it")
+    problem = value_problem(kind, payload)
+    if problem:
+        raise CorruptResult(f"the {kind} result file {path} has {problem}; it was edited or damaged: delete it and "
+                            f"recompute it")
     return payload
+
+
+# --------------------------------------------------------------------------------------------
+# values: the types and ranges of a result's numbers (checked by read_result, so no reader shows a wrong number)
+# --------------------------------------------------------------------------------------------
+def is_finite_number(value: Any) -> bool:
+    """A JSON number (not a boolean) that is finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a value must be (``what``, for the sentence) and its test; ``null`` (not measured) passes when
+    ``nullable``."""
+
+    what: str
+    ok: Callable[[Any], bool]
+    nullable: bool = True
+
+    def check(self, value: Any) -> bool:
+        return (value is None and self.nullable) or self.ok(value)
+
+
+def _nested(cell: Rule, depth: int) -> Callable[[Any], bool]:
+    if depth == 0:
+        return cell.check
+    inner = _nested(cell, depth - 1)
+    return lambda v: isinstance(v, list) and all(inner(x) for x in v)
+
+
+ACCURACY = Rule("an accuracy in [0, 1]", lambda v: is_finite_number(v) and 0 <= v <= 1)
+NON_NEGATIVE = Rule("a finite number ≥ 0", lambda v: is_finite_number(v) and v >= 0)
+COUNT = Rule("a whole number ≥ 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+FINITE = Rule("a finite number", is_finite_number)
+SPARSITY = Rule("a sparsity in [0, 1)", lambda v: is_finite_number(v) and 0 <= v < 1)
+TEXT = Rule("a string", lambda v: isinstance(v, str), nullable=False)
+GRID = Rule("a sorted list of finite numbers", lambda v: isinstance(v, list) and all(map(is_finite_number, v))
+            and all(a <= b for a, b in zip(v, v[1:])), nullable=False)
+NAMES = Rule("a list of strings", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+             nullable=False)
+ACCURACY_MATRIX = Rule("a matrix of accuracies in [0, 1]", _nested(ACCURACY, 2), nullable=False)
+RATIO_MATRIX = Rule("a matrix of finite numbers ≥ 0", _nested(NON_NEGATIVE, 2), nullable=False)
+
+
+def required(rule: Rule) -> Rule:
+    """``rule`` without ``null``."""
+    return Rule(rule.what, rule.ok, nullable=False)
+
+
+def per_key(rule: Rule) -> Rule:
+    """An object whose every value follows ``rule`` (``{task: ...}``)."""
+    return Rule(f"an object of {rule.what.removeprefix('a ').removeprefix('an ')}s",
+                lambda v: isinstance(v, dict) and all(rule.check(x) for x in v.values()), nullable=False)
+
+
+_ACCURACY_COLUMNS = ("accuracy", "zero_shot_acc", "finetuned_acc", "target_acc", "control_acc", "linearized_acc",
+                     "val_acc", "target_val_acc", "control_val_acc", "single_val_acc", "addition_abs",
+                     "negation_target", "negation_control", "single_task_acc", "density", "iou")
+_RATIO_COLUMNS = ("normalized_accuracy", "addition_norm", "time_per_step_s", "peak_memory_mb", "fwd_bwd_s_mean",
+                  "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "calibration_s", "train_s", "lr")
+COLUMN_RULES: dict[str, Rule] = {
+    **{c: ACCURACY for c in _ACCURACY_COLUMNS}, **{c: NON_NEGATIVE for c in _RATIO_COLUMNS},
+    **{c: COUNT for c in ("numel", "trainable", "trainable_entries", "steps", "step")},
+    **{c: FINITE for c in ("alpha", "best_alpha", "score", "value")}, "sparsity": SPARSITY,
+    **{c: TEXT for c in ("method", "task", "split", "target", "param", "layer_type")}}
+"""The rule of every table column with one (by name, in every kind; an interval column ``<m>_lo``/``<m>_hi``
+follows ``<m>``'s); other columns are not checked."""
+
+FIELD_RULES: dict[str, dict[str, Rule]] = {
+    "addition": {"selected_alpha": required(FINITE), "alpha_grid": GRID,
+                 "sparsity": SPARSITY},
+    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY},
+    "disentanglement": {"alphas1": GRID, "alphas2": GRID, "xi": RATIO_MATRIX},
+    "localization": {"matrix": RATIO_MATRIX, "accuracy": ACCURACY_MATRIX},
+    "mask_iou": {"matrix": ACCURACY_MATRIX},
+    "sharing": {"matrix": RATIO_MATRIX, "accuracy": ACCURACY_MATRIX, "fraction": ACCURACY},
+    "examples": {"addition_alphas": GRID, "negation_alphas": per_key(GRID)},
+    "learning_curve": {"budget": COUNT, "zero_shot": per_key(ACCURACY)},
+    "lr_check": {"budget": COUNT, "suite_lr": NON_NEGATIVE, "best_lr": NON_NEGATIVE},
+    "suite": {"wall_time_s": required(NON_NEGATIVE), "seed": required(COUNT), "model": TEXT, "scale": TEXT,
+              "control_task": TEXT, "device": TEXT, **{k: NAMES for k in ("tasks", "methods", "posthoc")}},
+}
+"""The rules of top-level fields (a field that is absent is left to :func:`require_fields`)."""
+
+
+def value_problem(kind: str, payload: Mapping) -> str | None:
+    """The first value of ``payload`` (a ``kind`` result) that breaks :data:`FIELD_RULES` or :data:`COLUMN_RULES`,
+    as a phrase (``"addition_abs = '0.5' in row 3 of its table, which must be an accuracy in [0, 1]"``), or
+    ``None``.
+
+    >>> value_problem("comparison", {"records": [{"method": "talos", "addition_abs": 7.5}]})
+    'addition_abs = 7.5 in row 1 of its table, which must be an accuracy in [0, 1]'
+    """
+    for key, rule in FIELD_RULES.get(kind, {}).items():
+        if key in payload and not rule.check(payload[key]):
+            return f"{key} = {_shown(payload[key])}, which must be {rule.what}"
+    if "columns" in payload and not NAMES.check(payload["columns"]):
+        return f"columns = {_shown(payload['columns'])}, which must be {NAMES.what}"
+    records = payload.get("records")
+    if records is None:
+        return None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        return "'records' that is not a list of objects"
+    for i, row in enumerate(records, 1):
+        for col, value in row.items():
+            rule = COLUMN_RULES.get(col) or COLUMN_RULES.get(col.removesuffix("_lo").removesuffix("_hi"))
+            if rule is not None and not rule.check(value):
+                return f"{col} = {_shown(value)} in row {i} of its table, which must be {rule.what}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def require_fields(payload: Mapping, kind: str, name: str, keys: Sequence[str] | None = None) -> None:

@@ -59,7 +59,11 @@ from talos_core.atomic import (
 from talos_core.errors import TalosError
 
 STORE_FORMAT = "talos-store/1"
-RUN_FORMAT = "talos-run/1"
+#: the manifest format runs are written in: it records the SHA-256 of every artifact (``artifacts``), required
+RUN_FORMAT = "talos-run/2"
+#: the older manifest format: written before checksums existed (``artifacts`` absent or present); read unchecked
+#: when absent, as in the shipped ``cached_results/runs``. A manifest without ``format`` is of the current one
+LEGACY_RUN_FORMAT = "talos-run/1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,10 +130,14 @@ class RunManifest:
     trained in fp32 on CPU and bf16 autocast on CUDA), ``curve`` the learning curve (validation accuracy of
     the model being trained every ``eval_every`` steps, when the request asked for one) and ``artifacts`` the
     SHA-256 (hex) of each artifact file by name (``{"task_vector.safetensors": ..., "mask.safetensors": ...}``),
-    checked whenever the run reads one (:meth:`Run.artifact`). Manifests written before checksums were
-    recorded (``artifacts`` absent, e.g. the shipped ``cached_results/runs/*/manifest.json``) still load: their
-    artifacts are read without a checksum check (the task vector's own checks still apply). ``artifacts`` is
-    not part of ``config``, so it does not change the run id.
+    checked whenever the run reads one (:meth:`Run.artifact`). A manifest of the current format
+    (:data:`RUN_FORMAT`) must record the checksum of its task vector and, for a sparse method, of its mask: without
+    them it is corrupt. Only manifests of the older format :data:`LEGACY_RUN_FORMAT`, written before checksums were
+    recorded (e.g. 33 of the shipped ``cached_results/runs/*/manifest.json``), may lack them: their artifacts are
+    read without a checksum check (the task vector's own checks still apply). ``artifacts`` is not part of
+    ``config``, so it does not change the run id. The numbers are checked too (:func:`manifest_problem`:
+    accuracies in [0, 1], counts ≥ 0, ...), and a store reads a manifest only in the folder its model, task,
+    method and config name (:func:`read_run`).
     """
 
     format: str = RUN_FORMAT
@@ -152,7 +160,7 @@ class RunManifest:
     device: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
-    artifacts: dict[str, str] | None = None  # SHA-256 per artifact file name (None: older runs, not checked)
+    artifacts: dict[str, str] | None = None  # SHA-256 per artifact file name (None: talos-run/1 only, not checked)
     train_precision: str | None = None  # the resolved training precision, "fp32" or "bf16" (None: older runs)
     curve: list[dict] | None = None  # learning curve [{"step", "val_acc"}] ([]: not asked for; None: older runs)
 
@@ -167,14 +175,19 @@ class RunManifest:
     def from_dict(cls, data: Any, source: str | Path) -> "RunManifest":
         """Parse a manifest object read from ``source``; a missing or mistyped field is one :class:`TalosError`.
 
-        >>> RunManifest.from_dict({"model": "m", "task": "t", "method": "talos", "eval_mode": None}, "x").eval_mode
+        >>> RunManifest.from_dict({"format": LEGACY_RUN_FORMAT, "model": "m", "task": "t", "method": "talos",
+        ...                        "eval_mode": None}, "x").eval_mode
         'nonlinear'
         """
         if not isinstance(data, Mapping):
             raise TalosError(f"run manifest {source} is corrupt: expected a JSON object, got {type(data).__name__}")
         values = {}
+        current = data.get("format", RUN_FORMAT) == RUN_FORMAT  # every field is written: none may be missing
         for f in fields(cls):
             value = data.get(f.name)
+            if value is None and current and f.name not in _NULLABLE:
+                raise TalosError(f"run manifest {source} is incomplete: it has no {f.name!r} (its format "
+                                 f"{RUN_FORMAT!r} always does); fine-tune the run again (talos finetune --force)")
             if value is None:
                 if f.name in _REQUIRED:
                     raise TalosError(f"run manifest {source} is incomplete: it has no {f.name!r}")
@@ -184,7 +197,12 @@ class RunManifest:
                 raise TalosError(f"run manifest {source} is corrupt: {f.name!r} must be {_KIND_NAMES[kinds]}, "
                                  f"got {type(value).__name__}")
             values[f.name] = value
-        return cls(**values)
+        manifest = cls(**values)
+        problem = manifest_problem(manifest)
+        if problem:
+            raise TalosError(f"run manifest {source} is corrupt: {problem}; the file was edited or damaged, fine-tune "
+                             f"the run again (talos finetune --force)")
+        return manifest
 
     @classmethod
     def read(cls, path: Path) -> "RunManifest":
@@ -193,6 +211,8 @@ class RunManifest:
 
 
 _REQUIRED = ("model", "task", "method")
+#: fields a current-format manifest may leave ``null`` (``format``: absent means the current one)
+_NULLABLE = ("format", "sparsity")
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
 _LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {
@@ -203,6 +223,65 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "curve": (list,), "artifacts": (dict,)}
 _KIND_NAMES = {(str,): "a string", (int, float): "a number", (int,): "an integer", (bool,): "true or false",
                (dict,): "an object", (list,): "a list"}
+_SHA256 = schema.Rule("a SHA-256 in hex", lambda v: isinstance(v, str) and len(v) == 64
+                      and all(c in "0123456789abcdef" for c in v), nullable=False)
+
+
+_PRECISION = schema.Rule("fp32 or bf16", lambda v: v in ("fp32", "bf16"), nullable=False)
+
+
+def _metric_rule(key: str) -> schema.Rule | None:
+    if key == "eval_precision":
+        return _PRECISION
+    if key.endswith("_acc") or key == "mask_density":
+        return schema.ACCURACY
+    if key.endswith(("_numel", "_nnz", "_entries", "_tensors")) or key in ("step", "steps"):
+        return schema.COUNT
+    if key.endswith(("_s", "_mb", "_norm")) or key.startswith(("fwd_bwd_s", "opt_s")):
+        return schema.NON_NEGATIVE
+    return None
+
+
+def manifest_problem(m: RunManifest) -> str | None:
+    """The first field of ``m`` that breaks its rules, as a phrase, or ``None``: the format is known, the current
+    format records its artifacts' SHA-256 (task vector, and mask for sparse methods), sparsity in [0, 1), seed
+    and data sizes ≥ 0, and the numbers of ``metrics``, ``timings`` and ``curve`` in their ranges (accuracies in
+    [0, 1], counts ≥ 0, seconds and MiB ≥ 0)."""
+    if m.format not in (RUN_FORMAT, LEGACY_RUN_FORMAT):
+        return f"'format' is {m.format!r}, not {RUN_FORMAT!r} (or the older {LEGACY_RUN_FORMAT!r})"
+    if m.format == RUN_FORMAT:
+        sparse = m.sparse_method or (m.method in schema.METHODS and schema.METHODS[m.method].sparse)
+        need = ["task_vector.safetensors"] + (["mask.safetensors"] if sparse else [])
+        missing = [n for n in need if n not in (m.artifacts or {})]
+        if missing:
+            return f"it records no SHA-256 of {missing[0]} (its format {RUN_FORMAT!r} always does)"
+        if sparse and m.sparsity is None:
+            return f"it records no sparsity, which a {m.method!r} run has"
+    values: list[tuple[str, Any, schema.Rule | None]] = [
+        ("sparsity", m.sparsity, schema.SPARSITY), ("seed", m.seed, schema.COUNT),
+        *((f"artifacts.{k}", v, _SHA256) for k, v in (m.artifacts or {}).items()),
+        *((f"data_sizes.{k}", v, schema.COUNT) for k, v in m.data_sizes.items()),
+        *((f"{part}.{k}", v, _metric_rule(k)) for part in ("metrics", "timings")
+          for k, v in getattr(m, part).items()),
+        *((f"curve.{k}", v, _metric_rule(k)) for point in (m.curve or []) if isinstance(point, dict)
+          for k, v in point.items())]
+    for key, value, rule in values:
+        if rule is not None and not rule.check(value):
+            return f"{key} = {value!r}, which must be {rule.what}"
+    return None
+
+
+def read_run(path: Path) -> Run:
+    """The run in folder ``path``: its manifest read and parsed (:meth:`RunManifest.read`), and in the folder its
+    model, task, method and config name (the run id; a manifest edited or copied into another run's folder is
+    corrupt)."""
+    manifest = RunManifest.read(path / "manifest.json")
+    want = run_id(manifest.model, manifest.task, manifest.method, manifest.config)
+    if want != path.name or manifest.run_id not in (None, path.name):
+        raise TalosError(f"run manifest {path / 'manifest.json'} is corrupt: its model, task, method and config give "
+                         f"the run id {want!r} (its run_id says {manifest.run_id!r}), not its folder's name "
+                         f"{path.name!r}; the file was edited or moved, fine-tune the run again")
+    return Run(path, manifest)
 
 
 @dataclass
@@ -236,15 +315,32 @@ class Run:
                              f"or damaged; fine-tune the run again (talos finetune --force)")
         return path
 
+    def require_artifacts(self) -> None:
+        """A run with any of its artifacts here must have all of them: its task vector, every artifact its manifest
+        records and, for a sparse method, its mask (:meth:`artifact`'s sentence for the first missing one); a
+        manifest exported without its weights (``cached_results/``) has none of them and passes. Only checks that
+        the files exist."""
+        names = sorted({"task_vector.safetensors", *(self.manifest.artifacts or {}),
+                        *(["mask.safetensors"] if self.sparse else [])})
+        here = [(self.path / name).is_file() for name in names]
+        if any(here) and not all(here):
+            self.artifact(names[here.index(False)])
+
     def verify(self) -> list[str]:
         """One sentence per artifact that fails its checks (missing, altered, unreadable, inconsistent or
-        non-finite entries): each is read as the commands read it. ``[]`` when all pass."""
-        problems = []
-        for read in (self.task_vector, self.mask):
+        non-finite entries; a mask that does not cover the task vector's entries): each is read as the commands
+        read it. ``[]`` when all pass."""
+        problems, read = [], {}
+        for name, load in (("vector", self.task_vector), ("mask", self.mask)):
             try:
-                read()
+                read[name] = load()
             except TalosError as exc:
                 problems.append(str(exc))
+        if read.get("mask") is not None and "vector" in read:
+            problem = _mask_vector_problem(read["mask"], read["vector"])
+            if problem:
+                problems.append(f"{self.path / 'mask.safetensors'} does not fit the run's task vector: {problem}; "
+                                f"fine-tune the run again (talos finetune --force)")
         return problems
 
     def task_vector(self):
@@ -259,7 +355,28 @@ class Run:
         p = self.path / "mask.safetensors"
         if not p.exists() and (not self.sparse or not (self.path / "task_vector.safetensors").exists()):
             return None
-        return load_mask(self.artifact("mask.safetensors"))
+        mask = load_mask(self.artifact("mask.safetensors"))
+        m = self.manifest.metrics
+        numel = sum(t.numel() for t in mask.values())
+        density = sum(int(t.sum()) for t in mask.values()) / max(numel, 1)
+        if m.get("maskable_numel", numel) != numel or abs(m.get("mask_density", density) - density) > 1e-9:
+            raise TalosError(f"{p} has {numel} entries at density {density:.6g}, but the run's manifest records "
+                             f"{m.get('maskable_numel', numel)} at {m.get('mask_density', density):.6g}: the file was "
+                             f"altered or damaged; fine-tune the run again (talos finetune --force)")
+        return mask
+
+
+def _mask_vector_problem(mask: dict[str, torch.Tensor], vector) -> str | None:
+    """Why ``mask`` cannot be the mask ``vector`` was trained under (a tensor it lacks or of another shape, an entry
+    the vector changes that the mask freezes), or ``None``."""
+    for name in vector.names():
+        if name not in mask:
+            return f"it has no entry {name!r}"
+        if tuple(mask[name].shape) != tuple(vector.shapes[name]):
+            return f"its {name!r} has shape {tuple(mask[name].shape)}, the vector's {tuple(vector.shapes[name])}"
+        if bool(((vector.dense(name) != 0) & ~mask[name]).any()):
+            return f"the vector changes entries of {name!r} that it freezes"
+    return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -303,7 +420,7 @@ class Store:
         path = self.run_path(rid)
         if not (path / "manifest.json").exists():
             raise TalosError(f"no run {rid!r} in store {self.root}")
-        return Run(path, RunManifest.read(path / "manifest.json"))
+        return read_run(path)
 
     def runs(self) -> Iterator[Run]:
         folder = self.root / "runs"
@@ -313,7 +430,7 @@ class Store:
             if path.name.startswith(".") or not (path / "manifest.json").exists():
                 continue
             try:
-                yield Run(path, RunManifest.read(path / "manifest.json"))
+                yield read_run(path)
             except TalosError:
                 continue  # a corrupt or incomplete run is skipped here; corrupt_runs() lists it
 
@@ -331,7 +448,7 @@ class Store:
                 out.append((path.name, f"run folder {path} has no manifest.json"))
                 continue
             try:
-                RunManifest.read(path / "manifest.json")
+                read_run(path)
             except TalosError as exc:
                 out.append((path.name, str(exc)))
         return out
@@ -460,7 +577,7 @@ class Store:
         else:
             os.replace(staging, target)
         shutil.rmtree(self.root / "checkpoints" / rid, ignore_errors=True)
-        return Run(target, RunManifest.read(target / "manifest.json"))
+        return read_run(target)
 
     # ----- results --------------------------------------------------------------------------
     def result_path(self, kind: str, name: str) -> Path:
@@ -511,7 +628,9 @@ class Store:
         return path
 
     def read_result(self, kind: str, name: str) -> dict:
-        return read_json(self.result_path(kind, name))
+        """Result ``kind/name`` read and checked by :func:`talos_core.schema.read_result` (types and ranges of its
+        values: a missing, garbled or edited file is one sentence naming it)."""
+        return schema.read_result(self.root, kind, name)
 
     def results(self, kind: str) -> list[str]:
         folder = schema.results_dir(self.root) / kind

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from talos_core.atomic import json_ready
-from talos_core.errors import TalosError, unknown
+from talos_core.errors import TalosError, check_seed, unknown
 from talos_core.store import Store
 
 
@@ -372,6 +372,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     from talos_core.executors import preflight
 
     preflight(executor, address, gpus_per_task, cpus_per_task, jobs)
+    check_seed(seed)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
         raise TalosError(f"checkpoint_every must be a whole number of steps ≥ 0 (0: no checkpoints), got "
                          f"{checkpoint_every!r}")
@@ -827,6 +828,16 @@ def report_markdown(store: Store | str, suite: str) -> str:
     return text
 
 
+def markdown_text(value: Any) -> str:
+    """A name read from a store, safe inside a Markdown table row and a code span: ``|`` escaped, line breaks
+    and backticks replaced (a store is data, never markup).
+
+    >>> print(markdown_text("a|b`c"))
+    a\\|b'c
+    """
+    return " ".join(str(value).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").split())
+
+
 def results_markdown(store: Store | str, suite: str) -> str:
     """The results table of ``suite`` (docs/results.md) (from the store's ``comparison`` result).
 
@@ -850,16 +861,18 @@ def results_markdown(store: Store | str, suite: str) -> str:
         return f"{pct(r.get(col))} [{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
 
     num = lambda v, f: "–" if v is None or pd.isna(v) else format(float(v), f)  # noqa: E731
-    lines = [f"**{suite}** — `{meta['model']}` on {', '.join(meta['tasks'])} (control: {meta['control_task']}); "
-             f"scale `{meta['scale']}`, seed {meta['seed']}, {meta['wall_time_s'] / 60:.1f} min on {meta['device']}",
+    md = markdown_text
+    lines = [f"**{suite}** — `{md(meta['model'])}` on {', '.join(map(md, meta['tasks']))} (control: "
+             f"{md(meta['control_task'])}); scale `{md(meta['scale'])}`, seed {meta['seed']}, "
+             f"{meta['wall_time_s'] / 60:.1f} min on {md(meta['device'])}",
              "", "| method | add. abs | add. norm | neg. target ↓ | neg. control | single-task | zero-shot "
              "| time/step (s) | peak memory (MiB) |",
              "|---|---|---|---|---|---|---|---|---|"]
-    order = [*meta.get("methods", []), *meta.get("posthoc", [])]
+    order = [*meta["methods"], *meta.get("posthoc", [])]
     rank = {m: i for i, m in enumerate(order)}
     records = sorted(table.to_dict(orient="records"), key=lambda r: (rank.get(r["method"], len(rank)), r["method"]))
     for r in records:
-        lines.append(f"| {r['method']} | {acc(r, 'addition_abs')} | {acc(r, 'addition_norm')} | "
+        lines.append(f"| {md(r['method'])} | {acc(r, 'addition_abs')} | {acc(r, 'addition_norm')} | "
                      f"{acc(r, 'negation_target')} | {acc(r, 'negation_control')} | "
                      f"{acc(r, 'single_task_acc')} | {acc(r, 'zero_shot_acc')} | "
                      f"{num(r.get('time_per_step_s'), '.3f')} | {num(r.get('peak_memory_mb'), '.0f')} |")

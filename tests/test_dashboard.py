@@ -178,7 +178,7 @@ def test_comparison_table_shows_intervals_beside_means(monkeypatch, fixture_stor
     name = "default__tiny-clip"
     comp = store.read_table("comparison", name)
     for col in ("addition_abs", "negation_target"):
-        comp[f"{col}_lo"], comp[f"{col}_hi"] = comp[col] - 0.05, comp[col] + 0.05
+        comp[f"{col}_lo"], comp[f"{col}_hi"] = (comp[col] - 0.05).clip(0, 1), (comp[col] + 0.05).clip(0, 1)
     store.write_table("comparison", name, comp)
     at = open_app(monkeypatch, store.root, "efficiency")
     shown = _comparison_frame(at).set_index("method")

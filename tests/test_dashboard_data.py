@@ -91,7 +91,8 @@ def test_corrupt_files_raise_one_sentence(store_copy):
     with pytest.raises(CorruptResult, match="is corrupt") as exc:
         D.load_addition(store_copy, _name("talos"))
     assert exc.value.level == "error"
-    path.write_text(json.dumps({"columns": ["alpha"], "records": [{"alpha": 0.0}]}))
+    row = {"alpha": 0.0, "split": "test", "task": "a", "accuracy": 0.5, "normalized_accuracy": 1.0}
+    path.write_text(json.dumps({"columns": list(row), "records": [row]}))
     with pytest.raises(CorruptResult, match="lacks field"):
         D.load_addition(store_copy, _name("talos"))
     loc = result_path(store_copy, "localization", _name("talos"))

@@ -36,7 +36,7 @@ def _name(*parts: str) -> str:
 # --------------------------------------------------------------------------------------------
 def _curve(method: str, rise: float) -> pd.DataFrame:
     return pd.DataFrame([{"method": method, "task": t, "step": s,
-                          "val_acc": round(min(0.3 + rise * s, 0.3 + rise * 40 + 0.1 * i), 4)}
+                          "val_acc": round(min(0.3 + rise * s, 0.3 + rise * 40 + 0.1 * i, 0.99), 4)}
                          for i, t in enumerate(TASKS) for s in range(10, 101, 10)])
 
 

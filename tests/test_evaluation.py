@@ -566,7 +566,7 @@ def test_cli_errors(tmp_path, capsys):
     assert "suite name" in capsys.readouterr().err
     assert _cli(["evaluate", "disentanglement", "--model", MODEL, "--tasks", "tweets,drug-reviews", "--range", "0",
                  "--store", str(tmp_path)]) == 2
-    assert "range must be a positive number" in capsys.readouterr().err
+    assert "range must be in (0, 1000], got 0.0" in capsys.readouterr().err
     assert _cli(["evaluate", "negation", "--model", MODEL, "--tasks", "tweets", "--control-task", "tweets",
                  "--no-train", "--store", str(tmp_path)]) == 2
     assert "error:" in capsys.readouterr().err
@@ -649,11 +649,11 @@ def test_protocol_registry_and_typed_settings():
         sharing.make_settings({"grid": 3})
     with pytest.raises(TalosError, match="must be a SharingSettings or a dict"):
         sharing.make_settings(3)
-    for proto, bad, needle in (("disentanglement", {"alpha_range": 0.0}, "range must be a positive number"),
+    for proto, bad, needle in (("disentanglement", {"alpha_range": 0.0}, "range must be in (0, 1000]"),
                                ("disentanglement", {"grid": 0}, "grid must be a positive integer"),
                                ("sharing", {"mode": "shuffle"}, "sharing mode must be prune, perturb or both"),
                                ("sharing", {"fraction": 1.5}, "fraction must be in [0, 1]"),
-                               ("addition", {"alpha_step": -1}, "alpha_step must be a positive number"),
+                               ("addition", {"alpha_step": -1}, "alpha_step must be in [0.001, 1]"),
                                ("preview", {"points": 0}, "preview_points must be a positive integer"),
                                ("sparsity-ablation", {"sparsities": ()}, "sparsities must be a non-empty tuple")):
         with pytest.raises(TalosError, match=re.escape(needle)):
@@ -867,8 +867,10 @@ def _write_comparison_inputs(st: Store, *, with_examples: bool) -> None:
         add["ci95"] = {"abs_acc": [0.4, 0.6], "norm_acc": [0.7, 0.9]}
         neg["ci95"] = {"target_acc": [0.1, 0.3], "control_acc": [0.6, 0.8]}
         extra["examples"] = {"talos": {t: {"zero_shot": "1100", "finetuned": "1111"} for t in ("a", "b")}}
-    st.write_table("addition", "s__m__talos", pd.DataFrame({"alpha": [0.5]}), **add)
-    st.write_table("negation", "s__m__talos", pd.DataFrame({"target": ["a"]}), **neg)
+    st.write_table("addition", "s__m__talos", pd.DataFrame([{"alpha": 0.5, "split": "test", "task": "a",
+                                                            "accuracy": 0.5, "normalized_accuracy": 0.8}]), **add)
+    st.write_table("negation", "s__m__talos", pd.DataFrame([{"target": "a", "alpha": 0.5, "split": "test",
+                                                            "target_acc": 0.2, "control_acc": 0.7}]), **neg)
     st.write_table("single", "s__m", single, **extra)
 
 

@@ -262,7 +262,7 @@ def test_card_reports_store_accuracies_for_the_evaluated_mix(stores, tmp_path):
     (["--tasks", "drug-reviews", "--negate", "drug-reviews"], "named twice"),
     (["--tasks", "fortune-topics"], "no 'talos' run of 'tiny-text' on 'fortune-topics'"),
     ([], "nothing to merge"),
-    (["--tasks", "drug-reviews", "--alpha", "-1"], "≥ 0"),
+    (["--tasks", "drug-reviews", "--alpha", "-1"], "must be in [0, 1000], got -1.0"),
     (["--tasks", "drug-reviews", "--alpha", "tweets=1"], "not among the merged tasks"),
 ])
 def test_bad_input_is_one_sentence_and_writes_nothing(argv, needle, stores, tmp_path, capsys):

@@ -48,8 +48,8 @@ def test_choose_budget_is_the_smallest_such_step_and_order_free():
     ({"a": []}, 0.01, "curve 'a' has no points"),
     ({"a": [(1, 0.5), (1, 0.6)]}, 0.01, "step 1 twice"),
     ({"a": [(1, float("nan"))]}, 0.01, "non-finite"),
-    ({"a": [(1, 0.5)]}, -0.1, "tolerance must be a finite number ≥ 0"),
-    ({"a": [(1, 0.5)]}, float("inf"), "tolerance must be a finite number ≥ 0"),
+    ({"a": [(1, 0.5)]}, -0.1, r"tolerance must be an accuracy fraction in \[0, 1\]"),
+    ({"a": [(1, 0.5)]}, float("inf"), r"tolerance must be an accuracy fraction in \[0, 1\]"),
 ])
 def test_choose_budget_rejects_bad_input(curves, tolerance, match):
     with pytest.raises(TalosError, match=match):
@@ -125,7 +125,7 @@ def test_learning_curve_cli(tmp_path, capsys):
             "--steps", "2", "--batch-size", "8", "--max-train", "16", "--max-val", "8", "--max-test", "8",
             "--device", "cpu", "--store", str(tmp_path), "--quiet"]
     assert main([*base, "--tolerance", "-1"]) == 2
-    assert "tolerance must be a finite number ≥ 0" in capsys.readouterr().err
+    assert "tolerance must be an accuracy fraction in [0, 1]" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()  # nothing written
     assert main([*base, "--eval-every", "1", "--tolerance", "0.02"]) == 0
     out = capsys.readouterr().out

@@ -135,7 +135,7 @@ def test_selection_settings_defaults_and_errors():
                         ({"param": "lr", "values": (0.0,)}, "lr must be in (0, 1], got 0.0"),
                         ({"param": "lr", "values": (2.0,)}, "lr must be in (0, 1], got 2.0"),
                         ({"param": "lr"}, "selecting lr needs candidate values"),
-                        ({"alpha_step": 0}, "alpha_step must be a positive number")):
+                        ({"alpha_step": 0}, "alpha_step must be in [0.001, 1]")):
         with pytest.raises(TalosError, match=re.escape(needle)):
             proto.make_settings(bad)
 

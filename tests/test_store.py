@@ -9,6 +9,32 @@ from talos_core.atomic import atomic_write_json, read_json
 from talos_core.errors import TalosError
 from talos_core.store import Store, run_id
 
+SHA = "0" * 64
+
+
+def _manifest(task: str = "t", method: str = "talos", **extra) -> tuple[str, dict]:
+    """``(run id, manifest)`` of a complete current-format run of model ``m`` (its folder name is its run id)."""
+    from talos_core.store import RunManifest
+
+    rid, sparse = run_id("m", task, method, {}), method == "talos"
+    metrics = {"zero_shot_test_acc": 0.5, "zero_shot_val_acc": 0.5, "finetuned_test_acc": 0.9,
+               "finetuned_val_acc": 0.9, "eval_precision": "fp32", "vector_nnz": 3, "vector_norm": 1.0,
+               "theta_numel": 30, **({"mask_density": 0.1, "maskable_numel": 30} if sparse else {})}
+    m = RunManifest(run_id=rid, model="m", task=task, method=method, family="text-encoder",
+                    sparsity=0.9 if sparse else None, seed=0, sparse_method=sparse,
+                    data_sizes={"train": 8, "val": 4, "test": 4}, metrics=metrics, device="cpu",
+                    created="2025-01-01T00:00:00+0000", train_precision="fp32", curve=[],
+                    artifacts={"task_vector.safetensors": SHA, **({"mask.safetensors": SHA} if sparse else {})})
+    return rid, {**m.to_dict(), **extra}
+
+
+def _commit(store: Store, task: str = "t", method: str = "talos", **extra) -> str:
+    rid, manifest = _manifest(task, method, **extra)
+    st = store.staging(rid)
+    atomic_write_json(st / "manifest.json", manifest)
+    store.commit(st, rid)
+    return rid
+
 
 def test_run_id_is_deterministic():
     a = run_id("m", "t", "talos", {"x": 1, "y": [1, 2]})
@@ -18,30 +44,28 @@ def test_run_id_is_deterministic():
 
 def test_staging_commit_and_listing(tmp_path):
     store = Store(tmp_path / "s")
-    for rid in ("r1", "r2"):
-        st = store.staging(rid)
-        atomic_write_json(st / "manifest.json", {"model": "m", "task": rid, "method": "talos"})
-        store.commit(st, rid)
+    r1, r2 = (_commit(store, task) for task in ("r1", "r2"))
     # replacing an existing run is atomic and leaves no staging folders
-    st = store.staging("r1")
-    atomic_write_json(st / "manifest.json", {"model": "m", "task": "r1", "method": "nonlinear"})
-    store.commit(st, "r1")
-    assert store.get_run("r1").manifest.method == "nonlinear"
-    assert sorted(p.name for p in (tmp_path / "s" / "runs").iterdir()) == ["r1", "r2"]
-    (tmp_path / "s" / "runs" / "r2" / "manifest.json").write_text("{broken")
-    assert [r.id for r in store.runs()] == ["r1"]
+    st = store.staging(r1)
+    atomic_write_json(st / "manifest.json", {**_manifest("r1")[1], "created": "later"})
+    store.commit(st, r1)
+    assert store.get_run(r1).manifest.created == "later"
+    assert sorted(p.name for p in (tmp_path / "s" / "runs").iterdir()) == sorted([r1, r2])
+    (tmp_path / "s" / "runs" / r2 / "manifest.json").write_text("{broken")
+    assert [r.id for r in store.runs()] == [r1]
     with pytest.raises(TalosError, match="corrupt"):
-        store.get_run("r2")
+        store.get_run(r2)
     with pytest.raises(TalosError, match="no run"):
         store.get_run("zzz")
 
 
 def test_tables_round_trip(tmp_path):
     store = Store(tmp_path)
-    df = pd.DataFrame({"task": ["a", "b"], "acc": [0.5, float("nan")]})
+    df = pd.DataFrame({"method": ["talos"] * 2, "task": ["a", "b"], "zero_shot_acc": [0.5, float("nan")],
+                       "finetuned_acc": [0.6, 0.7], "split": ["test"] * 2})
     store.write_table("single", "x", df, note="hi")
     back = store.read_table("single", "x")
-    assert list(back.columns) == ["task", "acc"] and back["acc"].isna().iloc[1]
+    assert list(back.columns) == list(df.columns) and back["zero_shot_acc"].isna().iloc[1]
     assert store.read_result("single", "x")["note"] == "hi"
     assert store.results("single") == ["x"]
     assert not list((tmp_path / "results" / "single").glob(".*"))
@@ -58,16 +82,18 @@ def test_export_keeps_results_and_manifests_only(tmp_path):
     from talos_core.store import export_store, save_mask
 
     src = Store(tmp_path / "src")
-    st = src.staging("r1")
-    atomic_write_json(st / "manifest.json", {"model": "m", "task": "t", "method": "talos"})
+    rid, manifest = _manifest()
+    st = src.staging(rid)
+    atomic_write_json(st / "manifest.json", manifest)
     save_mask({"w": torch.ones(3, dtype=torch.bool)}, st / "mask.safetensors")
-    src.commit(st, "r1")
-    src.write_table("single", "x", pd.DataFrame({"a": [1]}))
+    src.commit(st, rid)
+    src.write_table("single", "x", pd.DataFrame([{"method": "talos", "task": "t", "zero_shot_acc": 0.5,
+                                                  "finetuned_acc": 0.9, "split": "test"}]))
     counts = export_store(src.root, tmp_path / "dst")
     assert counts == {"results": 1, "manifests": 1, "artifacts": 0}
     dst = Store(tmp_path / "dst")
-    assert dst.read_table("single", "x")["a"].tolist() == [1]
-    assert [r.id for r in dst.runs()] == ["r1"] and dst.get_run("r1").mask() is None
+    assert dst.read_table("single", "x")["finetuned_acc"].tolist() == [0.9]
+    assert [r.id for r in dst.runs()] == [rid] and dst.get_run(rid).mask() is None
     with pytest.raises(TalosError, match="not a results store"):
         export_store(tmp_path / "nothing", tmp_path / "dst2")
 
@@ -76,14 +102,11 @@ def test_export_referenced_only_leaves_out_unused_runs(tmp_path):
     from talos_core.store import export_store
 
     src = Store(tmp_path / "src")
-    for rid in ("m__t__talos__aaa", "m__t__talos__bbb"):
-        st = src.staging(rid)
-        atomic_write_json(st / "manifest.json", {"model": "m", "task": "t", "method": "talos"})
-        src.commit(st, rid)
-    src.write_table("single", "x", pd.DataFrame({"a": [1]}), runs={"talos": {"t": "m__t__talos__bbb"}})
+    _, bbb = (_commit(src, task) for task in ("aaa", "bbb"))
+    src.write_table("single", "x", pd.DataFrame({"a": [1]}), runs={"talos": {"t": bbb}})
     counts = export_store(src.root, tmp_path / "dst", referenced_only=True)
     assert counts["manifests"] == 1
-    assert [r.id for r in Store(tmp_path / "dst").runs()] == ["m__t__talos__bbb"]
+    assert [r.id for r in Store(tmp_path / "dst").runs()] == [bbb]
     assert export_store(src.root, tmp_path / "all")["manifests"] == 2
 
 
@@ -97,37 +120,54 @@ def test_run_manifest_round_trip_and_defaults():
             "versions": {"torch": "2"}, "created": "2025-01-01T00:00:00+0000"}
     m = RunManifest.from_dict(full, "x.json")
     assert m.to_dict() == full and list(m.to_dict()) == list(full)  # the file's keys, in the file's order
-    minimal = RunManifest.from_dict({"model": "m", "task": "t", "method": "nonlinear", "config": None}, "x.json")
+    minimal = RunManifest.from_dict({"format": "talos-run/1", "model": "m", "task": "t", "method": "nonlinear",
+                                     "config": None}, "x.json")
     assert (minimal.eval_mode, minimal.sparsity, minimal.sparse_method, minimal.config) == ("nonlinear", None,
                                                                                              False, {})
 
 
 @pytest.mark.parametrize("payload,needle", [
-    ({"task": "t", "method": "talos"}, "incomplete: it has no 'model'"),
-    ({"model": "m", "task": "t", "method": "talos", "metrics": [1]}, "corrupt: 'metrics' must be an object"),
-    ({"model": "m", "task": "t", "method": "talos", "sparsity": "0.9"}, "corrupt: 'sparsity' must be a number"),
-    ({"model": "m", "task": "t", "method": "talos", "seed": True}, "corrupt: 'seed' must be an integer"),
+    ({k: v for k, v in _manifest()[1].items() if k != "model"}, "incomplete: it has no 'model'"),
+    ({**_manifest()[1], "metrics": [1]}, "corrupt: 'metrics' must be an object"),
+    ({**_manifest()[1], "sparsity": "0.9"}, "corrupt: 'sparsity' must be a number"),
+    ({**_manifest()[1], "seed": True}, "corrupt: 'seed' must be an integer"),
     (["model"], "corrupt: expected a JSON object"),
+    # issue 33: a current-format manifest without checksums, edited numbers, a manifest in another run's folder
+    ({**_manifest()[1], "artifacts": None}, "incomplete: it has no 'artifacts'"),
+    ({**_manifest()[1], "artifacts": {"mask.safetensors": SHA}}, "records no SHA-256 of task_vector.safetensors"),
+    ({**_manifest()[1], "artifacts": {"task_vector.safetensors": SHA}}, "records no SHA-256 of mask.safetensors"),
+    ({**_manifest()[1], "format": "talos-run/9"}, "'format' is 'talos-run/9', not 'talos-run/2'"),
+    ({**_manifest()[1], "metrics": {**_manifest()[1]["metrics"], "finetuned_test_acc": 7.5}},
+     "metrics.finetuned_test_acc = 7.5, which must be an accuracy in [0, 1]"),
+    ({**_manifest()[1], "seed": None}, "incomplete: it has no 'seed'"),
+    ({**_manifest()[1], "data_sizes": {"train": -1, "val": 1, "test": 1}},
+     "data_sizes.train = -1, which must be a whole number ≥ 0"),
+    ({**_manifest()[1], "sparsity": 1.5}, "sparsity = 1.5, which must be a sparsity in [0, 1)"),
+    ({**_manifest()[1], "task": "other"}, "not its folder's name"),
+    ({**_manifest()[1], "run_id": "m__t__talos__0000000000"}, "its run_id says 'm__t__talos__0000000000'"),
 ])
 def test_bad_manifests_are_one_sentence_naming_the_file(tmp_path, payload, needle):
     store = Store(tmp_path / "s")
-    st = store.staging("r1")
-    atomic_write_json(st / "manifest.json", {"model": "m", "task": "t", "method": "talos"})
-    store.commit(st, "r1")
-    path = tmp_path / "s" / "runs" / "r1" / "manifest.json"
+    rid = _commit(store)
+    path = tmp_path / "s" / "runs" / rid / "manifest.json"
     atomic_write_json(path, payload)
     with pytest.raises(TalosError) as exc:
-        store.get_run("r1")
+        store.get_run(rid)
     assert needle in str(exc.value) and str(path) in str(exc.value) and "\n" not in str(exc.value)
     assert list(store.runs()) == []  # listing skips it
+    assert [name for name, _ in store.corrupt_runs()] == [rid]  # and `talos runs` lists it as corrupt
+
+
+def test_legacy_manifest_without_checksums_reads(tmp_path):
+    """Only the older format talos-run/1 may lack checksums (33 of the shipped cached_results manifests do)."""
+    store = Store(tmp_path / "s")
+    rid = _commit(store, format="talos-run/1", artifacts=None)
+    assert store.get_run(rid).manifest.artifacts is None and store.corrupt_runs() == []
 
 
 def test_find_runs_matches_given_fields(tmp_path):
     store = Store(tmp_path)
-    for rid, method in (("a", "talos"), ("b", "nonlinear")):
-        st = store.staging(rid)
-        atomic_write_json(st / "manifest.json", {"model": "m", "task": "t", "method": method})
-        store.commit(st, rid)
-    assert [r.id for r in store.find_runs(model="m")] == ["a", "b"]
-    assert [r.id for r in store.find_runs(model="m", task="t", method="nonlinear")] == ["b"]
+    a, b = (_commit(store, method=method) for method in ("talos", "nonlinear"))
+    assert sorted(r.id for r in store.find_runs(model="m")) == sorted([a, b])
+    assert [r.id for r in store.find_runs(model="m", task="t", method="nonlinear")] == [b]
     assert store.find_runs(task="other") == []

@@ -81,14 +81,20 @@ if typed:
     from talos_core.models import get_model_spec
 
     try:
+        refused = cfg.model_problem(typed)
+        if refused:
+            raise TalosError(refused)
         typed_spec = get_model_spec(typed)
     except TalosError as exc:
         ui.show_problem(exc)
+        model, typed = None, ""  # nothing is launched with a refused spec
     else:
         model, family = typed, typed_spec.family
         desc[model] = typed_spec.description
         c1.warning("Typed models download their weights from the internet on first use (Hugging Face hub / "
                    "open_clip); without internet, or offline mode, the job fails with “could not be loaded”.")
+if model is None:
+    st.stop()
 c1.caption(desc.get(model, ""))
 modality = "image" if family in ("clip", "cnn") else "text"
 tt = tasks_df[tasks_df["modality"] == modality]
@@ -239,19 +245,27 @@ with st.expander("A suite (every method and analysis of `talos suite`), here or 
     resume = st.checkbox("Resume an interrupted run of this suite", key="suite_resume")
     sspec = SJ.SuiteJobSpec(suite_name, suite_scale, executor,
                             (address.strip() or None) if executor == "ray" else None, resume=resume)
+    splan, confirmed = None, False
     try:
         scmd = SJ.build_suite_command(sspec, root)
         sover = SJ.suite_job_problem(sspec, limits) or limits.busy(J.active_jobs(root))
         sproblem = TalosError(sover) if sover else None
+        splan = SJ.suite_plan(sspec, root, gpu=gpu)
     except TalosError as exc:
         scmd, sproblem = [], exc
     if sproblem:
         ui.show_problem(sproblem)
     else:
         st.code(J.display_command(scmd), language="bash")
+    if splan is not None:  # what `talos suite --plan` says it costs (training only, from measured cells)
+        st.caption(ui.md(f"{splan.counts()['finetune_runs']} fine-tuning runs, {len(splan.steps)} steps. "
+                         + " ".join(line.strip() for line in splan.cost_lines()[1:])))
+        if not sproblem and SJ.needs_confirmation(splan):
+            confirmed = st.checkbox(f"I understand this suite takes about {splan.cost['hours']:.2f} device-hours of "
+                                    "training here, plus what the estimate cannot include", key="suite_confirm")
     if st.button("Launch suite in background", disabled=sproblem is not None, key="suite_launch"):
         try:
-            job = SJ.start_suite_job(sspec, root, limits=limits)
+            job = SJ.start_suite_job(sspec, root, limits=limits, plan=splan, confirmed=confirmed)
             st.session_state["run_job"] = job.label
             st.success(f"Started job {job.id}; follow it below.")
         except (TalosError, OSError) as exc:

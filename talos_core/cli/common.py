@@ -25,6 +25,37 @@ def non_negative_int(text: str) -> int:
     return _int_at_least(text, 0, "non-negative")
 
 
+def port(text: str) -> int:
+    """A TCP port, ``1`` to ``65535``."""
+    value = _int_at_least(text, 1, "port")
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in [1, 65535], got {text!r}")
+    return value
+
+
+def folder(text: str) -> str:
+    """A folder path: not empty (``--store ""`` would silently mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a folder, got {text!r}")
+    return text
+
+
+def check_sparsity_flag(sparsity: float | None, method: str) -> None:
+    """``--sparsity`` given for a method that trains no sparse subset (``nonlinear``, ``llora``, post-hoc merges of
+    ``nonlinear`` vectors) would be silently ignored: one sentence instead. Unknown methods are left to their own
+    check."""
+    from talos_core.errors import TalosError
+    from talos_core.schema import METHODS, base_method_of
+
+    info = METHODS.get(base_method_of(method) or "")
+    if sparsity is None or info is None:
+        return
+    if not METHODS[info.base_method or info.name].sparse:
+        sparse = ", ".join(m for m, i in METHODS.items() if i.sparse)
+        raise TalosError(f"--sparsity {sparsity:g} applies only to sparse methods ({sparse}); method {method!r} "
+                         f"trains no sparse subset: leave --sparsity out")
+
+
 def number(text: str) -> float:
     try:
         return float(text)
@@ -55,7 +86,7 @@ def add_store_argument(p: argparse.ArgumentParser, *, viewer: bool = False,
     """
     default, rule = ((viewer_store(), "$TALOS_STORE, else the shipped cached_results/, else ./runs") if viewer
                      else (default_store(), "$TALOS_STORE, else ./runs"))
-    p.add_argument("--store", default=str(default), help=f"{help} (default: {rule})")
+    p.add_argument("--store", type=folder, default=str(default), help=f"{help} (default: {rule})")
 
 
 def add_eval_precision_argument(p: argparse.ArgumentParser,
@@ -83,14 +114,17 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
         p.add_argument("--task", required=True,
                        help="task name (see `talos tasks`), or your own data: csv:PATH, images:DIR or hf:DATASET_ID")
     p.add_argument("--method", default="talos", help="fine-tuning method (default: talos)")
-    p.add_argument("--sparsity", type=number, default=0.9, help="fraction of maskable entries frozen, in [0, 1)")
+    p.add_argument("--sparsity", type=number, default=None,
+                   help="fraction of maskable entries frozen, in [0, 1) (sparse methods only; default 0.9)")
     add_store_argument(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=positive_int, help="training steps (default: the model's)")
-    p.add_argument("--batch-size", type=positive_int)
+    p.add_argument("--batch-size", type=positive_int,
+                   help="training examples per step (default: the model's; at most 65536 and at most --max-train)")
     p.add_argument("--lr", type=number)
     p.add_argument("--weight-decay", type=number)
-    p.add_argument("--warmup-steps", type=int)
+    p.add_argument("--warmup-steps", type=int, help="linear warm-up steps (default: the model's; at most the run's "
+                                                     "steps)")
     p.add_argument("--rounds", type=positive_int, default=4, help="TaLoS calibration rounds")
     p.add_argument("--calib-samples", type=positive_int, help="calibration examples per round")
     p.add_argument("--soft-mask", type=number, default=None,
@@ -127,8 +161,10 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
 def request_from_args(args: argparse.Namespace, task: str | None = None, method: str | None = None):
     from talos_core.pipeline import FinetuneRequest
 
+    check_sparsity_flag(args.sparsity, method or args.method)
     return FinetuneRequest(
-        model=args.model, task=task or args.task, method=method or args.method, sparsity=args.sparsity,
+        model=args.model, task=task or args.task, method=method or args.method,
+        sparsity=0.9 if args.sparsity is None else args.sparsity,
         seed=args.seed, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
         weight_decay=args.weight_decay, warmup_steps=args.warmup_steps, rounds=args.rounds,
         calib_samples=args.calib_samples, soft_mask_value=args.soft_mask, score_target=args.score_target,

@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from talos_core.cli.common import add_store_argument, positive_int
+from talos_core.cli.common import add_store_argument, port
 from talos_core.errors import TalosError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dashboard", help="launch the Streamlit dashboard")
     add_store_argument(p, viewer=True, help="store to open first; also where the Run page writes, unless it is "
                                             "the shipped cached_results (then ./runs)")
-    p.add_argument("--port", type=positive_int, default=8501)
+    p.add_argument("--port", type=port, default=8501, help="TCP port, 1 to 65535 (default 8501)")
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"address to listen on (default {DEFAULT_HOST}: this machine only); e.g. 0.0.0.0 to let "
                         "others on the network open it (no authentication: use --read-only for a room)")

@@ -36,8 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _examples(args: argparse.Namespace) -> int:
     from talos_core.evaluation.examples import examples_from_store
+    from talos_core.evaluation.protocols import ExamplesSettings
     from talos_core.store import Store
 
+    ExamplesSettings(points=args.points, seed=args.seed)  # the protocol's rules (1 to 24 examples), before any work
     store = Store(args.store)
     store.check_folder()
     if not (store.root / "results").is_dir():

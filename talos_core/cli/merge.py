@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from talos_core.cli.common import add_store_argument, number, option
+from talos_core.cli.common import add_store_argument, check_sparsity_flag, folder, number, option
+from talos_core.errors import check_range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="post-hoc methods: hyperparameter KEY=VALUE (e.g. beta=0.5); repeatable; default: those the "
                         "store's addition result of these tasks chose on validation, else the method's defaults")
     add_store_argument(p, help="results store holding the runs")
-    p.add_argument("--out", required=True, help="new (or empty) folder to write the checkpoint into")
+    p.add_argument("--out", type=folder, required=True, help="new (or empty) folder to write the checkpoint into")
     p.set_defaults(handler=_merge)
 
 
@@ -45,10 +46,11 @@ def _names(text: str) -> tuple[str, ...]:
 def _merge(args: argparse.Namespace) -> int:
     from talos_core.export_model import MergeRequest, check_out, check_request, export_merge, parse_alphas
 
+    check_sparsity_flag(args.sparsity, args.method)
     tasks, negate = _names(args.tasks), _names(args.negate)
     overrides: dict = {}
     if args.sparsity is not None:
-        overrides["sparsity"] = args.sparsity
+        overrides["sparsity"] = check_range("--sparsity", args.sparsity, 0.0, 1.0)
     if args.option:
         overrides["options"] = dict(args.option)
     req = MergeRequest(model=args.model, tasks=tasks, method=args.method, negate=negate,

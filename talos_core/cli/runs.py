@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from talos_core.cli.common import add_run_arguments, add_store_argument, print_table, request_from_args
+from talos_core.cli.common import add_run_arguments, add_store_argument, folder, print_table, request_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also check every run's artifacts against the SHA-256 its manifest records (reads them all)")
     p.set_defaults(handler=_runs)
     p = sub.add_parser("export", help="copy a store's results and run manifests (no weights) into another store")
-    p.add_argument("--store", required=True, help="source store")
-    p.add_argument("--to", required=True, help="destination store (e.g. cached_results)")
+    p.add_argument("--store", type=folder, required=True, help="source store")
+    p.add_argument("--to", type=folder, required=True, help="destination store (e.g. cached_results)")
     p.add_argument("--artifacts", action="store_true", help="also copy task vectors and masks (large)")
     p.add_argument("--referenced-only", action="store_true",
                    help="copy only the runs that some result refers to")
@@ -32,7 +32,7 @@ def _finetune(args: argparse.Namespace) -> int:
     req = request_from_args(args)
     req.validate()
     run = run_finetune(req, Store(args.store), force=args.force, progress=not args.quiet)
-    m = run.manifest.metrics
+    m = {k: float("nan") for k in ("zero_shot_test_acc", "finetuned_test_acc")} | run.manifest.metrics
     print(f"run {run.id} -> {run.path}")
     line = f"zero-shot test acc {m['zero_shot_test_acc']:.4f} | fine-tuned test acc {m['finetuned_test_acc']:.4f}"
     if "mask_density" in m:

@@ -25,9 +25,9 @@ from talos_core.evaluation.progress import Progress, evaluation_key
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
+    check_alpha_step,
     check_control_task,
     check_positive_int,
-    check_positive_number,
     fmt,
 )
 from talos_core.evaluation.runs import run_alpha_grid
@@ -49,7 +49,7 @@ class AblationSettings:
             check_range("sparsity", s, 0.0, 1.0)
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 

@@ -43,8 +43,8 @@ RULE = ("budget = the smallest evaluated step s such that, on every task's curve
 # --------------------------------------------------------------------------------------------
 def _check_tolerance(tolerance: object) -> float:
     if (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not math.isfinite(tolerance)
-            or tolerance < 0):
-        raise TalosError(f"tolerance must be a finite number ≥ 0 (an accuracy fraction, e.g. 0.01), got {tolerance!r}")
+            or not 0 <= tolerance <= 1):
+        raise TalosError(f"tolerance must be an accuracy fraction in [0, 1] (e.g. 0.01), got {tolerance!r}")
     return float(tolerance)
 
 

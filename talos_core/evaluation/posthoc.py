@@ -20,9 +20,9 @@ from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
+    check_alpha_step,
     check_control_task,
     check_positive_int,
-    check_positive_number,
     eval_data,
     fmt,
     upsert,
@@ -46,7 +46,7 @@ class PosthocSettings:
         if method_info(self.base_method, "finetune").eval_mode != "nonlinear":
             raise TalosError(f"post-hoc methods merge non-linearly evaluated task vectors; base method "
                              f"{self.base_method!r} is evaluated linearized (choose nonlinear, imported, talos, ...)")
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("max_points", self.max_points, optional=True)
         check_positive_int("batch_size", self.batch_size, optional=True)
 

@@ -40,11 +40,13 @@ from talos_core.evaluation.learning_curve import LearningCurveSettings, learning
 from talos_core.evaluation.lr_check import LrCheckSettings, run_lr_check
 from talos_core.evaluation.posthoc import PosthocSettings, evaluate_posthoc
 from talos_core.evaluation.request import (
+    MAX_ALPHA,
+    MAX_GRID,
     EvalOutcome,
     EvalRequest,
+    check_alpha_step,
     check_control_task,
     check_positive_int,
-    check_positive_number,
     check_seed,
     common_mode,
     eval_data,
@@ -84,7 +86,7 @@ class AdditionSettings:
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 
@@ -97,7 +99,7 @@ class NegationSettings:
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 
@@ -112,10 +114,11 @@ class DisentanglementSettings:
 
     def __post_init__(self) -> None:
         check_positive_int("grid", self.grid)
-        check_positive_number("range", self.alpha_range)
+        check_range("grid", self.grid, 1, MAX_GRID, high_open=False)
+        check_range("range", self.alpha_range, 0.0, MAX_ALPHA, low_open=True, high_open=False)
         check_positive_int("points", self.points)
         check_seed(self.seed)
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 
@@ -175,7 +178,7 @@ class ExamplesSettings:
         check_seed(self.seed)
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 

@@ -12,7 +12,6 @@ evaluation data.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from talos_core.atomic import json_ready
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_range, check_seed  # noqa: F401  (check_seed: re-exported)
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.runs import resolve_runs, run_eval_mode
 from talos_core.schema import result_name
@@ -212,16 +211,19 @@ def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None
         raise TalosError(f"{name} must be a positive integer, got {value!r}")
 
 
-def check_positive_number(name: str, value: Any) -> None:
-    """``value`` must be a finite number > 0."""
-    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
-            or value <= 0):
-        raise TalosError(f"{name} must be a positive number, got {value!r}")
+#: the largest |α| anywhere (merge, the disentanglement range): α grids reach 1/(1 − 0.99) = 100 at the sparsest
+#: setting; beyond this, weights leave any range a model was trained in (and, near 3.4e38, float32)
+MAX_ALPHA = 1000.0
+#: α grid steps: at least this (a grid of at most ~1,000 points per unit of α), at most 1
+MIN_ALPHA_STEP = 1e-3
+#: the largest disentanglement grid per axis (grid² evaluations; the paper's is 20)
+MAX_GRID = 100
 
 
-def check_seed(value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TalosError(f"seed must be an integer, got {value!r}")
+def check_alpha_step(value: Any) -> None:
+    """``value`` must be an α grid step in [:data:`MIN_ALPHA_STEP`, 1] (a smaller one makes a grid too large to
+    evaluate)."""
+    check_range("alpha_step", value, MIN_ALPHA_STEP, 1.0, high_open=False)
 
 
 def check_control_task(control_task: str, tasks: Sequence[str]) -> str:

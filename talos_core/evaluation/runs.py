@@ -97,15 +97,24 @@ def find_run(store: Store, model: str, task: str, method: str,
     req = build_request(model, task, method, overrides)
     rid = req.run_id()
     if store.has_run(rid):
-        return store.get_run(rid)
+        return _complete(store.get_run(rid))
     cands = [r for r in store.find_runs(model=model, task=task, method=method) if _matches(r, req, overrides or {})]
     if not cands:
+        prefix = rid.rsplit("__", 1)[0] + "__"  # <model>__<task>__<method>__: a corrupt run of this kind is named
+        corrupt = [problem for name, problem in store.corrupt_runs() if name.startswith(prefix)]
+        if corrupt:
+            raise TalosError(corrupt[0])
         return None
     labels = sorted({str((r.manifest.config.get("options") or {}).get("label")) for r in cands})
     if len(labels) > 1:  # imported runs of several sources: which one is not ours to guess
         raise TalosError(f"store {store.root} holds {method!r} runs of {model!r} on {task!r} with {len(labels)} "
                          f"labels ({', '.join(labels)}); pick one with --option label=NAME")
-    return max(cands, key=lambda r: (r.manifest.created or "", r.id))
+    return _complete(max(cands, key=lambda r: (r.manifest.created or "", r.id)))
+
+
+def _complete(run: Run) -> Run:
+    run.require_artifacts()  # a run missing its mask (or another recorded artifact) is never used as it is
+    return run
 
 
 def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,

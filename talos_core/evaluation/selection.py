@@ -38,9 +38,9 @@ from talos_core.errors import TalosError, check_range
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
+    check_alpha_step,
     check_control_task,
     check_positive_int,
-    check_positive_number,
     fmt,
 )
 from talos_core.schema import result_name
@@ -195,7 +195,7 @@ class SelectionSettings:
         object.__setattr__(self, "values", values)
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
-        check_positive_number("alpha_step", self.alpha_step)
+        check_alpha_step(self.alpha_step)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 

@@ -34,6 +34,11 @@ def _cached_model(name: str) -> TaskModel:
     return load_model(name)
 
 
+def cached_model(name: str) -> TaskModel:
+    """The model ``name`` as loaded once per process (the same object :func:`prepared_model` prepares)."""
+    return _cached_model(name)
+
+
 def prepared_model(name: str, task: TaskSpec, device: torch.device) -> TaskModel:
     """The (cached) model ``name`` on ``device`` carrying ``task``'s zero-shot head, at θ0."""
     model = _cached_model(name).to(device)

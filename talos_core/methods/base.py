@@ -84,6 +84,8 @@ class FinetuneMethod:
     description: str
     run: Callable[[MethodContext], MethodOutput] = field(repr=False, compare=False)
     options: tuple[str, ...] = ()  # the method-specific option keys it accepts (--option KEY=VALUE)
+    # checks the options against the loaded model (e.g. an L-LoRA rank), before anything is written
+    check_options: Callable[[TaskModel, dict], object] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         method_info(self.name, "finetune")  # a catalogue entry of this kind

@@ -37,7 +37,7 @@ from talos_core.errors import TalosError
 from talos_core.inference.forward import linearized_logits
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
 from talos_core.methods.base import FinetuneMethod, MethodContext, MethodOutput, official_dense_names, train_with_plan
-from talos_core.methods.lora import run_llora
+from talos_core.methods.lora import check_llora_options, run_llora
 from talos_core.models.base import Batch, TaskModel
 from talos_core.training import LossFn, TrainConfig, finetune
 
@@ -104,14 +104,15 @@ def lota_mask(deltas: dict[str, torch.Tensor], density: float) -> Mask:
     return keep_lowest({n: -d.abs() for n, d in deltas.items()}, eligible, int(math.floor(density * total)))
 
 
-def _lota_options(ctx: MethodContext) -> tuple[int | None, str]:
-    extra = sorted(set(ctx.options) - set(LOTA_OPTIONS))
+def check_lota_options(model: object, options: dict) -> tuple[int | None, str]:
+    """LoTA's ``calib_steps`` and ``calib_data`` (one sentence when they are not allowed; ``model`` is unused)."""
+    extra = sorted(set(options) - set(LOTA_OPTIONS))
     if extra:
         raise TalosError(f"unknown lota option(s) {extra}; lota accepts: {', '.join(LOTA_OPTIONS)}")
-    steps = ctx.options.get("calib_steps")
+    steps = options.get("calib_steps")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
         raise TalosError(f"lota calib_steps must be a positive integer, got {steps!r}")
-    data = ctx.options.get("calib_data", "val")
+    data = options.get("calib_data", "val")
     if data not in ("val", "train"):
         raise TalosError(f"lota calib_data must be 'val' or 'train', got {data!r}")
     return steps, data
@@ -126,7 +127,7 @@ def _calibration_train_config(config: TrainConfig, steps: int) -> TrainConfig:
 
 
 def _run_lota(ctx: MethodContext) -> MethodOutput:
-    steps_opt, data_opt = _lota_options(ctx)
+    steps_opt, data_opt = check_lota_options(ctx.model, dict(ctx.options))
     cfg = ctx.calibration()
     t0 = time.perf_counter()
     if data_opt == "val":
@@ -167,8 +168,8 @@ BASELINE_METHODS: tuple[FinetuneMethod, ...] = (
     FinetuneMethod("linearized", "Linearized FT: train f(x,θ0) + (θ−θ0)ᵀ∇f(x,θ0) via a JVP (Ortiz-Jiménez et al.)",
                    _run_linearized),
     FinetuneMethod("llora", "L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
-                   run_llora, options=("rank", "lora_alpha")),
+                   run_llora, options=("rank", "lora_alpha"), check_options=check_llora_options),
     FinetuneMethod("lota", "LoTA: short dense calibration, top-k |Δθ| mask, restart from θ0, sparse FT (Panda et al.)",
-                   _run_lota, options=LOTA_OPTIONS),
+                   _run_lota, options=LOTA_OPTIONS, check_options=check_lota_options),
 )
 """Full fine-tuning (non-linear, linearized) and the parameter-efficient baselines (L-LoRA, LoTA)."""

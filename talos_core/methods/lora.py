@@ -195,6 +195,14 @@ def _option_rank_alpha(options: dict, targets: list[LoraTarget]) -> tuple[int, f
     return rank, float(alpha)
 
 
+def check_llora_options(model: nn.Module, options: dict) -> tuple[int, float]:
+    """The rank and ``lora_alpha`` of ``options`` on ``model`` (one sentence when they do not fit it)."""
+    targets = lora_targets(model)
+    if not targets:
+        raise TalosError(f"model {type(model).__name__} has no attention Q/V projections for L-LoRA")
+    return _option_rank_alpha(options, targets)
+
+
 def run_llora(ctx: MethodContext) -> MethodOutput:
     """Train L-LoRA factors on ``ctx``'s task and return the merged update as a task vector.
 
@@ -203,9 +211,7 @@ def run_llora(ctx: MethodContext) -> MethodOutput:
     :func:`talos_core.training.finetune` run on the adapter; ``trainable_entries`` counts the LoRA factor entries.
     """
     targets = lora_targets(ctx.model)
-    if not targets:
-        raise TalosError(f"model {type(ctx.model).__name__} has no attention Q/V projections for L-LoRA")
-    rank, alpha = _option_rank_alpha(dict(ctx.options), targets)
+    rank, alpha = check_llora_options(ctx.model, dict(ctx.options))
     adapter = LoraAdapter(ctx.model, targets, rank, alpha, ctx.train_config.seed)
     init_A = [a.detach().clone() for a in adapter.A]
     plan = {n: None for n, _ in adapter.named_parameters()}
