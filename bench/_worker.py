@@ -492,10 +492,17 @@ def job_train_precision(a: dict) -> dict:
 
 
 def job_bound(a: dict) -> dict:
-    """The exact-gradient bound of the case's model and mask (:func:`bench.bound.job_bound`)."""
-    from bench.bound import job_bound as run
+    """The exact-gradient bound (:func:`bench.bound.exact_bound`) of the case's model, batch and cached mask."""
+    from bench.bound import exact_bound
+    from talos_core.store import load_mask
 
-    return run(a)
+    batch = a["batch"]
+    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_train=batch, max_val=8, max_test=8)
+    part = data.train.take(list(range(min(batch, len(data.train)))))
+    inputs = {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
+    mask = {n: m.to(model.device) for n, m in load_mask(a["mask"]).items()}
+    model.eval()
+    return exact_bound(model, lambda: model(**inputs), mask)
 
 
 JOBS = {"mask": job_mask, "train_time": job_train_time, "train_mem": job_train_mem, "calib": job_calib,

@@ -296,17 +296,3 @@ def exact_bound(model: torch.nn.Module, forward: Callable[[], object], mask: Map
     return {"nonlinear": nl.summary(), "talos": ts.summary(), "speedup": nl.macs / max(ts.macs, 1),
             "speedup_rows": nl.macs / max(ts.macs_rows, 1), "memory_ratio": ts.memory_bytes / max(nl.memory_bytes, 1),
             "forward_floor": nl.macs / max(nl.forward, 1)}
-
-
-def job_bound(a: dict) -> dict:
-    """Worker job (``python -m bench._worker bound``): the bound for a case's model, batch and cached mask."""
-    from bench._worker import setup
-    from talos_core.store import load_mask
-
-    batch = a["batch"]
-    model, task, data, _ = setup(a["model"], a["task"], a["device"], max_train=batch, max_val=8, max_test=8)
-    part = data.train.take(list(range(min(batch, len(data.train)))))
-    inputs = {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
-    mask = {n: m.to(model.device) for n, m in load_mask(a["mask"]).items()}
-    model.eval()
-    return exact_bound(model, lambda: model(**inputs), mask)

@@ -1,5 +1,5 @@
-"""Architecture rules: imports of ``talos_core`` point down the data path (no cycles), and nothing edits
-``sys.path`` to find the project's own packages."""
+"""Architecture rules: imports of ``talos_core``, ``dashboard`` and ``bench`` point down the data path (no cycles),
+and nothing edits ``sys.path`` to find the project's own packages."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("talos_core", "dashboard")
+PACKAGES = ("talos_core", "dashboard", "bench")
 
 
 def _modules() -> dict[str, Path]:
