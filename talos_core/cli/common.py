@@ -25,6 +25,16 @@ def non_negative_int(text: str) -> int:
     return _int_at_least(text, 0, "non-negative")
 
 
+def seed(text: str) -> int:
+    """A seed, ``0`` to ``2**63 - 1`` (what numpy's and torch's generators take)."""
+    from talos_core.errors import MAX_SEED
+
+    value = _int_at_least(text, 0, "non-negative")
+    if value > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**63 - 1], got {text!r}")
+    return value
+
+
 def port(text: str) -> int:
     """A TCP port, ``1`` to ``65535``."""
     value = _int_at_least(text, 1, "port")

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from talos_core.cli.common import add_run_arguments, number, positive_int, request_from_args
+from talos_core.cli.common import add_run_arguments, number, positive_int, request_from_args, seed
 from talos_core.errors import TalosError
 
 
@@ -90,7 +90,7 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
                                              "rates compared, the method's own among them (default: 1e-4,1e-3)", None),
     ("--tolerance", "tolerance", number, "learning-curve: accuracy gain below which a curve counts as plateaued "
                                          "(default: 0.01); --eval-every and --steps set the curve", None),
-    ("--eval-seed", "seed", int, "seed of evaluation subsets and noise (default: 0)", None),
+    ("--eval-seed", "seed", seed, "seed of evaluation subsets and noise (default: 0)", None),
     ("--eval-batch-size", "batch_size", positive_int, "evaluation batch size (default: the device's, 32 "
                                                       "on CPUs, 128 on GPUs)", None),
 )
