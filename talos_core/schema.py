@@ -369,6 +369,10 @@ COLUMN_RULES: dict[str, Rule] = {
 """The rule of every table column with one (by name, in every kind; an interval column ``<m>_lo``/``<m>_hi``
 follows ``<m>``'s); other columns are not checked."""
 
+IDENTITY_COLUMNS = ("method", "task", "target", "param")
+"""Columns that say what a row is about: a table that has one needs it in every row (a row without its method would
+be shown under another name, or as ``nan``)."""
+
 FIELD_RULES: dict[str, dict[str, Rule]] = {
     "addition": {"selected_alpha": required(FINITE), "alpha_grid": GRID,
                  "sparsity": SPARSITY},
@@ -404,7 +408,11 @@ def value_problem(kind: str, payload: Mapping) -> str | None:
         return None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         return "'records' that is not a list of objects"
+    identity = [c for c in IDENTITY_COLUMNS if c in (payload.get("columns") or ())]
     for i, row in enumerate(records, 1):
+        for col in identity:
+            if row.get(col) is None:
+                return f"row {i} of its table without its {col}"
         for col, value in row.items():
             rule = COLUMN_RULES.get(col) or COLUMN_RULES.get(col.removesuffix("_lo").removesuffix("_hi"))
             if rule is not None and not rule.check(value):

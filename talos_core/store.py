@@ -379,6 +379,10 @@ def _mask_vector_problem(mask: dict[str, torch.Tensor], vector) -> str | None:
     return None
 
 
+#: the accuracies every fine-tuned run records (talos_core.pipeline), in that order
+RUN_ACCURACIES = ("zero_shot_test_acc", "zero_shot_val_acc", "finetuned_test_acc", "finetuned_val_acc")
+
+
 def _pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs on this machine (a process of another user counts as running)."""
     try:
@@ -485,11 +489,14 @@ class Store:
         return [r for r in self.runs() if all(v is None or getattr(r.manifest, k) == v for k, v in want.items())]
 
     def run_table(self) -> pd.DataFrame:
+        """One row per run: its identity and its scalar metrics, the accuracies every run records first (a column
+        even where a damaged manifest lacks the value: shown as missing, never dropped)."""
         rows = []
         for r in self.runs():
             m = r.manifest
             rows.append({"run_id": r.id, "model": m.model, "task": m.task, "method": m.method,
                          "sparsity": m.sparsity, "seed": m.seed,
+                         **{f"metric.{k}": m.metrics.get(k) for k in RUN_ACCURACIES},
                          **{f"metric.{k}": v for k, v in m.metrics.items() if not isinstance(v, (dict, list))}})
         return pd.DataFrame(rows)
 
