@@ -121,6 +121,19 @@ def test_url_query_restores_view(monkeypatch, fixture_store):
     assert "θ0 + 0.3·Στ_t" in figure_titled(at, "Exact (test): θ0 +").layout.title.text
 
 
+def test_method_pickers_show_the_catalogues_labels(monkeypatch, fixture_store):
+    """Pickers and chips name methods as the figures do ("TaLoS", "Non-linear FT"); the page still gets the method
+    itself, and a link naming the method itself (``?method=nonlinear``, links from before) still opens it."""
+    at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "nonlinear"})
+    box = at.selectbox(key="method")
+    assert box.value == "nonlinear" and box.options == ["TaLoS", "Non-linear FT"]
+    at = open_app(monkeypatch, fixture_store, "disentanglement")
+    chips = at.multiselect(key="methods")
+    assert chips.options == ["TaLoS", "Non-linear FT"] and chips.value == ["talos", "nonlinear"]
+    learn = open_app(monkeypatch, fixture_store, "learn")
+    assert learn.selectbox(key="method").options == ["TaLoS", "Non-linear FT", "LoTA"]
+
+
 def test_disentanglement_method_selection(monkeypatch, fixture_store):
     at = open_app(monkeypatch, fixture_store, "disentanglement")
     side = figure_titled(at, "ξ for")
