@@ -241,6 +241,23 @@ def test_run_page_shows_the_commands(monkeypatch, tmp_path):
     assert any("No jobs yet" in c.value for c in at.caption)
 
 
+def test_run_page_offers_the_registrys_cpu_models(monkeypatch, tmp_path):
+    """Which models the Run page calls feasible on a CPU comes from the model registry (``ModelSpec.cpu``)."""
+    import torch
+
+    from talos_core.models import MODELS
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU-only advice is shown on machines without a GPU")
+    at = open_app(monkeypatch, tmp_path, "run")
+    advice = " ".join(i.value for i in at.info if "CPU only" in i.value)
+    assert {n for n in MODELS if f"`{n}`" in advice} == {n for n, s in MODELS.items() if s.cpu}
+    assert {"tiny-clip", "minilm-l6", "efficientnet-lite0"} <= {n for n, s in MODELS.items() if s.cpu}
+    assert not any("too large" in w.value for w in at.warning)
+    at.selectbox(key="run_model").set_value("clip-vit-b-32-random").run()
+    assert any("too large for a CPU-only machine" in w.value for w in at.warning)
+
+
 def test_sidebar_names_device_and_evaluation_precision(monkeypatch):
     """On the shipped store, the suite caption says where and in which precision results were computed."""
     at = open_app(monkeypatch, REPO / "cached_results", "learn", {"suite": "text"})

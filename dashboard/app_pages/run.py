@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import jobs, suite_jobs, ui, uploads
 from dashboard.access import ServerConfig
 from talos_core.errors import TalosError
+from talos_core.schema import method_label
 
 st.title("Run: compute new results")
 try:
@@ -51,17 +52,26 @@ def own_task_spec(name: str):
 
 
 models, tasks_df, methods, gpu = registries()
+cpu_models = models[models["cpu"]]["name"].tolist()  # the registry's models that fit a CPU-only machine
+
+
+def _named(kind: str) -> str:
+    names = models[models["cpu"] & (models["weights"] == kind)]["name"]
+    return ", ".join(f"`{n}`" for n in names)
+
+
 if gpu:
     st.success("A CUDA GPU is available: paper-scale models are feasible (they download weights/datasets "
                "unless cached).")
 else:
-    st.info("**CPU only.** Feasible here: the offline models `tiny-clip`, `tiny-text`, `tiny-t5` (random init, "
-            "seconds per run) and `minilm-l6` (real MiniLM, minutes: keep steps ≤ 100 and max-train ≤ 512) on "
-            "offline tasks. The paper's CLIP ViT / T5 models need a GPU and internet downloads. "
-            "Disentanglement is the slowest protocol (grid² evaluations); keep its grid small.")
+    st.info(f"**CPU only.** Feasible here: the offline models {_named('random')} (random init, seconds per run) "
+            f"and {_named('pretrained')} (real weights, minutes: keep steps ≤ 100 and max-train ≤ 512) on offline "
+            "tasks. The paper's CLIP ViT / T5 models need a GPU and internet downloads. Disentanglement is the "
+            "slowest protocol (grid² evaluations); keep its grid small.")
 
 offline_models = models[models["offline"]]["name"].tolist()
-model_opts = offline_models + [m for m in models["name"] if m not in offline_models]
+model_opts = ([m for m in offline_models if m in cpu_models] + [m for m in offline_models if m not in cpu_models]
+              + [m for m in models["name"] if m not in offline_models])
 desc = dict(zip(models["name"], models["description"]))
 c1, c2 = st.columns(2)
 model = c1.selectbox("Model", model_opts, index=model_opts.index("tiny-clip") if "tiny-clip" in model_opts else 0,
@@ -127,7 +137,8 @@ with st.expander("Your own data: upload a CSV or a zip of an image folder", expa
                            f"{own_spec.modality} model to use it.")
             elif own not in chosen:
                 chosen = [*chosen, own]
-method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method")
+method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method",
+                      format_func=method_label)
 sparsity = c2.slider("Sparsity (fraction frozen, sparse methods)", 0.0, 0.99, 0.9, 0.01, key="run_sparsity")
 
 with st.expander("Training and evaluation size", expanded=not gpu):
@@ -177,8 +188,9 @@ if problem:
 else:
     with st.expander(f"{len(cmds)} commands will run"):
         st.code("\n".join(jobs.display_command(c) for c in cmds), language="bash")
-if not gpu and model not in ("tiny-clip", "tiny-text", "tiny-t5", "minilm-l6"):
-    st.warning(f"{model} is too large for a CPU-only machine in a workshop; pick a tiny-* model or minilm-l6.")
+if not gpu and model not in cpu_models:
+    st.warning(f"{ui.md(model)} is too large for a CPU-only machine in a workshop; pick one of "
+               f"{', '.join(cpu_models)}.")
 if st.button("Launch in background", type="primary", disabled=problem is not None, key="run_launch"):
     try:
         job = jobs.start_job(spec, root, limits=limits)
