@@ -24,11 +24,13 @@ if not chosen:
     st.stop()
 mats = {m: ui.load("localization", ctx, m) for m in chosen}
 lo, hi = figures.shared_range(*[m.matrix for m in mats.values()])
-cols = st.columns(min(3, len(mats)))
-for i, (m, mat) in enumerate(mats.items()):
-    with cols[i % len(cols)]:
-        ui.chart(figures.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
-                 f"localization_{m}", key=f"loc_{m}")
+items = list(mats.items())
+per_row = min(len(items), figures.matrices_per_row(max(len(mat.tasks) for mat in mats.values())))
+for start in range(0, len(items), per_row):  # rows of matrices, each wide enough for its cells' values
+    for col, (m, mat) in zip(st.columns(per_row), items[start:start + per_row]):
+        with col:
+            ui.chart(figures.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
+                     f"localization_{m}", key=f"loc_{m}")
 st.caption(f"Shared colour scale {lo:.2f} – {hi:.2f} across the methods shown.")
 with st.expander("Data"):
     ui.table(data.localization_table(mats), f"localization_{ctx.suite}_{ctx.model}", key="loc_tbl")
