@@ -122,3 +122,13 @@ def test_the_served_dashboard_does_not_watch_its_sources():
 
     cmd = streamlit_command(Path("app.py"), port=8501)
     assert cmd[cmd.index("--server.fileWatcherType") + 1] == "none"
+
+
+def test_the_served_dashboard_shows_a_visitors_toolbar():
+    """`talos dashboard` shows visitors no developer's "Deploy" button (Streamlit's toolbar on a local server)."""
+    from pathlib import Path
+
+    from talos_core.cli.dashboard import streamlit_command
+
+    cmd = streamlit_command(Path("app.py"), port=8501)
+    assert cmd[cmd.index("--client.toolbarMode") + 1] == "viewer"

@@ -29,7 +29,7 @@ if ctx.has("efficiency"):
             st.info("Pick at least one method.")
         else:
             ui.chart(figures.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
-            kind = str(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
+            kind = figures.memory_kind_label(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
             st.caption("Time per training step, mean ± std over all steps of all tasks (hatched = optimizer "
                        "step). Peak memory is the largest over tasks"
                        + (f" ({ui.md(kind)}). " if kind else ". ")
