@@ -9,7 +9,8 @@ import hashlib
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,13 +264,45 @@ def _export_panel(fig: go.Figure, name: str, key: str) -> None:
                        mime="text/html", key=f"{key}.dhtml", on_click="ignore")
 
 
+def export_popover(fig: go.Figure, name: str, key: str) -> None:
+    """The "Export figure" popover (PNG/SVG via kaleido, fallback HTML). Its panel is built only once the popover is
+    opened (a rerun): Streamlit would otherwise build and draw every chart's buttons, and serialize every figure a
+    second time (:func:`_fig_key`), on each page load, for popovers nobody opened."""
+    pop = st.popover("Export figure", icon=":material/download:", key=f"{key}.open", on_change="rerun")
+    if pop.open:
+        with pop:
+            _export_panel(fig, name, key)
+
+
+def published_reference(label: str, note: str, *, key: str) -> None:
+    """The paper's published numbers (Table 1), chart and table, in an expander built once opened (:func:`expander`):
+    labelled as published, never mixed with the store's results."""
+    from dashboard import figures
+
+    with expander(label, f"{key}.open") as shown:
+        if shown:
+            st.caption(note)
+            chart(figures.published_addition_bars(), "published_table1_vitb32", key=key)
+            table(figures.published_addition_table(), "published_table1_vitb32", key=f"{key}_tbl")
+
+
 def chart(fig: go.Figure, name: str, *, key: str | None = None, export: bool = True) -> None:
-    """``st.plotly_chart`` plus an "Export" popover (PNG/SVG via kaleido, fallback HTML)."""
+    """``st.plotly_chart`` plus an "Export" popover (:func:`export_popover`)."""
     key = key or name
     st.plotly_chart(fig, key=f"chart.{key}", config={"displaylogo": False})
     if export:
-        with st.popover("Export figure", icon=":material/download:"):
-            _export_panel(fig, name, f"exp.{key}")
+        export_popover(fig, name, f"exp.{key}")
+
+
+@contextmanager
+def expander(label: str, key: str, **kwargs: Any) -> Iterator[bool]:
+    """``with expander(label, key) as shown:`` an ``st.expander`` whose content the caller builds only ``if shown``
+    (the expander is open; opening it reruns the page or fragment). Streamlit otherwise builds a closed expander's
+    charts and tables and draws them out of sight on every page load: for tables ("Data"), reference figures and
+    other content a first view does not show."""
+    box = st.expander(label, key=key, on_change="rerun", **kwargs)
+    with box:
+        yield bool(box.open)
 
 
 def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bool = True,
@@ -321,11 +354,12 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
                   + ("; ".join(md(r, at_start=False) for r in sorted(map(str, rules))) if rules
                      else "lowest target accuracy with the control task kept")
                   + ".")
-    with st.expander("Selection candidates (value → validation negation score)"):
-        by_id = {s.method: s for s in sels}
-        m = pick_method("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
-        sel = by_id[m]
-        chart(figures.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}", key=f"{key}.selfig",
-              export=export)
-        table(data.selection_candidates(sel), f"selection_{ctx.suite}_{ctx.model}_{m}", key=f"{key}.seltbl")
+    with expander("Selection candidates (value → validation negation score)", f"{key}.candidates") as shown:
+        if shown:
+            by_id = {s.method: s for s in sels}
+            m = pick_method("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
+            sel = by_id[m]
+            chart(figures.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}",
+                  key=f"{key}.selfig", export=export)
+            table(data.selection_candidates(sel), f"selection_{ctx.suite}_{ctx.model}_{m}", key=f"{key}.seltbl")
     return True

@@ -14,6 +14,7 @@ from dashboard_fixtures import REPO, TASKS
 from streamlit.testing.v1 import AppTest
 
 from dashboard import figures as F
+from dashboard.views import ARITHMETIC_TAB_KEY, ARITHMETIC_TABS
 
 F.VALIDATE = True  # the app runs in this process: validate its figures against plotly's schema
 
@@ -28,6 +29,14 @@ def open_app(monkeypatch, store, page: str | None = None, query: dict | None = N
         at.query_params[k] = v
     if page and page != "learn":
         at.switch_page(f"app_pages/{page}.py")  # before the first run = opening a deep link
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_negation_tab(at: AppTest) -> AppTest:
+    """The Arithmetic page builds only its open tab: open the negation tab, as a click on it does (a rerun)."""
+    at.session_state[ARITHMETIC_TAB_KEY] = ARITHMETIC_TABS[1]
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -107,6 +116,8 @@ def test_arithmetic_method_switch_and_negation(monkeypatch, fixture_store):
     from dashboard.figures import method_color
 
     assert exact.data[0].marker.color == method_color("nonlinear")
+    assert not [f for f in figures(at) if f.layout.title.text.startswith("Exact (test): θ0 − α")], "a closed tab"
+    open_negation_tab(at)
     key = f"n.nonlinear.{TASKS[0]}"
     neg0 = figure_titled(at, "Exact (test): θ0 − α τ_target")
     at.slider(key=key).set_value(0.0).run()

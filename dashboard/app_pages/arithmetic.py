@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, examples_ui, figures_examples, live_component, ui
-from dashboard.views import addition_preview, addition_view, negation_view
+from dashboard.views import ARITHMETIC_TAB_KEY, ARITHMETIC_TABS, addition_preview, addition_view, negation_view
 from talos_core.errors import TalosError
 from talos_core.schema import MissingResult, method_label, parse_variant
 
@@ -120,8 +120,7 @@ def addition_panel(add) -> None:
         _, preview_fig = addition_preview(add, alphas, preview=preview, single=single, method=method)
         if preview_fig is not None:
             if live:  # the browser draws it; the figure at the released α is for the export popover
-                with st.popover("Export figure", icon=":material/download:"):
-                    ui._export_panel(preview_fig, f"addition_preview_{method}", "exp.add_preview")
+                ui.export_popover(preview_fig, f"addition_preview_{method}", "exp.add_preview")
             else:
                 ui.chart(preview_fig, f"addition_preview_{method}", key="add_preview")
             st.caption("Linearized preview: exact for linearized methods, a first-order approximation "
@@ -146,8 +145,9 @@ def addition_panel(add) -> None:
         if task is not None:
             examples_ui.show(figures_examples.addition_gallery(examples, task, alphas), "add_gallery",
                              title=f"{task} under addition")
-    with st.expander("Data"):
-        ui.table(add.curve, f"addition_curve_{method}", key="add_tbl")
+    with ui.expander("Data", key="add_data") as shown:
+        if shown:
+            ui.table(add.curve, f"addition_curve_{method}", key="add_tbl")
     _export("addition", alphas, "θ0 + " + " + ".join(f"{a:.3g}·τ_{t}" for t, a in alphas.items()))
 
 
@@ -177,16 +177,15 @@ def negation_panel(neg) -> None:
     with right:
         if nview.preview_fig is not None:
             if live:  # the browser draws it; the figure at the released α's is for the export popover
-                with st.popover("Export figure", icon=":material/download:"):
-                    ui._export_panel(nview.preview_fig, f"negation_preview_{method}", "exp.neg_preview")
+                ui.export_popover(nview.preview_fig, f"negation_preview_{method}", "exp.neg_preview")
             else:
                 ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
     from dashboard import figures
 
     target = ui.pick("α curve and examples for target", neg.targets, "ntarget")
     ui.chart(figures.negation_curve(neg.table, target, selected_alpha=neg.selected.get(target),
-                              current_alpha=alphas.get(target), method=method,
-                              control_zero_shot=neg.control_zero_shot.get("val")),
+                                    current_alpha=alphas.get(target), method=method,
+                                    control_zero_shot=neg.control_zero_shot.get("val")),
              f"negation_curve_{method}_{target}", key="neg_curve")
     st.subheader("Forgotten and flipped examples")
     if examples is None:
@@ -201,26 +200,31 @@ def negation_panel(neg) -> None:
         if cg is not None:
             with right:
                 examples_ui.show(cg, "neg_control", title=f"control {cg.task}")
-    with st.expander("Data"):
-        ui.table(nview.exact.drop(columns=["snapped"]), f"negation_now_{method}", key="neg_now")
-        ui.table(neg.table, f"negation_curve_{method}", key="neg_tbl")
+    with ui.expander("Data", key="neg_data") as shown:
+        if shown:
+            ui.table(nview.exact.drop(columns=["snapped"]), f"negation_now_{method}", key="neg_now")
+            ui.table(neg.table, f"negation_curve_{method}", key="neg_tbl")
     _export("negation", {target: alphas[target]}, f"θ0 − {alphas[target]:.3g}·τ_{target}")
 
 
-tab_add, tab_neg = st.tabs(["Addition  θ0 + Σ α_t τ_t", "Negation  θ0 − α τ_t"])
+# only the open tab is built (switching tabs reruns the page): a closed tab's charts, galleries and tables would
+# otherwise be built and drawn out of sight on every page load
+tab_add, tab_neg = st.tabs(list(ARITHMETIC_TABS), key=ARITHMETIC_TAB_KEY, on_change="rerun")
 
-with tab_add:
-    add = ui.load("addition", ctx, method, stop=False) if ctx.has("addition", method) else None
-    if not ctx.has("addition", method):
-        st.info(f"No addition results for {ui.md(method_label(method))} in this store.")
-    if add is not None:
-        addition_panel(add)
-        ui.across_stores("addition", ctx, method)
+if tab_add.open:
+    with tab_add:
+        add = ui.load("addition", ctx, method, stop=False) if ctx.has("addition", method) else None
+        if not ctx.has("addition", method):
+            st.info(f"No addition results for {ui.md(method_label(method))} in this store.")
+        if add is not None:
+            addition_panel(add)
+            ui.across_stores("addition", ctx, method)
 
-with tab_neg:
-    neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
-    if not ctx.has("negation", method):
-        st.info(f"No negation results for {ui.md(method_label(method))} in this store.")
-    if neg is not None:
-        negation_panel(neg)
-        ui.across_stores("negation", ctx, method)
+if tab_neg.open:
+    with tab_neg:
+        neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
+        if not ctx.has("negation", method):
+            st.info(f"No negation results for {ui.md(method_label(method))} in this store.")
+        if neg is not None:
+            negation_panel(neg)
+            ui.across_stores("negation", ctx, method)

@@ -94,5 +94,6 @@ def live_xi(p: dict, method: str) -> None:
 live_xi(p, focus)
 
 
-with st.expander("Data"):
-    ui.table(data.xi_long_table(panels), f"xi_{t1}_{t2}", key="xi_tbl", show=False)
+with ui.expander("Data", key="xi_data") as shown:
+    if shown:
+        ui.table(data.xi_long_table(panels), f"xi_{t1}_{t2}", key="xi_tbl", show=False)

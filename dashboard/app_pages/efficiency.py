@@ -34,9 +34,10 @@ if ctx.has("efficiency"):
                        "step). Peak memory is the largest over tasks"
                        + (f" ({ui.md(kind)}). " if kind else ". ")
                        + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
-            with st.expander("Data"):
-                ui.table(figures.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
-                ui.table(sub, f"efficiency_{ctx.suite}_{ctx.model}", key="eff_tbl")
+            with ui.expander("Data", key="eff_data") as shown:
+                if shown:
+                    ui.table(figures.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
+                    ui.table(sub, f"efficiency_{ctx.suite}_{ctx.model}", key="eff_tbl")
 else:
     st.info("No efficiency measurements in this store for this suite/model.")
 
@@ -65,8 +66,9 @@ if curves:
         st.caption("Lines: validation accuracy of the model being trained, every few steps (linearized FT and "
                    "L-LoRA through their linearized models). Vertical line: the step budget chosen from the curves; "
                    "open diamonds: where each task's curve plateaus; grey dotted: zero-shot validation accuracy.")
-        with st.expander("Data"):
-            ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
+        with ui.expander("Data", key="lc_data") as shown:
+            if shown:
+                ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
 else:
     steps = protocol.fixed_steps(data.suite_record(ctx.root, ctx.suite)[0])
     st.info("No learning curves in this store for this suite/model: its runs trained a fixed budget"
@@ -107,7 +109,5 @@ if ablations:
                  f"sparsity_{m}", key="abl")
         ui.table(tbl, f"sparsity_ablation_{m}", key="abl_tbl", show=False)
 
-with st.expander("Published reference (paper Table 1, ViT-B/32) — not measured here"):
-    st.caption(figures.PUBLISHED_SOURCE)
-    ui.chart(figures.published_addition_bars(), "published_table1_vitb32", key="pub")
-    ui.table(figures.published_addition_table(), "published_table1_vitb32", key="pub_tbl")
+ui.published_reference("Published reference (paper Table 1, ViT-B/32) — not measured here", figures.PUBLISHED_SOURCE,
+                       key="pub")

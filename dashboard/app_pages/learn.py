@@ -29,8 +29,12 @@ baseline = (ui.pick_method("Compare with", others, "baseline", default="nonlinea
 single = data.try_get("single", ctx.root, ctx.name()) if ctx.has("single") else None
 
 
-def _protocol() -> protocol.ProtocolSummary:
-    """What the store records about the protocol behind its results (suite record + stored results)."""
+@st.cache_data(show_spinner=False, max_entries=64)
+def _protocol(_ctx: ui.Context, root: str, suite: str, model: str, listing: tuple) -> protocol.ProtocolSummary:
+    """What the store records about the protocol behind its results (suite record + stored results). It reads
+    every result of the suite and model: computed once for all sessions, again when the store's listing changes
+    (``listing``: :func:`dashboard.data.store_signature`)."""
+    ctx = _ctx
     def metas(kind: str) -> dict:
         out = {}
         for m in ctx.methods(kind):
@@ -67,7 +71,7 @@ def _protocol() -> protocol.ProtocolSummary:
                                      alpha_grids=grids, xi=xi, test_examples=examples, methods=sorted(known))
 
 
-summary = _protocol()
+summary = _protocol(ctx, str(ctx.root), ctx.suite, ctx.model, data.store_signature(ctx.root))
 with st.expander(f"How these results were produced: {summary.headline}", icon=":material/rule:"):
     st.markdown(summary.markdown())  # store-supplied values are escaped inside protocol_summary
     st.caption(f"Read from the store's suite record and results (suite {ui.md(ctx.suite)}, model {ui.md(ctx.model)}).")
@@ -195,11 +199,9 @@ inputs. The heatmap shows the fraction of trainable weights per transformer bloc
 (details on the **Masks** page).
 """, _masks)
 
-with st.expander("Published reference numbers (paper, not measured here)"):
-    st.caption(figures.PUBLISHED_SOURCE + ". These are the paper's numbers for a much larger model and "
-               "8 vision tasks; the results above come from the loaded store.")
-    ui.chart(figures.published_addition_bars(), "published_table1_vitb32", key="l_pub")
-    ui.table(figures.published_addition_table(), "published_table1_vitb32", key="l_pub_tbl")
+ui.published_reference("Published reference numbers (paper, not measured here)",
+                       figures.PUBLISHED_SOURCE + ". These are the paper's numbers for a much larger model and "
+                       "8 vision tasks; the results above come from the loaded store.", key="l_pub")
 
 if single is not None:
     zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"]

@@ -32,8 +32,9 @@ for start in range(0, len(items), per_row):  # rows of matrices, each wide enoug
             ui.chart(figures.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
                      f"localization_{m}", key=f"loc_{m}")
 st.caption(f"Shared colour scale {lo:.2f} – {hi:.2f} across the methods shown.")
-with st.expander("Data"):
-    ui.table(data.localization_table(mats), f"localization_{ctx.suite}_{ctx.model}", key="loc_tbl")
+with ui.expander("Data", key="loc_data") as shown:
+    if shown:
+        ui.table(data.localization_table(mats), f"localization_{ctx.suite}_{ctx.model}", key="loc_tbl")
 
 @st.fragment
 def cell_examples(mats: dict) -> None:

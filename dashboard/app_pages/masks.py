@@ -82,6 +82,7 @@ with right:
     else:
         st.info("No cross-method mask IoU in this store.")
 
-with st.expander("Data"):
-    full = data.masks_with({m: ui.load("masks", ctx, m) for m in {m for m, _ in panels}})
-    ui.table(full, f"masks_{ctx.suite}_{ctx.model}", key="mtbl")
+with ui.expander("Data", key="mdata") as shown:
+    if shown:
+        full = data.masks_with({m: ui.load("masks", ctx, m) for m in {m for m, _ in panels}})
+        ui.table(full, f"masks_{ctx.suite}_{ctx.model}", key="mtbl")
