@@ -29,16 +29,12 @@ PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 def _pages(read_only: bool = False) -> dict[str, list]:
     """The navigation; read-only mode has no Run page (nothing can be computed or written). Learn is the root page
-    (``/``); ``/learn``, its name like every other page's, opens it there (with the link's query) instead of
-    Streamlit's "Page not found"."""
+    (``/``); ``/learn``, its name like every other page's, shows it too (a hidden entry: the same page under that
+    path, with the link's query) instead of Streamlit's "Page not found"."""
     p = lambda f, title, icon, **kw: st.Page(str(PAGES_DIR / f), title=title, icon=icon, **kw)  # noqa: E731
-    learn = p("learn.py", "Learn", ":material/school:", default=True, url_path="start")
-
-    def learn_by_name() -> None:
-        st.switch_page(learn, query_params={k: st.query_params.get_all(k) for k in st.query_params})
-
     return {
-        "Understand": [learn, st.Page(learn_by_name, title="Learn", url_path="learn", visibility="hidden")],
+        "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="start"),
+                       p("learn.py", "Learn", ":material/school:", url_path="learn", visibility="hidden")],
         "Explore results": [
             p("arithmetic.py", "Arithmetic", ":material/calculate:", url_path="arithmetic"),
             p("disentanglement.py", "Disentanglement", ":material/grid_on:", url_path="disentanglement"),

@@ -135,7 +135,8 @@ def shown_as(options: Sequence[str], format_func: Callable[[str], str] | None) -
 def _adopt_query(key: str, options: Sequence[str], text: Callable[[str], str], *, many: bool = False) -> None:
     """A link that names options themselves where the picker shows other texts (``?method=talos`` for the option
     ``talos`` shown as "TaLoS": links written before pickers showed labels) opens that option: set as the widget's
-    state before it is created (Streamlit then writes the shown text into the URL)."""
+    state before it is created (Streamlit drops the unknown text from the URL; the next change writes the shown
+    text there)."""
     if key in st.session_state or key not in st.query_params:
         return
     values = st.query_params.get_all(key)
