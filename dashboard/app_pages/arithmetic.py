@@ -211,20 +211,13 @@ def negation_panel(neg) -> None:
 # otherwise be built and drawn out of sight on every page load
 tab_add, tab_neg = st.tabs(list(ARITHMETIC_TABS), key=ARITHMETIC_TAB_KEY, on_change="rerun")
 
-if tab_add.open:
-    with tab_add:
-        add = ui.load("addition", ctx, method, stop=False) if ctx.has("addition", method) else None
-        if not ctx.has("addition", method):
-            st.info(f"No addition results for {ui.md(method_label(method))} in this store.")
-        if add is not None:
-            addition_panel(add)
-            ui.across_stores("addition", ctx, method)
-
-if tab_neg.open:
-    with tab_neg:
-        neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
-        if not ctx.has("negation", method):
-            st.info(f"No negation results for {ui.md(method_label(method))} in this store.")
-        if neg is not None:
-            negation_panel(neg)
-            ui.across_stores("negation", ctx, method)
+for tab, kind, panel in ((tab_add, "addition", addition_panel), (tab_neg, "negation", negation_panel)):
+    if not tab.open:
+        continue
+    with tab:
+        result = ui.load(kind, ctx, method, stop=False) if ctx.has(kind, method) else None
+        if not ctx.has(kind, method):
+            st.info(f"No {kind} results for {ui.md(method_label(method))} in this store.")
+        if result is not None:
+            panel(result)
+            ui.across_stores(kind, ctx, method)
