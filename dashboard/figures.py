@@ -455,6 +455,21 @@ def centered_colorscale(zmin: float, zmax: float, center: float = 1.0, *, full_d
     return [[0.0, _mix(mid, lo, min(1.0, (center - zmin) / full_drop))], [round(p, 6), mid], [1.0, hi]]
 
 
+#: task × task matrices (localization, sharing): no legend, so the plot starts under the title; a slim colour bar
+MATRIX_MARGIN = {"l": 60, "r": 20, "t": 50, "b": 50}
+MATRIX_COLORBAR = {"thickness": 14}
+
+
+def matrix_height(n_tasks: int) -> int:
+    """A task × task heatmap's height: about 55 px a row (a cell keeps room for its value), plus title and the
+    (turned) task names under it.
+
+    >>> matrix_height(3), matrix_height(5)
+    (345, 455)
+    """
+    return 180 + 55 * n_tasks
+
+
 @plain_figure
 def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | None = None,
                          zmax: float | None = None, title: str = "Function localization") -> go.Figure:
@@ -472,10 +487,10 @@ def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | Non
     zmax = _finite_max(z) if zmax is None else zmax
     trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks), "zmin": zmin, "zmax": zmax,
              "colorscale": centered_colorscale(zmin, zmax, 1.0), "text": _cell_text(z), "texttemplate": "%{text}",
-             "colorbar": {"title": {"text": "acc / zero-shot"}},
+             "colorbar": MATRIX_COLORBAR | {"title": {"text": "acc / zero-shot", "side": "right"}},
              "hovertemplate": "fine-tuned on %{y}<br>evaluated on %{x}<br>%{z:.3f}<extra></extra>"}
-    return make_figure([trace], title, height=140 + 50 * len(tasks), shapes=diagonal_shapes(len(tasks)),
-                       xaxis={"title": _title("evaluated on"), "type": "category"},
+    return make_figure([trace], title, height=matrix_height(len(tasks)), shapes=diagonal_shapes(len(tasks)),
+                       margin=MATRIX_MARGIN, xaxis={"title": _title("evaluated on"), "type": "category"},
                        yaxis={"title": _title("fine-tuned on"), "type": "category", "autorange": "reversed"})
 
 
@@ -506,10 +521,10 @@ def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", z
     trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks),
              "zmin": _finite_min(z) if zmin is None else zmin, "zmax": _finite_max(z) if zmax is None else zmax,
              "colorscale": "Cividis", "text": _cell_text(z), "texttemplate": "%{text}",
-             "colorbar": {"title": {"text": "acc ratio"}},
+             "colorbar": MATRIX_COLORBAR | {"title": {"text": "acc ratio", "side": "right"}},
              "hovertemplate": f"{mode} of %{{y}}'s entries<br>evaluated on %{{x}}<br>%{{z:.3f}}<extra></extra>"}
-    return make_figure([trace], title or f"Parameter sharing ({mode})", height=140 + 50 * len(tasks),
-                       shapes=diagonal_shapes(len(tasks)),
+    return make_figure([trace], title or f"Parameter sharing ({mode})", height=matrix_height(len(tasks)),
+                       shapes=diagonal_shapes(len(tasks)), margin=MATRIX_MARGIN,
                        xaxis={"title": _title("evaluated on"), "type": "category"},
                        yaxis={"title": _title(f"{mode}d entries of"), "type": "category", "autorange": "reversed"})
 
