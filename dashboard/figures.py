@@ -231,6 +231,21 @@ def _panel_axes(n: int, spacing: float = 0.06, titles: Sequence[str] | None = No
     return lay, anns
 
 
+#: matrix heatmaps (task × task, block × layer type): no legend, so the plot starts under the title; a slim colour bar
+MATRIX_MARGIN = {"l": 60, "r": 20, "t": 50, "b": 50}
+MATRIX_COLORBAR = {"thickness": 14}
+
+
+def matrix_height(n_tasks: int) -> int:
+    """A task × task heatmap's height: about 55 px a row (a cell keeps room for its value), plus title and the
+    (turned) task names under it.
+
+    >>> matrix_height(3), matrix_height(5)
+    (345, 455)
+    """
+    return 180 + 55 * n_tasks
+
+
 # --------------------------------------------------------------------------------------------
 # masks
 # --------------------------------------------------------------------------------------------
@@ -277,9 +292,9 @@ def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fractio
     z = grid.to_numpy()
     zmax = _finite_max(z) if zmax is None else zmax
     trace = {"type": "heatmap", "z": _list(z), "x": list(grid.columns), "y": list(grid.index), "zmin": zmin,
-             "zmax": zmax, "colorscale": SEQUENTIAL, "colorbar": {"title": {"text": "density"}},
+             "zmax": zmax, "colorscale": SEQUENTIAL, "colorbar": MATRIX_COLORBAR | {"title": {"text": "density"}},
              "hovertemplate": "block %{x}<br>%{y}<br>density %{z:.4f}<extra></extra>"}
-    return make_figure([trace], title, height=max(260, 28 * len(grid.index) + 120),
+    return make_figure([trace], title, height=max(300, 30 * len(grid.index) + 150), margin=MATRIX_MARGIN,
                        xaxis={"title": _title("block"), "type": "category"},
                        yaxis={"title": _title("layer type"), "autorange": "reversed", "type": "category"})
 
@@ -329,8 +344,9 @@ def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask ov
         raise TalosError(f"IoU matrix shape {z.shape} does not match {len(tasks)} tasks")
     trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks), "zmin": zmin, "zmax": zmax,
              "colorscale": "Blues", "text": _cell_text(z), "texttemplate": "%{text}",
-             "hovertemplate": "%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>", "colorbar": {"title": {"text": "IoU"}}}
-    return make_figure([trace], title, height=120 + 45 * len(tasks),
+             "hovertemplate": "%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>",
+             "colorbar": MATRIX_COLORBAR | {"title": {"text": "IoU"}}}
+    return make_figure([trace], title, height=matrix_height(len(tasks)), margin=MATRIX_MARGIN,
                        xaxis={"type": "category"}, yaxis={"type": "category", "autorange": "reversed"})
 
 
@@ -453,21 +469,6 @@ def centered_colorscale(zmin: float, zmax: float, center: float = 1.0, *, full_d
     if p >= 1:
         return [[0.0, lo], [1.0, mid]]
     return [[0.0, _mix(mid, lo, min(1.0, (center - zmin) / full_drop))], [round(p, 6), mid], [1.0, hi]]
-
-
-#: task × task matrices (localization, sharing): no legend, so the plot starts under the title; a slim colour bar
-MATRIX_MARGIN = {"l": 60, "r": 20, "t": 50, "b": 50}
-MATRIX_COLORBAR = {"thickness": 14}
-
-
-def matrix_height(n_tasks: int) -> int:
-    """A task × task heatmap's height: about 55 px a row (a cell keeps room for its value), plus title and the
-    (turned) task names under it.
-
-    >>> matrix_height(3), matrix_height(5)
-    (345, 455)
-    """
-    return 180 + 55 * n_tasks
 
 
 @plain_figure

@@ -52,7 +52,8 @@ st.caption("Both heatmaps share one colour scale.")
 series = {f"{method_label(m)} · {t}": sub for (m, t), sub in tables.items()}
 combined = data.masks_with(series, column="series")
 colors = ({name: figures.method_color(m) for name, (m, _) in zip(series, tables)} if compare == "two methods" else None)
-by = st.radio("Bars by", ["block", "layer_type"], horizontal=True, key="mby", bind="query-params")
+by = st.radio("Bars by", ["block", "layer_type"], horizontal=True, key="mby", bind="query-params",
+              format_func=lambda v: v.replace("_", " "))
 ui.chart(figures.mask_density_bars(combined, group="series", by=by, colors=colors,
                              title=f"Trainable fraction per {by.replace('_', ' ')}"),
          "mask_bars", key="mbars")
