@@ -604,7 +604,13 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
     if control_zero_shot is not None and math.isfinite(control_zero_shot):
         shapes.append(hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot", width=1.5))
         traces.append(legend_line("95% of zero-shot control", color=MARK_COLOR, dash="dot", width=1.5))
-    return make_figure(traces, title, height=380, shapes=shapes, barmode="group",
+    # four legend entries: in a half-width column they stack four rows high, so the legend hangs from just under the
+    # title (container coordinates) and the plot starts below room for them (anchored on the plot, they grew up
+    # into the title)
+    return make_figure(traces, title, height=440, shapes=shapes, barmode="group",
+                       margin={"l": 60, "r": 20, "t": 140, "b": 50},
+                       legend={"orientation": "h", "yref": "container", "y": 1 - 34 / 440, "yanchor": "top",
+                               "xanchor": "left", "x": 0.0},
                        yaxis={"range": [0, 1.05], "title": _title("accuracy")},
                        xaxis={"type": "category", "title": _title("negated task")})
 
