@@ -9,8 +9,14 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:
@@ -49,3 +55,21 @@ def stop_server(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, subprocess.TimeoutExpired):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
+
+
+@contextmanager
+def dashboard(store: Path, log_path: Path, *, checkout: Path = ROOT) -> Iterator[tuple[str, int]]:
+    """``talos dashboard --store STORE`` of ``checkout`` (its own ``talos_core`` and ``dashboard``: ``python -m`` puts
+    the working folder first on ``sys.path``) on a free local port, in a process group of its own; yields its URL and
+    process group id, and stops the group afterwards."""
+    port = free_port()
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(checkout))
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
+                                 "--store", str(store)], cwd=str(checkout), env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_healthy(port, proc, timeout=180.0)
+            yield f"http://127.0.0.1:{port}", proc.pid
+        finally:
+            stop_server(proc)

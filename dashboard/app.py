@@ -18,9 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import data as D
-from dashboard import merged as M
-from dashboard import ui
+from dashboard import data, merged, ui
 from dashboard.access import ServerConfig, StoreRefused
 from talos_core import schema
 from talos_core.errors import TalosError
@@ -30,10 +28,13 @@ PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 
 def _pages(read_only: bool = False) -> dict[str, list]:
-    """The navigation; read-only mode has no Run page (nothing can be computed or written)."""
+    """The navigation; read-only mode has no Run page (nothing can be computed or written). Learn is the root page
+    (``/``); ``/learn``, its name like every other page's, shows it too (a hidden entry: the same page under that
+    path, with the link's query) instead of Streamlit's "Page not found"."""
     p = lambda f, title, icon, **kw: st.Page(str(PAGES_DIR / f), title=title, icon=icon, **kw)  # noqa: E731
     return {
-        "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="learn")],
+        "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="start"),
+                       p("learn.py", "Learn", ":material/school:", url_path="learn", visibility="hidden")],
         "Explore results": [
             p("arithmetic.py", "Arithmetic", ":material/calculate:", url_path="arithmetic"),
             p("disentanglement.py", "Disentanglement", ":material/grid_on:", url_path="disentanglement"),
@@ -48,18 +49,18 @@ def _pages(read_only: bool = False) -> dict[str, list]:
 def _suites_of(path: Path) -> list[str]:
     """The suites a store holds results of ([] for a store without results or one that cannot be read)."""
     try:
-        idx = D.index(path)
+        idx = data.index(path)
     except (TalosError, OSError):
         return []
-    return D.available(idx, "suite", kind=[k for k in schema.KINDS if k != "suite"])
+    return data.available(idx, "suite", kind=[k for k in schema.KINDS if k != "suite"])
 
 
 def _has(path: Path, suite: str, model: str) -> bool:
     try:
-        idx = D.index(path)
+        idx = data.index(path)
     except (TalosError, OSError):
         return False
-    return bool(D.available(idx, "kind", suite=suite, model=model))
+    return bool(data.available(idx, "kind", suite=suite, model=model))
 
 
 def _pick_store(cfg: ServerConfig) -> Path | str | None:
@@ -70,14 +71,14 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
     folder exists or not), nothing is read or created there, and ``None`` is returned."""
     stores = cfg.stores()
     choices = {c.key: c for c in stores}
-    merged = sum(1 for c in stores if _suites_of(c.path)) > 1
-    keys = list(choices) + ([M.ALL_STORES] if merged else [])  # the side-by-side view last
+    several = sum(1 for c in stores if _suites_of(c.path)) > 1
+    keys = list(choices) + ([merged.ALL_STORES] if several else [])  # the side-by-side view last
     query = st.query_params.get("store")
     picked = st.session_state.get("store")
     refused = None
     if query is not None and query != picked:  # a link (or a hand-edited URL) names the store
-        if query == M.ALL_STORES:  # a shared link to the side-by-side view: with one store holding results, that one
-            st.session_state["store"] = M.ALL_STORES if merged else cfg.default_choice().key
+        if query == merged.ALL_STORES:  # a link to the side-by-side view: with one store holding results, that one
+            st.session_state["store"] = merged.ALL_STORES if several else cfg.default_choice().key
         else:
             try:
                 st.session_state["store"] = cfg.resolve(query).key
@@ -85,7 +86,7 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
                 refused = exc
                 st.session_state["store"] = None
     elif picked not in keys:
-        st.session_state["store"] = (M.ALL_STORES if merged and not cfg.store_given
+        st.session_state["store"] = (merged.ALL_STORES if several and not cfg.store_given
                                      else cfg.default_choice().key)
 
     def _follow() -> None:
@@ -94,7 +95,7 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
 
     key = st.selectbox("Store", keys, index=None, key="store", on_change=_follow,
                        placeholder="Choose a store",
-                       format_func=lambda k: M.ALL_STORES_LABEL if k == M.ALL_STORES else choices[k].label,
+                       format_func=lambda k: merged.ALL_STORES_LABEL if k == merged.ALL_STORES else choices[k].label,
                        help="The stores this server shows: the shipped results, your own store (where the Run "
                             "page writes) and stores under the folders it was started with (--store-root); "
                             "or all of them at once, suites labelled by where they come from.")
@@ -106,10 +107,10 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
         return None
     if st.query_params.get("store") != key:
         st.query_params["store"] = key
-    if key == M.ALL_STORES:
+    if key == merged.ALL_STORES:
         st.caption("Showing every store of this server: each suite says where it comes from; tables show the rows "
                    "of every store holding the same suite and model.")
-        return M.ALL_STORES
+        return merged.ALL_STORES
     chosen = choices[key]
     what = "your own store" if cfg.read_only and chosen.kind == "user" else chosen.description
     st.caption(f"Showing {ui.md(what)}.")
@@ -120,15 +121,15 @@ def _pick_suite(cfg: ServerConfig, root: Path | str) -> tuple[Path, str | None, 
     """The suite picker: this store's suites, or (all stores side by side) every store's suites labelled by
     origin. Returns the store folder the suite is read from, the suite, its origin label and the other stores
     to compare with (filled in once the model is known: the stores list)."""
-    if root != M.ALL_STORES:
-        idx = D.index(root)
-        return Path(root), ui.pick("Suite (task set)", D.available(idx, "suite", kind=[
+    if root != merged.ALL_STORES:
+        idx = data.index(root)
+        return Path(root), ui.pick("Suite (task set)", data.available(idx, "suite", kind=[
             k for k in schema.KINDS if k != "suite"]), "suite"), "", ()
     stores = cfg.stores()
-    entries = M.suite_entries(stores, _suites_of)
+    entries = merged.suite_entries(stores, _suites_of)
     label = ui.pick("Suite (task set)", [e.label for e in entries], "suite",
                     help="Every store's suites: · shipped = the shipped results, · yours = your own store.")
-    entry = M.entry_by_label(entries, label)
+    entry = merged.entry_by_label(entries, label)
     if entry is None:
         raise schema.EmptyStore("no store of this server holds results that follow SCHEMA.md")
     return entry.store.path, entry.suite, entry.origin, tuple(stores)
@@ -147,27 +148,28 @@ def _sidebar_context() -> None:
             return
         try:
             root, suite, origin, stores = _pick_suite(cfg, picked)
-            idx = D.index(root)
+            idx = data.index(root)
         except TalosError as exc:
-            st.session_state["_root"] = None if picked == M.ALL_STORES else picked
+            st.session_state["_root"] = None if picked == merged.ALL_STORES else picked
             st.session_state["_ctx_problem"] = exc
             st.caption("No results to show here yet.")
             return
         st.session_state["_root"] = root
-        models = D.available(idx, "model", suite=suite)
+        models = data.available(idx, "model", suite=suite)
         model = ui.pick("Model", models, "model")
         if suite is None or model is None:
             st.session_state["_ctx_problem"] = schema.EmptyStore(
                 f"the store {root} has no results that follow SCHEMA.md")
             return
-        names = M.origins(stores)
-        others = tuple((names[c.path], c.path) for c in M.stores_with(stores, suite, model, _has) if c.path != root)
+        names = merged.origins(stores)
+        others = tuple((names[c.path], c.path) for c in merged.stores_with(stores, suite, model, _has)
+                       if c.path != root)
         st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model, origin=origin,
                                               others=others)
         if others:
             st.caption(f"Also in {ui.md(', '.join(o for o, _ in others))}: suite {ui.md(suite)} with model "
                        f"{ui.md(model)}; the comparison tables show both.")
-        info, problem = D.suite_record(root, suite)
+        info, problem = data.suite_record(root, suite)
         if problem:
             st.warning(ui.md(problem))
         if isinstance(info, dict):  # store-supplied fields: plain text (ui.md)

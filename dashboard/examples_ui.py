@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import figures_examples as FX
-from dashboard import ui
+from dashboard import figures_examples, ui
 from dashboard.plain import md
 from talos_core.schema import ExampleSet
 
@@ -17,22 +16,23 @@ def missing_note(method: str) -> None:
                "these numbers.")
 
 
-def show(g: FX.Gallery, key: str, *, title: str | None = None) -> None:
+def show(g: figures_examples.Gallery, key: str, *, title: str | None = None) -> None:
     """One task's gallery: a summary line, then thumbnails (images) or a table (texts), changed ones marked."""
     if title:
-        st.markdown(f"**{md(title)}** — {md(FX.summary(g))}")
+        st.markdown(f"**{md(title)}** — {md(figures_examples.summary(g))}")
     else:
-        st.markdown(md(FX.summary(g)))
+        st.markdown(md(figures_examples.summary(g)))
     (st.caption if g.source == "exact" else st.info)(md(g.note))
     if g.modality == "image" and g.thumbnails is not None:
-        st.image(FX.tiles(g), caption=FX.captions(g), width=76, output_format="PNG")
+        st.image(figures_examples.tiles(g), caption=figures_examples.captions(g), width=76, output_format="PNG")
         st.caption("Frame: green = right, red = wrong; amber outer frame = prediction changed from zero-shot. "
                    "Caption: true → predicted (was: the zero-shot prediction).")
-        with st.expander("As a table"):
-            ui.table(FX.styled(g.table.drop(columns=["input"])), f"examples_{g.task}", key=f"{key}.tbl",
-                     raw=g.table)
+        with ui.expander("As a table", key=f"{key}.astable") as shown:
+            if shown:
+                ui.table(figures_examples.styled(g.table.drop(columns=["input"])), f"examples_{g.task}",
+                         key=f"{key}.tbl", raw=g.table)
     else:  # the snippets shown last, so the labels and the status stay in view in the half-width negation columns
-        ui.table(FX.styled(g.table), f"examples_{g.task}", key=f"{key}.tbl", raw=g.table,
+        ui.table(figures_examples.styled(g.table), f"examples_{g.task}", key=f"{key}.tbl", raw=g.table,
                  column_order=[c for c in g.table.columns if c != "input"] + ["input"])
         st.caption("Amber rows: the prediction changed from zero-shot (forgotten = was right, learned = now "
                    "right, changed = another wrong class). Red: a wrong prediction.")

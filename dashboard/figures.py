@@ -143,7 +143,8 @@ def make_figure(data: Sequence[dict], title: str = "", *, height: int | None = N
     lay = {"title": {"text": title, "x": 0.0, "xanchor": "left", "y": 0.985, "yref": "container", "yanchor": "top"},
            "plot_bgcolor": "white", "template": LIGHT_TEMPLATE,
            "margin": {"l": 60, "r": 20, "t": 95 if title else 45, "b": 50},
-           "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.04, "xanchor": "left", "x": 0.0}}
+           "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.04, "xanchor": "left", "x": 0.0},
+           "uniformtext": {"minsize": 10, "mode": "hide"}}  # a value that does not fit its bar is not shrunk to dust
     if height is not None:
         lay["height"] = height
     if shapes:
@@ -162,16 +163,18 @@ def export_ready(fig: go.Figure) -> go.Figure:
     return out
 
 
-def hline(y: float, *, color: str, dash: str = "solid", width: float = 1.0, text: str | None = None,
-          text_pos: str = "left", xref: str = "paper", yref: str = "y") -> tuple[dict, list[dict]]:
-    """A horizontal line across the plot at ``y`` (shape dict) and its optional label (annotation dicts)."""
-    shape = {"type": "line", "xref": xref, "x0": 0, "x1": 1, "yref": yref, "y0": y, "y1": y, "name": "hline",
-             "line": {"color": color, "dash": dash, "width": width}}
-    ann = [] if text is None else [{"xref": xref, "x": 0 if text_pos == "left" else 1, "yref": yref, "y": y,
-                                    "text": text, "showarrow": False, "yanchor": "bottom",
-                                    "xanchor": "left" if text_pos == "left" else "right",
-                                    "font": {"color": color, "size": 11}}]
-    return shape, ann
+def hline(y: float, *, color: str, dash: str = "solid", width: float = 1.0, xref: str = "paper",
+          yref: str = "y") -> dict:
+    """A horizontal line across the plot at ``y`` (a shape dict; name it in the legend with :func:`legend_line`)."""
+    return {"type": "line", "xref": xref, "x0": 0, "x1": 1, "yref": yref, "y0": y, "y1": y, "name": "hline",
+            "line": {"color": color, "dash": dash, "width": width}}
+
+
+def legend_line(name: str, *, color: str, dash: str = "solid", width: float = 1.0) -> dict:
+    """A legend entry for a line drawn as a shape (:func:`hline`): named in the legend band above the plot, where
+    no bar, marker or value label can cover it (a label inside the plot did, on bars near the line)."""
+    return {"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": name, "hoverinfo": "skip",
+            "line": {"color": color, "dash": dash, "width": width}}
 
 
 def vline(x: float, *, color: str, dash: str = "solid", width: float = 2.0, text: str | None = None,
@@ -186,6 +189,14 @@ def vline(x: float, *, color: str, dash: str = "solid", width: float = 2.0, text
 
 def _fmt(v: float) -> str:
     return "" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def _value_labels(values: np.ndarray) -> dict:
+    """Bar trace keys writing each value at the foot of its bar, inside it: the reference markers drawn on bars
+    (zero-shot dashes, single-task diamonds) and the mean line sit near the bars' tops, where a label collided
+    with them; a bar too short for its label shows none (uniformtext in :func:`make_figure`)."""
+    return {"text": [_fmt(v) for v in np.asarray(values, dtype=float)], "textposition": "inside",
+            "insidetextanchor": "start", "textangle": 0}
 
 
 def _cell_text(arr: np.ndarray) -> list[list[str]]:
@@ -222,6 +233,21 @@ def _panel_axes(n: int, spacing: float = 0.06, titles: Sequence[str] | None = No
             anns.append({"text": titles[i - 1], "x": (lo + hi) / 2, "xref": "paper", "y": 1.0, "yref": "paper",
                          "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}})
     return lay, anns
+
+
+#: matrix heatmaps (task × task, block × layer type): no legend, so the plot starts under the title; a slim colour bar
+MATRIX_MARGIN = {"l": 60, "r": 20, "t": 50, "b": 50}
+MATRIX_COLORBAR = {"thickness": 14}
+
+
+def matrix_height(n_tasks: int) -> int:
+    """A task × task heatmap's height: about 55 px a row (a cell keeps room for its value), plus title and the
+    (turned) task names under it.
+
+    >>> matrix_height(3), matrix_height(5)
+    (345, 455)
+    """
+    return 180 + 55 * n_tasks
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,9 +296,9 @@ def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fractio
     z = grid.to_numpy()
     zmax = _finite_max(z) if zmax is None else zmax
     trace = {"type": "heatmap", "z": _list(z), "x": list(grid.columns), "y": list(grid.index), "zmin": zmin,
-             "zmax": zmax, "colorscale": SEQUENTIAL, "colorbar": {"title": {"text": "density"}},
+             "zmax": zmax, "colorscale": SEQUENTIAL, "colorbar": MATRIX_COLORBAR | {"title": {"text": "density"}},
              "hovertemplate": "block %{x}<br>%{y}<br>density %{z:.4f}<extra></extra>"}
-    return make_figure([trace], title, height=max(260, 28 * len(grid.index) + 120),
+    return make_figure([trace], title, height=max(300, 30 * len(grid.index) + 150), margin=MATRIX_MARGIN,
                        xaxis={"title": _title("block"), "type": "category"},
                        yaxis={"title": _title("layer type"), "autorange": "reversed", "type": "category"})
 
@@ -322,8 +348,9 @@ def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask ov
         raise TalosError(f"IoU matrix shape {z.shape} does not match {len(tasks)} tasks")
     trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks), "zmin": zmin, "zmax": zmax,
              "colorscale": "Blues", "text": _cell_text(z), "texttemplate": "%{text}",
-             "hovertemplate": "%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>", "colorbar": {"title": {"text": "IoU"}}}
-    return make_figure([trace], title, height=120 + 45 * len(tasks),
+             "hovertemplate": "%{y} vs %{x}<br>IoU %{z:.3f}<extra></extra>",
+             "colorbar": MATRIX_COLORBAR | {"title": {"text": "IoU"}}}
+    return make_figure([trace], title, height=matrix_height(len(tasks)), margin=MATRIX_MARGIN,
                        xaxis={"type": "category"}, yaxis={"type": "category", "autorange": "reversed"})
 
 
@@ -465,11 +492,22 @@ def localization_heatmap(tasks: Sequence[str], matrix: Any, *, zmin: float | Non
     zmax = _finite_max(z) if zmax is None else zmax
     trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks), "zmin": zmin, "zmax": zmax,
              "colorscale": centered_colorscale(zmin, zmax, 1.0), "text": _cell_text(z), "texttemplate": "%{text}",
-             "colorbar": {"title": {"text": "acc / zero-shot"}},
+             "colorbar": MATRIX_COLORBAR | {"title": {"text": "acc / zero-shot", "side": "right"}},
              "hovertemplate": "fine-tuned on %{y}<br>evaluated on %{x}<br>%{z:.3f}<extra></extra>"}
-    return make_figure([trace], title, height=140 + 50 * len(tasks), shapes=diagonal_shapes(len(tasks)),
-                       xaxis={"title": _title("evaluated on"), "type": "category"},
+    return make_figure([trace], title, height=matrix_height(len(tasks)), shapes=diagonal_shapes(len(tasks)),
+                       margin=MATRIX_MARGIN, xaxis={"title": _title("evaluated on"), "type": "category"},
                        yaxis={"title": _title("fine-tuned on"), "type": "category", "autorange": "reversed"})
+
+
+def matrices_per_row(n_tasks: int) -> int:
+    """How many ``n_tasks × n_tasks`` matrix heatmaps to put side by side in the page's main column (about 1,000
+    px at a 1,500 px window) so that every cell keeps room for its two-decimal value and the task names: three
+    small ones, two up to six tasks, one beyond.
+
+    >>> [matrices_per_row(n) for n in (2, 3, 4, 5, 6, 8)]
+    [3, 3, 2, 2, 2, 1]
+    """
+    return 3 if n_tasks <= 3 else 2 if n_tasks <= 6 else 1
 
 
 def shared_range(*matrices: Any) -> tuple[float, float]:
@@ -488,10 +526,10 @@ def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", z
     trace = {"type": "heatmap", "z": _list(z), "x": list(tasks), "y": list(tasks),
              "zmin": _finite_min(z) if zmin is None else zmin, "zmax": _finite_max(z) if zmax is None else zmax,
              "colorscale": "Cividis", "text": _cell_text(z), "texttemplate": "%{text}",
-             "colorbar": {"title": {"text": "acc ratio"}},
+             "colorbar": MATRIX_COLORBAR | {"title": {"text": "acc ratio", "side": "right"}},
              "hovertemplate": f"{mode} of %{{y}}'s entries<br>evaluated on %{{x}}<br>%{{z:.3f}}<extra></extra>"}
-    return make_figure([trace], title or f"Parameter sharing ({mode})", height=140 + 50 * len(tasks),
-                       shapes=diagonal_shapes(len(tasks)),
+    return make_figure([trace], title or f"Parameter sharing ({mode})", height=matrix_height(len(tasks)),
+                       shapes=diagonal_shapes(len(tasks)), margin=MATRIX_MARGIN,
                        xaxis={"title": _title("evaluated on"), "type": "category"},
                        yaxis={"title": _title(f"{mode}d entries of"), "type": "category", "autorange": "reversed"})
 
@@ -507,11 +545,12 @@ def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: st
     """Bars of per-task accuracy with reference markers.
 
     Markers: ``zero_shot`` (grey dash: the pre-trained model θ0) and ``single_task`` (black diamond:
-    the method's own single-task fine-tuned model). The dashed line is the mean over tasks.
+    the method's own single-task fine-tuned model). The dashed line is the mean over tasks, named in the legend.
+    Each bar's value is written at its foot, away from the markers, which sit near the bars' tops.
 
     >>> f = arithmetic_bars(["a", "b"], [0.5, 0.7], zero_shot=[0.1, 0.2])
     >>> [t.name for t in f.data]
-    ['accuracy', 'zero-shot']
+    ['accuracy', 'zero-shot', 'mean 0.600']
     """
     acc = np.asarray(accuracy, dtype=float)
     if acc.shape != (len(tasks),):
@@ -519,7 +558,7 @@ def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: st
     color = color or (method_color(method) if method else method_color("talos"))
     x = list(tasks)
     traces = [{"type": "bar", "x": x, "y": _list(acc), "name": name, "marker": {"color": color},
-               "opacity": opacity, "text": [_fmt(v) for v in acc], "textposition": "inside",
+               "opacity": opacity, **_value_labels(acc),
                "hovertemplate": "%{x}<br>%{y:.4f}<extra>" + name + "</extra>"}]
     if zero_shot is not None:
         traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(zero_shot, dtype=float)), "mode": "markers",
@@ -529,12 +568,12 @@ def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: st
         traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(single_task, dtype=float)),
                        "mode": "markers", "name": "single-task fine-tuned",
                        "marker": {"symbol": "diamond", "size": 11, "color": SINGLE_TASK_COLOR}})
-    shapes, anns = [], []
+    shapes = []
     if np.isfinite(acc).any():
         mean = float(np.nanmean(acc))
-        sh, anns = hline(mean, color=color, dash="dash", text=f"mean {mean:.3f}", text_pos="right")
-        shapes.append(sh)
-    return make_figure(traces, title, height=380, shapes=shapes, annotations=anns,
+        shapes.append(hline(mean, color=color, dash="dash"))
+        traces.append(legend_line(f"mean {mean:.3f}", color=color, dash="dash"))
+    return make_figure(traces, title, height=380, shapes=shapes,
                        yaxis={"range": [0, 1.05], "title": _title(y_title)}, xaxis={"type": "category"})
 
 
@@ -545,7 +584,8 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
                   title: str = "Task negation: θ0 − α τ") -> go.Figure:
     """Per target: accuracy on the target (should DROP) and on the control task (should STAY).
 
-    The dotted red line is 95 % of the zero-shot control accuracy (the paper's constraint).
+    The dotted red line is 95 % of the zero-shot control accuracy (the paper's constraint), named in the legend;
+    values are written at the bars' feet (:func:`arithmetic_bars`).
     """
     t = np.asarray(target_acc, dtype=float)
     c = np.asarray(control_acc, dtype=float)
@@ -555,21 +595,26 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
     x = list(targets)
     traces = [
         {"type": "bar", "x": x, "y": _list(t), "name": "target accuracy (lower = forgotten)",
-         "marker": {"color": color}, "text": [_fmt(v) for v in t], "textposition": "inside"},
+         "marker": {"color": color}, **_value_labels(t)},
         {"type": "bar", "x": x, "y": _list(c), "name": f"control accuracy ({control_task})",
-         "marker": {"color": "#bbbbbb"}, "text": [_fmt(v) for v in c], "textposition": "inside"},
+         "marker": {"color": "#bbbbbb"}, **_value_labels(c)},
     ]
     if zero_shot_target is not None:
         traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(zero_shot_target, dtype=float)),
                        "mode": "markers", "name": "zero-shot target",
                        "marker": {"symbol": "line-ew-open", "size": 30, "color": ZERO_SHOT_COLOR,
                                   "line": {"width": 3, "color": ZERO_SHOT_COLOR}}})
-    shapes, anns = [], []
+    shapes = []
     if control_zero_shot is not None and math.isfinite(control_zero_shot):
-        sh, anns = hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot", width=1.5,
-                         text="95% of zero-shot control", text_pos="right")
-        shapes.append(sh)
-    return make_figure(traces, title, height=380, shapes=shapes, annotations=anns, barmode="group",
+        shapes.append(hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot", width=1.5))
+        traces.append(legend_line("95% of zero-shot control", color=MARK_COLOR, dash="dot", width=1.5))
+    # four legend entries: in a half-width column they stack four rows high, so the legend hangs from just under the
+    # title (container coordinates) and the plot starts below room for them (anchored on the plot, they grew up
+    # into the title)
+    return make_figure(traces, title, height=440, shapes=shapes, barmode="group",
+                       margin={"l": 60, "r": 20, "t": 140, "b": 50},
+                       legend={"orientation": "h", "yref": "container", "y": 1 - 34 / 440, "yanchor": "top",
+                               "xanchor": "left", "x": 0.0},
                        yaxis={"range": [0, 1.05], "title": _title("accuracy")},
                        xaxis={"type": "category", "title": _title("negated task")})
 
@@ -635,7 +680,7 @@ def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | 
     if current_alpha is not None:
         shapes.append(vline(current_alpha, color="#888888", dash="dot", name="current α")[0])
     if control_zero_shot is not None:
-        shapes.append(hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot")[0])
+        shapes.append(hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot"))
     return make_figure(traces, f"Negating {target}", height=320, shapes=shapes, annotations=anns,
                        xaxis={"title": _title("α (θ0 − α τ)")},
                        yaxis={"title": _title("accuracy"), "range": [0, 1.05]})
@@ -672,37 +717,63 @@ def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+MEMORY_KINDS = {"peak_rss_since_reset": "peak RSS", "peak_rss_since_start": "peak RSS since the process started",
+                "cuda_max_memory_allocated": "GPU, max. allocated"}
+"""How each ``peak_memory_kind`` of an ``efficiency`` table (``talos_core.memory``) is named in words."""
+
+
+def memory_kind_label(kind: Any) -> str:
+    """``peak_memory_kind`` in words (:data:`MEMORY_KINDS`; an unknown kind as it is, none as ``""``).
+
+    >>> memory_kind_label("peak_rss_since_reset"), memory_kind_label(None)
+    ('peak RSS', '')
+    """
+    if kind is None or (isinstance(kind, float) and math.isnan(kind)) or str(kind) in ("", "nan", "None"):
+        return ""
+    return MEMORY_KINDS.get(str(kind), str(kind))
+
+
 @plain_figure
 def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over all tasks)") -> go.Figure:
     """Three panels: time per step split into forward+backward and optimizer (stacked, ± std),
-    peak memory, calibration time. One colour per method; the optimizer part is hatched."""
+    peak memory, calibration time. One colour per method; the optimizer part is hatched. The legend (grey: it
+    names the two parts, whatever the method's colour) sits in its own row under the title, above the panels'
+    titles."""
     summ = efficiency_summary(eff)
     if summ.empty:
         raise TalosError("efficiency table is empty; nothing to draw")
     methods = [str(m) for m in summ["method"]]
     labels = [method_label(m) for m in methods]
     colors = [method_color(m) for m in methods]
-    kind = str(summ["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in summ else ""
+    kind = memory_kind_label(summ["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in summ else ""
     titles = ["time per step (ms)", f"peak memory (MB{', ' + kind if kind else ''})", "mask calibration (s)"]
     axes, anns = _panel_axes(3, spacing=0.09, titles=titles, rangemode="tozero")
     col = lambda c: summ[c].to_numpy(dtype=float) if c in summ else np.zeros(len(summ))  # noqa: E731
     ms = 1000.0
     calib = np.nan_to_num(col("calibration_s"), nan=0.0)
+    legend = [{"type": "bar", "x": labels[:1], "y": [0], "name": name, "hoverinfo": "skip", "xaxis": "x",
+               "yaxis": "y", "marker": {"color": "#9a9a9a", **({"pattern": {"shape": "/"}} if hatched else {})}}
+              for name, hatched in (("forward + backward", False), ("optimizer step (hatched)", True))]
     traces = [
         {"type": "bar", "x": labels, "y": _list(col("fwd_bwd_s_mean") * ms), "name": "forward + backward",
-         "marker": {"color": colors}, "xaxis": "x", "yaxis": "y",
+         "marker": {"color": colors}, "xaxis": "x", "yaxis": "y", "showlegend": False,
          "error_y": {"type": "data", "array": _list(np.nan_to_num(col("fwd_bwd_s_std")) * ms), "visible": True}},
         {"type": "bar", "x": labels, "y": _list(col("opt_s_mean") * ms), "name": "optimizer step",
          "marker": {"color": colors, "pattern": {"shape": "/"}, "line": {"color": "white"}}, "xaxis": "x",
-         "yaxis": "y", "error_y": {"type": "data", "array": _list(np.nan_to_num(col("opt_s_std")) * ms),
-                                   "visible": True}},
+         "yaxis": "y", "showlegend": False,
+         "error_y": {"type": "data", "array": _list(np.nan_to_num(col("opt_s_std")) * ms), "visible": True}},
         {"type": "bar", "x": labels, "y": _list(col("peak_memory_mb")), "name": "peak memory",
          "marker": {"color": colors}, "showlegend": False, "xaxis": "x2", "yaxis": "y2"},
         {"type": "bar", "x": labels, "y": _list(calib), "name": "calibration", "marker": {"color": colors},
          "showlegend": False, "xaxis": "x3", "yaxis": "y3", "textposition": "outside",
          "text": ["—" if not v > 0 else f"{v:.1f}" for v in calib]},
+        *legend,  # zero-height bars: legend entries in grey (the real bars carry one colour per method)
     ]
-    return make_figure(traces, title, height=380, annotations=anns, barmode="stack", **axes)
+    # title, then the legend in its own row (container coordinates), then the panels' titles over the plots
+    return make_figure(traces, title, height=400, annotations=anns, barmode="stack",
+                       margin={"l": 60, "r": 20, "t": 105, "b": 50},
+                       legend={"orientation": "h", "yref": "container", "y": 1 - 36 / 400, "yanchor": "top",
+                               "xanchor": "left", "x": 0.0, "traceorder": "normal"}, **axes)
 
 
 @plain_figure

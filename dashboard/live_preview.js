@@ -200,6 +200,10 @@ function frame(width, cats, title, legend, xTitle) {
       }
       if (it.kind === 'zs') out.push(`<path d="M${ix - 10},${ly}H${ix + 10}" stroke="${ZERO_SHOT}" stroke-width="3"/>`);
       if (it.kind === 'st') out.push(`<path d="M${ix - 5},${ly}L${ix},${ly - 5}L${ix + 5},${ly}L${ix},${ly + 5}Z" fill="${SINGLE_TASK}"/>`);
+      if (it.kind === 'line') {
+        out.push(`<path d="M${ix - 15},${ly}H${ix + 15}" stroke="${it.color}" stroke-width="${it.width}" `
+          + `stroke-dasharray="${it.dash}"/>`);
+      }
       out.push(`<text x="${ix + 20}" y="${ly + 4.2}" font-size="12" fill="#262730">${esc(it.text)}</text>`);
     }
   });
@@ -231,13 +235,17 @@ function bar(f, x, w, v, color, opacity, textFill, tip) {
   const h = f.T + f.ph - top;
   f.out.push(`<rect class="talos-live-bar" x="${x - w / 2}" y="${top}" width="${w}" height="${Math.max(0, h)}" `
     + `fill="${color}" fill-opacity="${opacity}"><title>${esc(tip)}</title></rect>`);
-  if (h >= 18) f.out.push(`<text x="${x}" y="${top + 15}" text-anchor="middle" font-size="12" fill="${textFill}">${fmtF(v, 2)}</text>`);
+  // the value at the bar's foot (as dashboard.figures._value_labels): the markers sit near the bars' tops
+  if (h >= 18) {
+    f.out.push(`<text x="${x}" y="${f.T + f.ph - 5}" text-anchor="middle" font-size="12" fill="${textFill}">`
+      + `${fmtF(v, 2)}</text>`);
+  }
 }
 
-function hline(f, v, color, dash, width, label) {
+// a line across the plot; the legend names it (dashboard.figures.legend_line), no label inside the plot
+function hline(f, v, color, dash, width) {
   const yy = f.y(v);
   f.out.push(`<path d="M${f.L},${yy}h${f.pw}" stroke="${color}" stroke-width="${width}" stroke-dasharray="${dash}"/>`);
-  f.out.push(`<text x="${f.L + f.pw}" y="${yy - 3}" text-anchor="end" font-size="11" fill="${color}">${esc(label)}</text>`);
 }
 
 // dashboard.figures.arithmetic_bars: bars (opacity 0.6), zero-shot dashes, single-task diamonds, dashed mean
@@ -245,6 +253,8 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
   const legend = [{ kind: 'bar', text: 'linearized preview', color, opacity: 0.6 }];
   if (zs.some((v) => v === v)) legend.push({ kind: 'zs', text: 'zero-shot' });
   if (st.some((v) => v === v)) legend.push({ kind: 'st', text: 'single-task fine-tuned' });
+  const m = acc.some((v) => Number.isFinite(v)) ? npNanMean(acc) : null;
+  if (m !== null) legend.push({ kind: 'line', text: `mean ${fmtF(m, 3)}`, color, dash: '9,9', width: 1 });
   const f = frame(width, tasks, title, legend, null);
   tasks.forEach((t, i) => bar(f, f.cx(i), f.band * 0.8, acc[i], color, 0.6, '#ffffff',
                               `${t}: ${fmtF(acc[i], 4)} (linearized preview)`));
@@ -259,10 +269,7 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
         + `<title>${esc(t)}: single-task fine-tuned ${fmtF(st[i], 4)}</title></path>`);
     }
   });
-  if (acc.some((v) => Number.isFinite(v))) {
-    const m = npNanMean(acc);
-    hline(f, m, color, '9,9', 1, `mean ${fmtF(m, 3)}`);
-  }
+  if (m !== null) hline(f, m, color, '9,9', 1);
   f.out.push('</svg>');
   return f.out.join('');
 }
@@ -272,15 +279,15 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
 function svgNegation(width, targets, tacc, cacc, color, control, controlZeroShot, title) {
   const legend = [{ kind: 'bar', text: 'target accuracy (lower = forgotten)', color, opacity: 1 },
                   { kind: 'bar', text: `control accuracy (${control})`, color: '#bbbbbb', opacity: 1 }];
+  const limit = controlZeroShot !== null && controlZeroShot !== undefined && Number.isFinite(controlZeroShot);
+  if (limit) legend.push({ kind: 'line', text: '95% of zero-shot control', color: '#d62728', dash: '3,3', width: 1.5 });
   const f = frame(width, targets, title, legend, 'negated task');
   const w = f.band * 0.4;
   targets.forEach((t, i) => {
     bar(f, f.cx(i) - w / 2, w, tacc[i], color, 1, '#ffffff', `${t}: target ${fmtF(tacc[i], 4)}`);
     bar(f, f.cx(i) + w / 2, w, cacc[i], '#bbbbbb', 1, '#444444', `${t}: control ${control} ${fmtF(cacc[i], 4)}`);
   });
-  if (controlZeroShot !== null && controlZeroShot !== undefined && Number.isFinite(controlZeroShot)) {
-    hline(f, 0.95 * controlZeroShot, '#d62728', '3,3', 1.5, '95% of zero-shot control');
-  }
+  if (limit) hline(f, 0.95 * controlZeroShot, '#d62728', '3,3', 1.5);
   f.out.push('</svg>');
   return f.out.join('');
 }

@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import data as D
+from dashboard import data
 from dashboard.plain import md
 from talos_core.errors import TalosError
-from talos_core.schema import EmptyStore, result_name, slug
+from talos_core.schema import EmptyStore, method_label, result_name, slug
 
 CHROME_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -42,7 +44,7 @@ class Context:
         return result_name(self.suite, self.model, *parts)
 
     def methods(self, kind: str) -> list[str]:
-        return D.order_methods(D.available(self.idx, "method", kind=kind, suite=self.suite, model=self.model))
+        return data.order_methods(data.available(self.idx, "method", kind=kind, suite=self.suite, model=self.model))
 
     def has(self, kind: str, *parts: str) -> bool:
         name = self.name(*parts)
@@ -67,7 +69,7 @@ def stop_on_problem(exc: BaseException) -> None:
 def load(kind: str, ctx: Context, *parts: str, stop: bool = True) -> Any | None:
     """Cached result ``kind`` for the current suite/model; on a problem show it and stop (or return None)."""
     try:
-        return D.get(kind, ctx.root, ctx.name(*parts))
+        return data.get(kind, ctx.root, ctx.name(*parts))
     except TalosError as exc:
         if stop:
             stop_on_problem(exc)
@@ -82,7 +84,7 @@ def side_by_side(kind: str, ctx: Context, *parts: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for origin, root in ((ctx.origin, ctx.root), *ctx.others):
         try:
-            out[origin] = D.get(kind, root, ctx.name(*parts))
+            out[origin] = data.get(kind, root, ctx.name(*parts))
         except TalosError as exc:
             if root == ctx.root:
                 show_problem(exc)
@@ -94,9 +96,9 @@ def across_stores(kind: str, ctx: Context, method: str) -> None:
     ``kind`` (addition / negation) summary of ``method`` in each, one row per store (:mod:`dashboard.merged`)."""
     if not ctx.others:
         return
-    from dashboard import merged as M
+    from dashboard import merged
 
-    table = M.arithmetic_rows(kind, side_by_side(kind, ctx, method), method)
+    table = merged.arithmetic_rows(kind, side_by_side(kind, ctx, method), method)
     if table is not None and len(table) > 1:
         st.subheader(f"{kind.capitalize()} across stores")
         st.dataframe(table, hide_index=True)
@@ -119,13 +121,37 @@ def context(*, required: bool = True) -> Context | None:
 # --------------------------------------------------------------------------------------------
 # pickers (bound to the URL so a link reproduces the view)
 # --------------------------------------------------------------------------------------------
-def pick(label: str, options: Sequence[str], key: str, *, default: str | None = None, container: Any = None,
-         help: str | None = None) -> str | None:
-    """A selectbox whose value lives in the URL query (``?<key>=<option>``).
+def shown_as(options: Sequence[str], format_func: Callable[[str], str] | None) -> Callable[[str], str]:
+    """How a picker shows its options: ``format_func``'s text, made unique (a text two options share gets the
+    option in brackets), or the options as they are."""
+    if format_func is None:
+        return str
+    texts = {o: str(format_func(o)) for o in options}
+    count = Counter(texts.values())
+    texts = {o: t if count[t] == 1 else f"{t} ({o})" for o, t in texts.items()}
+    return lambda o: texts.get(o, str(o))
 
-    No ``format_func``: Streamlit writes the *displayed* label into the URL, so options are shown as
-    they are (e.g. method names ``talos``, ``nonlinear``) to keep links short and stable.
-    """
+
+def _adopt_query(key: str, options: Sequence[str], text: Callable[[str], str], *, many: bool = False) -> None:
+    """A link that names options themselves where the picker shows other texts (``?method=talos`` for the option
+    ``talos`` shown as "TaLoS": links written before pickers showed labels) opens that option: set as the widget's
+    state before it is created (Streamlit drops the unknown text from the URL; the next change writes the shown
+    text there)."""
+    if key in st.session_state or key not in st.query_params:
+        return
+    values = st.query_params.get_all(key)
+    if not values or any(v in {text(o) for o in options} for v in values):
+        return
+    named = [v for v in values if v in options]
+    if named and len(named) == len(values):
+        st.session_state[key] = named if many else named[0]
+
+
+def pick(label: str, options: Sequence[str], key: str, *, default: str | None = None, container: Any = None,
+         help: str | None = None, format_func: Callable[[str], str] | None = None) -> str | None:
+    """A selectbox whose value lives in the URL query (``?<key>=<shown text>``), showing ``format_func(option)``
+    (:func:`shown_as`); returns the option itself. Streamlit writes the *shown* text into the URL; a link naming the
+    option itself opens it too (:func:`_adopt_query`)."""
     options = list(options)
     if not options:
         return None
@@ -133,21 +159,38 @@ def pick(label: str, options: Sequence[str], key: str, *, default: str | None = 
     index = options.index(default) if default in options else 0
     if key in st.session_state and st.session_state[key] not in options:
         del st.session_state[key]
-    return where.selectbox(label, options, index=index, key=key, bind="query-params", help=help)
+    text = shown_as(options, format_func)
+    _adopt_query(key, options, text)
+    return where.selectbox(label, options, index=index, key=key, bind="query-params", help=help, format_func=text)
 
 
 def pick_many(label: str, options: Sequence[str], key: str, *, default: Sequence[str] | None = None,
-              container: Any = None, max_selections: int | None = None) -> list[str]:
-    """A multiselect bound to the URL query (repeated ``?<key>=a&<key>=b``)."""
+              container: Any = None, max_selections: int | None = None,
+              format_func: Callable[[str], str] | None = None) -> list[str]:
+    """A multiselect bound to the URL query (repeated ``?<key>=a&<key>=b``, the shown texts), showing
+    ``format_func(option)`` as :func:`pick` does; returns the options themselves."""
     options = list(options)
     default = [d for d in (default if default is not None else options) if d in options]
     if key in st.session_state:
         kept = [v for v in st.session_state[key] if v in options]
         if kept != list(st.session_state[key]):
             st.session_state[key] = kept
+    text = shown_as(options, format_func)
+    _adopt_query(key, options, text, many=True)
     where = container or st
     return list(where.multiselect(label, options, default=default, key=key, bind="query-params",
-                                  max_selections=max_selections))
+                                  max_selections=max_selections, format_func=text))
+
+
+def pick_method(label: str, methods: Sequence[str], key: str, **kw: Any) -> str | None:
+    """:func:`pick` over method names, shown with the catalogue's labels (``talos`` → "TaLoS",
+    ``talos-k0.9`` → "TaLoS (k = 0.9)": :func:`talos_core.schema.method_label`), as the figures name them."""
+    return pick(label, methods, key, format_func=method_label, **kw)
+
+
+def pick_methods(label: str, methods: Sequence[str], key: str, **kw: Any) -> list[str]:
+    """:func:`pick_many` over method names, shown with the catalogue's labels (:func:`pick_method`)."""
+    return pick_many(label, methods, key, format_func=method_label, **kw)
 
 
 def qkey(*parts: str) -> str:
@@ -222,13 +265,45 @@ def _export_panel(fig: go.Figure, name: str, key: str) -> None:
                        mime="text/html", key=f"{key}.dhtml", on_click="ignore")
 
 
+def export_popover(fig: go.Figure, name: str, key: str) -> None:
+    """The "Export figure" popover (PNG/SVG via kaleido, fallback HTML). Its panel is built only once the popover is
+    opened (a rerun): Streamlit would otherwise build and draw every chart's buttons, and serialize every figure a
+    second time (:func:`_fig_key`), on each page load, for popovers nobody opened."""
+    pop = st.popover("Export figure", icon=":material/download:", key=f"{key}.open", on_change="rerun")
+    if pop.open:
+        with pop:
+            _export_panel(fig, name, key)
+
+
+def published_reference(label: str, note: str, *, key: str) -> None:
+    """The paper's published numbers (Table 1), chart and table, in an expander built once opened (:func:`expander`):
+    labelled as published, never mixed with the store's results."""
+    from dashboard import figures
+
+    with expander(label, f"{key}.open") as shown:
+        if shown:
+            st.caption(note)
+            chart(figures.published_addition_bars(), "published_table1_vitb32", key=key)
+            table(figures.published_addition_table(), "published_table1_vitb32", key=f"{key}_tbl")
+
+
 def chart(fig: go.Figure, name: str, *, key: str | None = None, export: bool = True) -> None:
-    """``st.plotly_chart`` plus an "Export" popover (PNG/SVG via kaleido, fallback HTML)."""
+    """``st.plotly_chart`` plus an "Export" popover (:func:`export_popover`)."""
     key = key or name
     st.plotly_chart(fig, key=f"chart.{key}", config={"displaylogo": False})
     if export:
-        with st.popover("Export figure", icon=":material/download:"):
-            _export_panel(fig, name, f"exp.{key}")
+        export_popover(fig, name, f"exp.{key}")
+
+
+@contextmanager
+def expander(label: str, key: str, **kwargs: Any) -> Iterator[bool]:
+    """``with expander(label, key) as shown:`` an ``st.expander`` whose content the caller builds only ``if shown``
+    (the expander is open; opening it reruns the page or fragment). Streamlit otherwise builds a closed expander's
+    charts and tables and draws them out of sight on every page load: for tables ("Data"), reference figures and
+    other content a first view does not show."""
+    box = st.expander(label, key=key, on_change="rerun", **kwargs)
+    with box:
+        yield bool(box.open)
 
 
 def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bool = True,
@@ -246,7 +321,7 @@ def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bo
 # --------------------------------------------------------------------------------------------
 # blocks shared by pages: chosen hyperparameters (selection results)
 # --------------------------------------------------------------------------------------------
-def selections(ctx: Context, methods: Sequence[str] | None = None) -> list[D.Selection]:
+def selections(ctx: Context, methods: Sequence[str] | None = None) -> list[data.Selection]:
     """The stored selection results of the current suite/model (of ``methods`` when given), in teaching
     order; a corrupt one is shown as a message and skipped."""
     out = []
@@ -265,7 +340,7 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
     rows tasks), and in an expander every candidate's validation negation score (figure + table; ``export``:
     with the figure's export popover). Returns whether anything was shown (``False`` when the store has no
     selection for ``methods``)."""
-    from dashboard import figures as F
+    from dashboard import figures
 
     sels = selections(ctx, methods)
     if not sels:
@@ -273,18 +348,19 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
     st.markdown("**Chosen hyperparameters** (per task, on the validation split)")
     left, right = st.columns([2, 3])
     with left:
-        table(D.chosen_hyperparameters(sels), f"chosen_hyperparameters_{ctx.suite}_{ctx.model}",
+        table(data.chosen_hyperparameters(sels), f"chosen_hyperparameters_{ctx.suite}_{ctx.model}",
               key=f"{key}.chosen")
     rules = {s.rule for s in sels if s.rule}
     right.caption("Each value was chosen by validation task negation (paper App. \"Hyperparameter selection\"): "
                   + ("; ".join(md(r, at_start=False) for r in sorted(map(str, rules))) if rules
                      else "lowest target accuracy with the control task kept")
                   + ".")
-    with st.expander("Selection candidates (value → validation negation score)"):
-        by_id = {s.method: s for s in sels}
-        m = pick("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
-        sel = by_id[m]
-        chart(F.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}", key=f"{key}.selfig",
-              export=export)
-        table(D.selection_candidates(sel), f"selection_{ctx.suite}_{ctx.model}_{m}", key=f"{key}.seltbl")
+    with expander("Selection candidates (value → validation negation score)", f"{key}.candidates") as shown:
+        if shown:
+            by_id = {s.method: s for s in sels}
+            m = pick_method("Selection of", list(by_id), f"{key}.sel") if len(by_id) > 1 else next(iter(by_id))
+            sel = by_id[m]
+            chart(figures.selection_scores(sel.table, param=sel.param, method=m), f"selection_{m}",
+                  key=f"{key}.selfig", export=export)
+            table(data.selection_candidates(sel), f"selection_{ctx.suite}_{ctx.model}_{m}", key=f"{key}.seltbl")
     return True

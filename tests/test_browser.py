@@ -3,17 +3,22 @@
 Run with ``python -m pytest tests/test_browser.py -m browser``. Needs Debian's chromium at
 /usr/bin/chromium (``apt-get install -y chromium``); skipped when it or playwright is missing.
 Screenshots go to /tmp/talos_dashboard_*.png.
+
+The browser tests wait on the page's own state (:mod:`bench.page_state`: Streamlit's script state, drawn charts,
+the texts a step must produce), never for a fixed time: a loaded machine makes them slower, not flaky. Playwright's
+own waits (navigation, clicks) get the same last-resort ceiling (:data:`bench.page_state.CEILING_S`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
 from dashboard_fixtures import app_server
+
+from bench.page_state import CEILING_S, wait_drawn, wait_until
 
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -41,14 +46,12 @@ def _traces(page, prefix: str) -> list[list[float]]:
     return []
 
 
-def _wait_for(page, predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        page.wait_for_timeout(250)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+def new_page(browser, **kwargs):
+    """A page whose Playwright waits (navigation, clicks, selectors) all end only at the last-resort ceiling."""
+    page = browser.new_page(**kwargs)
+    page.set_default_timeout(CEILING_S * 1000)
+    page.set_default_navigation_timeout(CEILING_S * 1000)
+    return page
 
 
 def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
@@ -59,13 +62,13 @@ def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
         browser = p.chromium.launch(executable_path=CHROMIUM,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2200})
-            page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
+            page = new_page(browser, viewport={"width": 1400, "height": 2200})
+            page.goto(f"{server}/arithmetic?method=talos")
             exact_title = "Exact (test): θ0 +"
-            before = _wait_for(page, lambda: _traces(page, exact_title), 90, "the exact-results chart")
+            before = wait_until(page, lambda: _traces(page, exact_title), "the exact-results chart")
             # the in-browser preview component draws its chart after it mounts, possibly after the exact chart
-            preview_before = _wait_for(page, lambda: _traces(page, "Linearized preview"), 60,
-                                       "the linearized preview chart")
+            preview_before = wait_until(page, lambda: _traces(page, "Linearized preview"), "the linearized preview")
+            wait_drawn(page)  # the first run is over: a key press now starts a run of its own
             page.screenshot(path="/tmp/talos_dashboard_arithmetic_before.png", full_page=True)
 
             # the in-browser preview component's range input (Streamlit's, a react-aria range input inside
@@ -75,28 +78,30 @@ def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
             slider.focus()
             for _ in range(25):  # step = grid step / 5 = 0.1 → α 8.0 → 5.5 (snapped to 5.5)
                 page.keyboard.press("ArrowLeft")
-            _wait_for(page, lambda: _traces(page, exact_title) and _traces(page, exact_title)[0] != before[0],
-                      60, "the exact chart to change after the slider move")
+            wait_until(page, lambda: _traces(page, exact_title) and _traces(page, exact_title)[0] != before[0],
+                       "the exact chart to change after the slider move")
             after = _traces(page, exact_title)
-            preview_after = _wait_for(page, lambda: (_traces(page, "Linearized preview")
-                                                     if _traces(page, "Linearized preview")[0] != preview_before[0]
-                                                     else None), 30, "the preview chart to change")
+            preview_after = wait_until(page, lambda: (_traces(page, "Linearized preview")
+                                                      if _traces(page, "Linearized preview")[0] != preview_before[0]
+                                                      else None), "the preview chart to change")
             assert after[0] != before[0] and preview_after[0] != preview_before[0]
             assert float(slider.input_value()) == pytest.approx(5.5)
             assert "a.talos=5.5" in page.url  # the view is in the URL
             page.screenshot(path="/tmp/talos_dashboard_arithmetic_after.png", full_page=True)
 
-            # export: PNG via kaleido + local Chromium, or a clear warning offering the HTML export
+            # export: PNG via kaleido + local Chromium, or a clear warning offering the HTML export (the popover's
+            # panel is built once it is opened: Playwright's click waits for its button)
+            wait_drawn(page)
             page.get_by_text("Export figure").first.click()
             page.get_by_role("button", name="Render PNG").first.click()
             done = page.get_by_text(".png").or_(page.get_by_text("use the HTML export instead"))
-            done.first.wait_for(timeout=120_000)
-            page.get_by_text("HTML (interactive").first.wait_for(timeout=30_000)  # the offline fallback is always there
+            done.first.wait_for()
+            page.get_by_text("HTML (interactive").first.wait_for()  # the offline fallback is always there
             page.screenshot(path="/tmp/talos_dashboard_export.png")
             page.keyboard.press("Escape")
 
-            page.goto(f"{server}/disentanglement", timeout=60_000)
-            _wait_for(page, lambda: _traces(page, "ξ for"), 60, "the ξ heatmaps")
+            page.goto(f"{server}/disentanglement")
+            wait_until(page, lambda: _traces(page, "ξ for"), "the ξ heatmaps")
             page.screenshot(path="/tmp/talos_dashboard_disentanglement.png", full_page=True)
         finally:
             browser.close()

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dashboard_fixtures import MODEL, REPO, SUITE, TASKS, app_server
-from test_browser import _wait_for
+from test_browser import new_page
 
+from bench.page_state import wait_drawn, wait_until
 from dashboard import live_preview as LP
 from talos_core.schema import load_preview, preview_accuracy, result_name
 
@@ -134,11 +135,11 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
     with sync_api.sync_playwright() as p:
         browser = _browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page = new_page(browser, viewport={"width": 1400, "height": 2000})
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
-            page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=90_000)
-            _wait_for(page, lambda: _exact_title(page), 60, "the exact chart")
+            page.goto(f"{server}/arithmetic?method=talos")
+            wait_drawn(page)  # the component's chart and the exact chart drawn, the first run over
+            assert _exact_title(page)
             slider = page.locator(SLIDERS).first
             assert page.locator(SLIDERS).count() == 1
             assert float(slider.input_value()) == 8.0  # the selected α
@@ -150,19 +151,19 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
                 page.keyboard.press("ArrowLeft")
                 _check_drawn(page, cache, tasks, [round(8.0 - 0.1 * k, 10)], 1)
             # the release went to Python: exact chart (grid point 7.5), URL
-            _wait_for(page, lambda: "θ0 + 7.5·Στ_t" in _exact_title(page), 60, "the exact chart at α = 7.5")
-            _wait_for(page, lambda: "a.talos=7.5" in page.url, 30, "the URL to hold α")
+            wait_until(page, lambda: "θ0 + 7.5·Στ_t" in _exact_title(page), "the exact chart at α = 7.5")
+            wait_until(page, lambda: "a.talos=7.5" in page.url, "the URL to hold α")
             for _ in range(10):  # fast presses: reruns answering older releases must not move the slider back
                 page.keyboard.press("ArrowLeft")
-            _wait_for(page, lambda: "θ0 + 6.5·Στ_t" in _exact_title(page), 60, "the exact chart at α = 6.5")
-            page.wait_for_timeout(1500)
+            wait_until(page, lambda: "θ0 + 6.5·Στ_t" in _exact_title(page), "the exact chart at α = 6.5")
+            wait_drawn(page)  # every rerun the presses started has finished
             assert float(slider.input_value()) == 6.5
             _check_drawn(page, cache, tasks, [6.5], 1)
             page.screenshot(path="/tmp/talos_live_after.png", full_page=True)
 
             page.get_by_text("Same α for all tasks").click()  # per-task sliders
-            _wait_for(page, lambda: page.locator(SLIDERS).count() == len(tasks), 60, "one slider per task")
-            page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=30_000)
+            wait_until(page, lambda: page.locator(SLIDERS).count() == len(tasks), "one slider per task")
+            wait_drawn(page)
             second = page.locator(SLIDERS).nth(1)
             start = [float(page.locator(SLIDERS).nth(i).input_value()) for i in range(len(tasks))]
             second.focus()
@@ -171,24 +172,24 @@ def test_live_slider_redraws_in_the_browser_then_updates_the_page(server, fixtur
             moved = list(start)
             moved[1] = round(start[1] - 0.3, 10)
             _check_drawn(page, cache, tasks, moved, len(tasks))
-            _wait_for(page, lambda: f"a.talos.{tasks[1]}=" in page.url, 30, "the per-task α in the URL")
-            _wait_for(page, lambda: "shared by all tasks" in page.inner_text("body"), 60, "the exact panel's note")
+            wait_until(page, lambda: f"a.talos.{tasks[1]}=" in page.url, "the per-task α in the URL")
+            wait_until(page, lambda: "shared by all tasks" in page.inner_text("body"), "the exact panel's note")
             page.screenshot(path="/tmp/talos_live_per_task.png", full_page=True)
 
-            page.goto(f"{server}/arithmetic?method=talos&a.talos=2.5", timeout=90_000)  # a shared view
-            page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=90_000)
+            page.goto(f"{server}/arithmetic?method=talos&a.talos=2.5")  # a shared view
+            wait_drawn(page)
             assert float(page.locator(SLIDERS).first.input_value()) == 2.5
             _check_drawn(page, cache, tasks, [2.5], 1)
-            _wait_for(page, lambda: "θ0 + 2.5·Στ_t" in _exact_title(page), 60, "the exact chart at the URL's α")
+            assert "θ0 + 2.5·Στ_t" in _exact_title(page)
             # a browser that lost the arrays (e.g. a reconnect to the same session) asks for them by key
             key = page.evaluate(f"() => document.querySelector('{CHART}').dataset.key")
             page.evaluate("() => { window.__talosLive.payloads = {}; }")
             page.locator(SLIDERS).first.focus()
             page.keyboard.press("ArrowRight")  # still drawn from the arrays the mounted chart holds
             _check_drawn(page, cache, tasks, [2.6], 1)
-            _wait_for(page, lambda: page.evaluate("(k) => k in window.__talosLive.payloads", key), 60,
-                  "the arrays sent again")
-            page.wait_for_selector(f'{CHART}[data-state="drawn"]', timeout=30_000)
+            wait_until(page, lambda: page.evaluate("(k) => k in window.__talosLive.payloads", key),
+                       "the arrays sent again")
+            wait_drawn(page)
             _check_drawn(page, cache, tasks, [2.6], 1)
             errs = page.evaluate("""() => document.querySelectorAll(
                 '[data-testid="stException"], [data-testid="stAlertContentError"]').length""")
@@ -213,11 +214,14 @@ def test_live_negation_preview_in_the_browser(server, fixture_store):
     with sync_api.sync_playwright() as p:
         browser = _browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page = new_page(browser, viewport={"width": 1400, "height": 2000})
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{server}/arithmetic?method=talos", timeout=90_000)
-            page.wait_for_selector(f'{NEG_CHART}[data-state="drawn"]', state="attached", timeout=90_000)
-            page.get_by_role("tab", name="Negation").click()
+            page.goto(f"{server}/arithmetic?method=talos")
+            wait_drawn(page)
+            page.get_by_role("tab", name="Negation").click()  # the tab is built once opened (a rerun)
+            wait_until(page, lambda: page.locator(f'{NEG_CHART}[data-state="drawn"]').count() == 1,
+                       "the negation tab's preview chart")
+            wait_drawn(page)
             sliders = page.locator(f".talos-live:has({NEG_CHART}) input[type=range]")
             assert sliders.count() == len(neg.targets)
 
@@ -240,7 +244,7 @@ def test_live_negation_preview_in_the_browser(server, fixture_store):
                 page.keyboard.press("ArrowLeft")
                 check()  # drawn at once, before any server round trip
             key = f"n.talos.{neg.targets[0]}="
-            _wait_for(page, lambda: key in page.url, 30, "the negation α in the URL")
+            wait_until(page, lambda: key in page.url, "the negation α in the URL")
             page.screenshot(path="/tmp/talos_live_negation.png", full_page=True)
         finally:
             browser.close()

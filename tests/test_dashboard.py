@@ -14,6 +14,7 @@ from dashboard_fixtures import REPO, TASKS
 from streamlit.testing.v1 import AppTest
 
 from dashboard import figures as F
+from dashboard.views import ARITHMETIC_TAB_KEY, ARITHMETIC_TABS
 
 F.VALIDATE = True  # the app runs in this process: validate its figures against plotly's schema
 
@@ -28,6 +29,14 @@ def open_app(monkeypatch, store, page: str | None = None, query: dict | None = N
         at.query_params[k] = v
     if page and page != "learn":
         at.switch_page(f"app_pages/{page}.py")  # before the first run = opening a deep link
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_negation_tab(at: AppTest) -> AppTest:
+    """The Arithmetic page builds only its open tab: open the negation tab, as a click on it does (a rerun)."""
+    at.session_state[ARITHMETIC_TAB_KEY] = ARITHMETIC_TABS[1]
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -107,6 +116,8 @@ def test_arithmetic_method_switch_and_negation(monkeypatch, fixture_store):
     from dashboard.figures import method_color
 
     assert exact.data[0].marker.color == method_color("nonlinear")
+    assert not [f for f in figures(at) if f.layout.title.text.startswith("Exact (test): θ0 − α")], "a closed tab"
+    open_negation_tab(at)
     key = f"n.nonlinear.{TASKS[0]}"
     neg0 = figure_titled(at, "Exact (test): θ0 − α τ_target")
     at.slider(key=key).set_value(0.0).run()
@@ -119,6 +130,19 @@ def test_url_query_restores_view(monkeypatch, fixture_store):
     assert at.selectbox(key="method").value == "nonlinear"
     assert at.slider(key="a.nonlinear").value == pytest.approx(0.3)
     assert "θ0 + 0.3·Στ_t" in figure_titled(at, "Exact (test): θ0 +").layout.title.text
+
+
+def test_method_pickers_show_the_catalogues_labels(monkeypatch, fixture_store):
+    """Pickers and chips name methods as the figures do ("TaLoS", "Non-linear FT"); the page still gets the method
+    itself, and a link naming the method itself (``?method=nonlinear``, links from before) still opens it."""
+    at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "nonlinear"})
+    box = at.selectbox(key="method")
+    assert box.value == "nonlinear" and box.options == ["TaLoS", "Non-linear FT"]
+    at = open_app(monkeypatch, fixture_store, "disentanglement")
+    chips = at.multiselect(key="methods")
+    assert chips.options == ["TaLoS", "Non-linear FT"] and chips.value == ["talos", "nonlinear"]
+    learn = open_app(monkeypatch, fixture_store, "learn")
+    assert learn.selectbox(key="method").options == ["TaLoS", "Non-linear FT", "LoTA"]
 
 
 def test_disentanglement_method_selection(monkeypatch, fixture_store):
@@ -226,6 +250,23 @@ def test_run_page_shows_the_commands(monkeypatch, tmp_path):
     code = "\n".join(c.value for c in at.code)
     assert "talos finetune --task" in code and "talos evaluate addition" in code
     assert any("No jobs yet" in c.value for c in at.caption)
+
+
+def test_run_page_offers_the_registrys_cpu_models(monkeypatch, tmp_path):
+    """Which models the Run page calls feasible on a CPU comes from the model registry (``ModelSpec.cpu``)."""
+    import torch
+
+    from talos_core.models import MODELS
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU-only advice is shown on machines without a GPU")
+    at = open_app(monkeypatch, tmp_path, "run")
+    advice = " ".join(i.value for i in at.info if "CPU only" in i.value)
+    assert {n for n in MODELS if f"`{n}`" in advice} == {n for n, s in MODELS.items() if s.cpu}
+    assert {"tiny-clip", "minilm-l6", "efficientnet-lite0"} <= {n for n, s in MODELS.items() if s.cpu}
+    assert not any("too large" in w.value for w in at.warning)
+    at.selectbox(key="run_model").set_value("clip-vit-b-32-random").run()
+    assert any("too large for a CPU-only machine" in w.value for w in at.warning)
 
 
 def test_sidebar_names_device_and_evaluation_precision(monkeypatch):

@@ -282,10 +282,14 @@ def test_arithmetic_page_shows_chosen_hyperparameters(monkeypatch, protocol_stor
     at = open_app(monkeypatch, protocol_store, "arithmetic", {"method": "talos"})
     chosen = [d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns]
     assert chosen and chosen[0]["TaLoS · sparsity"].tolist() == ["0.5", "0.9", "0.99"]
+    assert not [f for f in figures(at) if f.layout.title.text.startswith("TaLoS: sparsity")], "built once opened"
+    at.session_state["arith.candidates"] = True  # open the "Selection candidates" expander (a rerun)
+    at.run()
     fig = figure_titled(at, "TaLoS: sparsity per task")
     assert list(fig.data[-1].x) == ["0.5", "0.9", "0.99"]
     at = open_app(monkeypatch, protocol_store, "arithmetic", {"method": "talos-k0.9"})
-    assert any("**TaLoS (k = 0.9)**: TaLoS with fixed sparsity 0.9" in c.value for c in at.caption)
+    assert any("**TaLoS (k = 0.9)** (result id talos-k0.9): TaLoS with fixed sparsity 0.9" in c.value
+               for c in at.caption)
     assert not [d for d in at.dataframe if "TaLoS · sparsity" in d.value.columns]
 
 

@@ -129,11 +129,16 @@ def test_sharing_heatmap(fixture_store):
 def test_arithmetic_bars_with_reference_markers():
     fig = F.arithmetic_bars(list(TASKS), [0.5, 0.6, 0.7], zero_shot=[0.1, 0.2, 0.3],
                             single_task=[0.9, 0.95, 0.8], method="talos")
-    bars, zs, st = fig.data
+    bars, zs, st, mean = fig.data
     assert list(bars.y) == [0.5, 0.6, 0.7] and list(bars.x) == list(TASKS)
     assert bars.marker.color == F.method_color("talos")
     assert zs.name == "zero-shot" and list(zs.y) == [0.1, 0.2, 0.3]
     assert st.name == "single-task fine-tuned" and list(st.y) == [0.9, 0.95, 0.8]
+    # the values at the bars' feet, the mean named in the legend: nothing written where the markers are
+    assert bars.insidetextanchor == "start" and bars.textposition == "inside"
+    assert list(bars.text) == ["0.50", "0.60", "0.70"]
+    assert mean.name == "mean 0.600" and mean.line.dash == "dash" and not fig.layout.annotations
+    assert fig.layout.shapes[0].y0 == pytest.approx(0.6)
     with pytest.raises(TalosError, match="accuracies for"):
         F.arithmetic_bars(["a"], [0.1, 0.2])
 
@@ -159,7 +164,9 @@ def test_negation_figures(fixture_store):
     t = neg.targets[0]
     fig = F.negation_bars([t], [0.1], [0.58], control_task=neg.control_task, control_zero_shot=0.6)
     assert list(fig.data[0].y) == [0.1] and list(fig.data[1].y) == [0.58]
-    assert fig.layout.shapes[0].y0 == pytest.approx(0.57)  # 95 % of zero-shot control
+    assert fig.layout.shapes[0].y0 == pytest.approx(0.57)  # 95 % of zero-shot control, named in the legend
+    assert fig.data[-1].name == "95% of zero-shot control" and not fig.layout.annotations
+    assert fig.data[0].insidetextanchor == fig.data[1].insidetextanchor == "start"
     fig = F.negation_curve(neg.table, t, selected_alpha=neg.selected[t], current_alpha=1.0)
     assert any(s.x0 == neg.selected[t] and s.line.color == F.MARK_COLOR for s in fig.layout.shapes)
     with pytest.raises(TalosError, match="no negation results"):
@@ -172,7 +179,14 @@ def test_efficiency_bars(fixture_store):
     assert list(summ["method"]) == ["nonlinear", "talos"]
     fig = F.efficiency_bars(eff)
     names = [t.name for t in fig.data]
-    assert names == ["forward + backward", "optimizer step", "peak memory", "calibration"]
+    assert names == ["forward + backward", "optimizer step", "peak memory", "calibration", "forward + backward",
+                     "optimizer step (hatched)"]
+    # the legend: two grey entries in their own row between the figure title and the panels' titles
+    assert [t.name for t in fig.data if t.showlegend is not False] == names[4:]
+    assert {t.marker.color for t in fig.data[4:]} == {"#9a9a9a"} and all(list(t.y) == [0] for t in fig.data[4:])
+    assert fig.layout.legend.yref == "container" and fig.layout.legend.yanchor == "top"
+    legend_top_px = (1 - fig.layout.legend.y) * fig.layout.height
+    assert fig.layout.title.y > fig.layout.legend.y and legend_top_px + 24 < fig.layout.margin.t - 20
     fwd = fig.data[0]
     np.testing.assert_allclose(list(fwd.y), (summ["fwd_bwd_s_mean"] * 1000).tolist())
     assert list(fwd.marker.color) == [F.method_color("nonlinear"), F.method_color("talos")]

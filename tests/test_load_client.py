@@ -122,3 +122,35 @@ def test_the_served_dashboard_does_not_watch_its_sources():
 
     cmd = streamlit_command(Path("app.py"), port=8501)
     assert cmd[cmd.index("--server.fileWatcherType") + 1] == "none"
+
+
+def test_no_page_needs_streamlits_magic():
+    """`talos dashboard` (and the repository's .streamlit/config.toml) turn Streamlit's magic off: a page's source is
+    then compiled as it is, without the rewrite that shows bare expressions, which was most of the compile a first
+    visit to an idle server pays. Nothing changes for the pages: none has a bare expression magic would show."""
+    import ast
+    from pathlib import Path
+
+    import tomllib
+    from streamlit.runtime.scriptrunner import magic
+
+    from talos_core.cli.dashboard import streamlit_command
+
+    cmd = streamlit_command(Path("app.py"), port=8501)
+    assert cmd[cmd.index("--runner.magicEnabled") + 1] == "false"
+    root = Path(__file__).resolve().parent.parent
+    assert tomllib.loads((root / ".streamlit" / "config.toml").read_text())["runner"]["magicEnabled"] is False
+    for script in [root / "dashboard" / "app.py", *sorted((root / "dashboard" / "app_pages").glob("*.py"))]:
+        tree = magic.add_magic(script.read_text(), str(script))
+        shown = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "transparent_write"]
+        assert not shown, f"{script.name} shows a bare expression through magic (line {shown[0].lineno})"
+
+
+def test_the_served_dashboard_shows_a_visitors_toolbar():
+    """`talos dashboard` shows visitors no developer's "Deploy" button (Streamlit's toolbar on a local server)."""
+    from pathlib import Path
+
+    from talos_core.cli.dashboard import streamlit_command
+
+    cmd = streamlit_command(Path("app.py"), port=8501)
+    assert cmd[cmd.index("--client.toolbarMode") + 1] == "viewer"

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,8 @@ import pytest
 from dashboard_fixtures import REPO
 from streamlit.testing.v1 import AppTest
 
-from bench.server import free_port
+from bench.page_state import CEILING_S, wait_drawn
+from bench.server import free_port, wait_healthy
 from dashboard import figures as F
 from dashboard import figures_examples as FX
 from dashboard.plain import figure_data, figure_text, figure_text_back
@@ -135,6 +135,10 @@ def test_html_store_names_reach_figures_as_plain_text(monkeypatch, fixture_store
     store = html_store(fixture_store, tmp_path / "html")
     at = _open(monkeypatch, store, page, query)
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    if page == "arithmetic":  # and the negation tab's figures (the tab is built once opened)
+        from test_dashboard import open_negation_tab
+
+        specs += [json.loads(c.proto.spec) for c in open_negation_tab(at).get("plotly_chart")]
     assert specs, "the page still draws its figures"
     texts = [t for spec in specs for t in _strings(spec)]
     live = sorted({t for t in texts if LIVE_TAG.search(t)})
@@ -163,19 +167,17 @@ def test_html_store_in_a_real_browser_makes_no_link(fixture_store, tmp_path):
                 ".filter(u => u.includes('127.0.0.1:9'))")
     svg_text_js = "() => [...document.querySelectorAll('svg text')].map(e => e.textContent).join('\\n')"
     try:
-        from tests.test_dashboard_server import _listening
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not _listening(port):
-            time.sleep(0.2)
+        wait_healthy(port, proc)
         seen = ""
         with playwright.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
+            page.set_default_timeout(CEILING_S * 1000)
+            page.set_default_navigation_timeout(CEILING_S * 1000)
             for path in ["?same=false", "arithmetic?same=false", "localization", "masks", "disentanglement"]:
                 page.goto(f"http://127.0.0.1:{port}/{path}")
-                page.wait_for_selector(".js-plotly-plot", state="attached", timeout=90000)
-                page.wait_for_timeout(3000)
+                wait_drawn(page)  # the run is over and every chart it sent is drawn
+                assert page.locator(".js-plotly-plot").count(), path  # the page draws its figures
                 assert page.evaluate(links_js) == [], path
                 seen += page.evaluate(svg_text_js)
             browser.close()

@@ -128,7 +128,9 @@ def test_arithmetic_page_shows_the_gallery_and_follows_the_slider(monkeypatch, f
     at.slider(key="a.nonlinear").set_value(0.52).run()  # between grid points 0.5 and 0.55
     assert not at.exception
     assert any("Linearized preview (α = 0.52 is between grid points)" in i.value for i in at.info)
-    at.tabs[1]  # the negation tab holds the forgotten/flipped galleries
+    from tests.test_dashboard import open_negation_tab
+
+    open_negation_tab(at)  # the negation tab (built once opened) holds the forgotten/flipped galleries
     assert any(m.value.startswith("**target ") for m in at.markdown)
     assert any(m.value.startswith("**control ") for m in at.markdown)
 
@@ -207,7 +209,9 @@ def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, moda
         assert tables and set(ex.snippets(task)) & set(map(str, tables[0]["input"]))
     else:
         assert at.get("image")
-    assert any(m.value.startswith("**target ") for m in at.markdown)
+    from tests.test_dashboard import open_negation_tab
+
+    assert any(m.value.startswith("**target ") for m in open_negation_tab(at).markdown)
     row, col = ex.tasks[0], ex.tasks[1]  # the Localization click-through: θ0 + τ_row on col's examples
     at = _open(monkeypatch, shipped, "localization", {"suite": suite})
     at.selectbox(key="xrow").set_value(row).run()

@@ -6,12 +6,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import data as D
-from dashboard import examples_ui as XU
-from dashboard import figures_examples as FX
-from dashboard import live_component as LC
-from dashboard import ui
-from dashboard.views import addition_preview, addition_view, negation_view
+from dashboard import data, examples_ui, figures_examples, live_component, ui
+from dashboard.views import ARITHMETIC_TAB_KEY, ARITHMETIC_TABS, addition_preview, addition_view, negation_view
 from talos_core.errors import TalosError
 from talos_core.schema import MissingResult, method_label, parse_variant
 
@@ -24,13 +20,13 @@ st.caption("Move the sliders: the left chart reads the exact results computed on
 methods = ctx.methods("addition") or ctx.methods("negation")
 if not methods:
     ui.stop_on_problem(MissingResult(f"no addition or negation results for {ctx.model} in suite {ctx.suite}"))
-method = ui.pick("Method", methods, "method", default="talos")
+method = ui.pick_method("Method", methods, "method", default="talos")
 variant = parse_variant(method)
 if variant is not None:
     base, params = variant
     fixed = ", ".join(f"{k} {v:g}" for k, v in params.items())
-    st.caption(f"{ui.md(method)} = **{ui.md(method_label(method))}**: {ui.md(method_label(base))} with fixed "
-               f"{ui.md(fixed)} for every task, a separate row beside the {ui.md(method_label(base))} row (whose "
+    st.caption(f"**{ui.md(method_label(method))}** (result id {ui.md(method)}): {ui.md(method_label(base))} with "
+               f"fixed {ui.md(fixed)} for every task, a separate row beside the {ui.md(method_label(base))} row (whose "
                "hyperparameters may be chosen per task).")
 # above the results, its candidates figure without an export popover (the results' charts own the first one)
 shown = ui.chosen_hyperparameters(ctx, [method], key="arith", export=False)
@@ -39,13 +35,14 @@ if not shown and ctx.methods("selection") and variant is None:
                "hyperparameters are fixed for every task.")
 
 try:
-    single = D.try_get("single", ctx.root, ctx.name())
-    preview = D.try_get("preview", ctx.root, ctx.name(method))
+    single = data.try_get("single", ctx.root, ctx.name())
+    preview = data.try_get("preview", ctx.root, ctx.name(method))
 except TalosError as exc:  # corrupt reference files: say so, keep going without them
     ui.show_problem(exc)
     single, preview = None, None
 if preview is None:
-    st.info(f"No preview cache for {ui.md(method)}: the live linearized panel is off (exact results still work).")
+    st.info(f"No preview cache for {ui.md(method_label(method))}: the live linearized panel is off (exact results "
+            "still work).")
 
 
 def _slider(label: str, lo: float, hi: float, value: float, step: float, key: str) -> float:
@@ -90,7 +87,7 @@ def _export(kind: str, alphas: dict[str, float], what: str) -> None:
 
 examples = None
 try:
-    examples = D.get_examples(ctx.root, ctx.name(method))
+    examples = data.get_examples(ctx.root, ctx.name(method))
 except TalosError as exc:  # a corrupt examples result costs the galleries, never the page
     ui.show_problem(exc)
 
@@ -103,11 +100,11 @@ def addition_panel(add) -> None:
     step = add.grid_step / 5
     same = st.toggle("Same α for all tasks", value=True, key="same", bind="query-params",
                      help="The paper's protocol uses one α for the sum of all task vectors.")
-    live = LC.addition_payload(add, preview, single=single, method=method)  # None: Streamlit's sliders
+    live = live_component.addition_payload(add, preview, single=single, method=method)  # None: Streamlit's sliders
     if live:  # sliders + preview chart in one browser component: a slider move redraws the chart in the browser
         left, right = st.columns(2)
         with right:
-            alphas = LC.addition_sliders(add, live, method=method, same=same)
+            alphas = live_component.addition_sliders(add, live, method=method, same=same)
     elif same:
         a = _slider("α (all tasks)", lo, hi, add.selected_alpha, step, ui.qkey("a", method))
         alphas = {t: a for t in add.tasks}
@@ -123,8 +120,7 @@ def addition_panel(add) -> None:
         _, preview_fig = addition_preview(add, alphas, preview=preview, single=single, method=method)
         if preview_fig is not None:
             if live:  # the browser draws it; the figure at the released α is for the export popover
-                with st.popover("Export figure", icon=":material/download:"):
-                    ui._export_panel(preview_fig, f"addition_preview_{method}", "exp.add_preview")
+                ui.export_popover(preview_fig, f"addition_preview_{method}", "exp.add_preview")
             else:
                 ui.chart(preview_fig, f"addition_preview_{method}", key="add_preview")
             st.caption("Linearized preview: exact for linearized methods, a first-order approximation "
@@ -143,13 +139,15 @@ def addition_panel(add) -> None:
                "validation split (max mean normalized accuracy).")
     st.subheader("The examples behind the numbers")
     if examples is None:
-        XU.missing_note(method)
+        examples_ui.missing_note(method_label(method))
     else:
-        task = XU.task_picker(examples, [t for t in add.tasks if t in examples.tasks], "xtask")
+        task = examples_ui.task_picker(examples, [t for t in add.tasks if t in examples.tasks], "xtask")
         if task is not None:
-            XU.show(FX.addition_gallery(examples, task, alphas), "add_gallery", title=f"{task} under addition")
-    with st.expander("Data"):
-        ui.table(add.curve, f"addition_curve_{method}", key="add_tbl")
+            examples_ui.show(figures_examples.addition_gallery(examples, task, alphas), "add_gallery",
+                             title=f"{task} under addition")
+    with ui.expander("Data", key="add_data") as shown:
+        if shown:
+            ui.table(add.curve, f"addition_curve_{method}", key="add_tbl")
     _export("addition", alphas, "θ0 + " + " + ".join(f"{a:.3g}·τ_{t}" for t, a in alphas.items()))
 
 
@@ -157,11 +155,11 @@ def addition_panel(add) -> None:
 def negation_panel(neg) -> None:
     st.caption(f"Negating a task should make the model forget it (target accuracy ↓) while keeping "
                f"the control task **{ui.md(neg.control_task)}** (≥ 95 % of its zero-shot accuracy).")
-    live = LC.negation_payload(neg, preview, method=method)  # None: Streamlit's sliders
+    live = live_component.negation_payload(neg, preview, method=method)  # None: Streamlit's sliders
     if live:  # sliders + preview chart in one browser component, as in the addition tab
         left, right = st.columns(2)
         with right:
-            alphas = LC.negation_sliders(neg, live, method=method)
+            alphas = live_component.negation_sliders(neg, live, method=method)
     else:
         cols = st.columns(min(4, len(neg.targets)))
         alphas = {}
@@ -179,50 +177,47 @@ def negation_panel(neg) -> None:
     with right:
         if nview.preview_fig is not None:
             if live:  # the browser draws it; the figure at the released α's is for the export popover
-                with st.popover("Export figure", icon=":material/download:"):
-                    ui._export_panel(nview.preview_fig, f"negation_preview_{method}", "exp.neg_preview")
+                ui.export_popover(nview.preview_fig, f"negation_preview_{method}", "exp.neg_preview")
             else:
                 ui.chart(nview.preview_fig, f"negation_preview_{method}", key="neg_preview")
-    from dashboard import figures as F
+    from dashboard import figures
 
     target = ui.pick("α curve and examples for target", neg.targets, "ntarget")
-    ui.chart(F.negation_curve(neg.table, target, selected_alpha=neg.selected.get(target),
-                              current_alpha=alphas.get(target), method=method,
-                              control_zero_shot=neg.control_zero_shot.get("val")),
+    ui.chart(figures.negation_curve(neg.table, target, selected_alpha=neg.selected.get(target),
+                                    current_alpha=alphas.get(target), method=method,
+                                    control_zero_shot=neg.control_zero_shot.get("val")),
              f"negation_curve_{method}_{target}", key="neg_curve")
     st.subheader("Forgotten and flipped examples")
     if examples is None:
-        XU.missing_note(method)
+        examples_ui.missing_note(method_label(method))
     elif target in examples.tasks:
-        tg, cg = FX.negation_gallery(examples, target, alphas.get(target, 0.0))
+        tg, cg = figures_examples.negation_gallery(examples, target, alphas.get(target, 0.0))
         st.caption("Negation should *forget* the target (right at zero-shot → wrong now) and leave the control "
                    "task alone: every marked control example is a flip the 95 % constraint should keep rare.")
         left, right = st.columns(2)
         with left:
-            XU.show(tg, "neg_target", title=f"target {target}: θ0 − α τ_{target}")
+            examples_ui.show(tg, "neg_target", title=f"target {target}: θ0 − α τ_{target}")
         if cg is not None:
             with right:
-                XU.show(cg, "neg_control", title=f"control {cg.task}")
-    with st.expander("Data"):
-        ui.table(nview.exact.drop(columns=["snapped"]), f"negation_now_{method}", key="neg_now")
-        ui.table(neg.table, f"negation_curve_{method}", key="neg_tbl")
+                examples_ui.show(cg, "neg_control", title=f"control {cg.task}")
+    with ui.expander("Data", key="neg_data") as shown:
+        if shown:
+            ui.table(nview.exact.drop(columns=["snapped"]), f"negation_now_{method}", key="neg_now")
+            ui.table(neg.table, f"negation_curve_{method}", key="neg_tbl")
     _export("negation", {target: alphas[target]}, f"θ0 − {alphas[target]:.3g}·τ_{target}")
 
 
-tab_add, tab_neg = st.tabs(["Addition  θ0 + Σ α_t τ_t", "Negation  θ0 − α τ_t"])
+# only the open tab is built (switching tabs reruns the page): a closed tab's charts, galleries and tables would
+# otherwise be built and drawn out of sight on every page load
+tab_add, tab_neg = st.tabs(list(ARITHMETIC_TABS), key=ARITHMETIC_TAB_KEY, on_change="rerun")
 
-with tab_add:
-    add = ui.load("addition", ctx, method, stop=False) if ctx.has("addition", method) else None
-    if not ctx.has("addition", method):
-        st.info(f"No addition results for {ui.md(method)} in this store.")
-    if add is not None:
-        addition_panel(add)
-        ui.across_stores("addition", ctx, method)
-
-with tab_neg:
-    neg = ui.load("negation", ctx, method, stop=False) if ctx.has("negation", method) else None
-    if not ctx.has("negation", method):
-        st.info(f"No negation results for {ui.md(method)} in this store.")
-    if neg is not None:
-        negation_panel(neg)
-        ui.across_stores("negation", ctx, method)
+for tab, kind, panel in ((tab_add, "addition", addition_panel), (tab_neg, "negation", negation_panel)):
+    if not tab.open:
+        continue
+    with tab:
+        result = ui.load(kind, ctx, method, stop=False) if ctx.has(kind, method) else None
+        if not ctx.has(kind, method):
+            st.info(f"No {kind} results for {ui.md(method_label(method))} in this store.")
+        if result is not None:
+            panel(result)
+            ui.across_stores(kind, ctx, method)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import data as D
-from dashboard import figures as F
-from dashboard import ui
+from dashboard import data, figures, ui
 from talos_core.schema import MissingResult, method_label
 
 ctx = ui.context()
@@ -24,28 +22,28 @@ pairs = sorted({f"{r.task1} + {r.task2}" for r in rows.itertuples()})
 c1, c2 = st.columns([1, 2])
 pair = ui.pick("Task pair", pairs, "pair", container=c1)
 t1, t2 = pair.split(" + ")
-have = D.order_methods(rows[(rows["task1"] == t1) & (rows["task2"] == t2)]["method"].tolist())
-chosen = ui.pick_many("Methods", have, "methods", container=c2)
+have = data.order_methods(rows[(rows["task1"] == t1) & (rows["task2"] == t2)]["method"].tolist())
+chosen = ui.pick_methods("Methods", have, "methods", container=c2)
 if not chosen:
     st.info("Pick at least one method.")
     st.stop()
 
 panels = [ui.load("disentanglement", ctx, m, t1, t2) for m in chosen]
-zmax = F.shared_range(*[p["xi"] for p in panels])[1]
-ui.chart(F.xi_side_by_side(panels, zmax=zmax, title=f"ξ for {t1} + {t2} — shared colour scale (0 to {zmax:.2f})"),
+zmax = figures.shared_range(*[p["xi"] for p in panels])[1]
+ui.chart(figures.xi_side_by_side(panels, zmax=zmax, title=f"ξ for {t1} + {t2} — shared colour scale (0 to {zmax:.2f})"),
          f"xi_{t1}_{t2}", key="xi_side")
 
-focus = ui.pick("Look closer at", chosen, "focus")
+focus = ui.pick_method("Look closer at", chosen, "focus")
 p = panels[chosen.index(focus)]
 left, right = st.columns([3, 2])
 with left:
-    ui.chart(F.xi_heatmap(p["alphas1"], p["alphas2"], p["xi"], task1=t1, task2=t2, search_region=p.get("search_region"),
-                          zmax=zmax, title=f"{method_label(focus)}: ξ({t1}, {t2})"), f"xi_{focus}_{t1}_{t2}",
-             key="xi_one")
+    ui.chart(figures.xi_heatmap(p["alphas1"], p["alphas2"], p["xi"], task1=t1, task2=t2,
+                                search_region=p.get("search_region"), zmax=zmax,
+                                title=f"{method_label(focus)}: ξ({t1}, {t2})"), f"xi_{focus}_{t1}_{t2}", key="xi_one")
 with right:
     st.markdown("**Mean ξ inside each method's search region** (lower = more disentangled)")
     st.dataframe(pd.DataFrame({"method": [method_label(q["method"]) for q in panels],
-                               "mean ξ in region": [D.xi_region_mean(q) for q in panels],
+                               "mean ξ in region": [data.xi_region_mean(q) for q in panels],
                                "search region": [str(q.get("search_region")) for q in panels]}), hide_index=True)
     ppt = p.get("points_per_task", "?")
     ppt = min(ppt.values()) if isinstance(ppt, dict) and ppt else ppt
@@ -59,42 +57,43 @@ def live_xi(p: dict, method: str) -> None:
 
     import numpy as np
 
-    from dashboard import figures_examples as FX
+    from dashboard import figures_examples
     from talos_core.errors import TalosError
 
     st.subheader("Live ξ of the first-order model, at any resolution")
     try:
-        cache = D.try_get("preview", ctx.root, ctx.name(method))
+        cache = data.try_get("preview", ctx.root, ctx.name(method))
     except TalosError as exc:
         ui.show_problem(exc)
         return
     if cache is None or not all(t in cache.tasks and t in cache.eval_tasks for t in (t1, t2)):
-        st.info(f"No preview cache with {ui.md(t1)} and {ui.md(t2)} for {ui.md(method)}: the live map is off "
-                "(the exact grid above still works).")
+        st.info(f"No preview cache with {ui.md(t1)} and {ui.md(t2)} for {ui.md(method_label(method))}: the live map "
+                "is off (the exact grid above still works).")
         return
     a1, a2 = np.asarray(p["alphas1"], dtype=float), np.asarray(p["alphas2"], dtype=float)
     res = st.slider("Resolution (α values per axis)", 5, 100, 50, 5, key="xires", bind="query-params")
     g1, g2 = np.linspace(a1.min(), a1.max(), res), np.linspace(a2.min(), a2.max(), res)
     t0 = time.perf_counter()
-    xi, _, _ = FX.xi_linearized(cache, t1, t2, g1, g2)
+    xi, _, _ = figures_examples.xi_linearized(cache, t1, t2, g1, g2)
     ms = (time.perf_counter() - t0) * 1000
     left, right = st.columns(2)
     with left:
-        ui.chart(F.xi_heatmap(a1, a2, p["xi"], task1=t1, task2=t2, search_region=p.get("search_region"), zmax=zmax,
-                              title=f"Exact ξ on the stored {len(a1)}×{len(a2)} grid"),
+        ui.chart(figures.xi_heatmap(a1, a2, p["xi"], task1=t1, task2=t2, search_region=p.get("search_region"),
+                                    zmax=zmax, title=f"Exact ξ on the stored {len(a1)}×{len(a2)} grid"),
                  f"xi_exact_{method}_{t1}_{t2}", key="xi_exact_grid")
     with right:
-        ui.chart(F.xi_heatmap(g1, g2, xi, task1=t1, task2=t2, search_region=p.get("search_region"),
+        ui.chart(figures.xi_heatmap(g1, g2, xi, task1=t1, task2=t2, search_region=p.get("search_region"),
                               zmax=max(zmax, float(np.nanmax(xi)) if xi.size else zmax),
                               title=f"Live first-order ξ, {res}×{res} (computed in {ms:.0f} ms)"),
                  f"xi_live_{method}_{t1}_{t2}", key="xi_live")
     n = min(len(cache.labels[t1]), len(cache.labels[t2]))
-    st.caption(ui.md(FX.FIRST_ORDER) + f" Computed from the preview cache ({n}+ test points per task; the exact "
-               f"grid uses {ui.md(p.get('points_per_task', '?'))}), with no model call.")
+    st.caption(ui.md(figures_examples.FIRST_ORDER) + f" Computed from the preview cache ({n}+ test points per task; "
+               f"the exact grid uses {ui.md(p.get('points_per_task', '?'))}), with no model call.")
 
 
 live_xi(p, focus)
 
 
-with st.expander("Data"):
-    ui.table(D.xi_long_table(panels), f"xi_{t1}_{t2}", key="xi_tbl", show=False)
+with ui.expander("Data", key="xi_data") as shown:
+    if shown:
+        ui.table(data.xi_long_table(panels), f"xi_{t1}_{t2}", key="xi_tbl", show=False)

@@ -6,11 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import data as D
-from dashboard import figures as F
-from dashboard import merged as M
-from dashboard import protocol as P
-from dashboard import ui
+from dashboard import data, figures, merged, protocol, ui
 from talos_core.schema import method_label
 
 ctx = ui.context()
@@ -19,28 +15,29 @@ st.title("Efficiency & comparison")
 
 def _ordered(comp: pd.DataFrame) -> pd.DataFrame:
     """Rows in the catalogue's method order."""
-    return comp.set_index("method").loc[D.order_methods(comp["method"].astype(str))].reset_index()
+    return comp.set_index("method").loc[data.order_methods(comp["method"].astype(str))].reset_index()
 
 
 
 if ctx.has("efficiency"):
     eff = ui.load("efficiency", ctx, stop=False)
     if eff is not None and not eff.empty:
-        methods = D.order_methods(eff["method"].astype(str).unique())
-        chosen = ui.pick_many("Methods", methods, "methods")
+        methods = data.order_methods(eff["method"].astype(str).unique())
+        chosen = ui.pick_methods("Methods", methods, "methods")
         sub = eff[eff["method"].isin(chosen)]
         if sub.empty:
             st.info("Pick at least one method.")
         else:
-            ui.chart(F.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
-            kind = str(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
+            ui.chart(figures.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
+            kind = figures.memory_kind_label(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
             st.caption("Time per training step, mean ± std over all steps of all tasks (hatched = optimizer "
                        "step). Peak memory is the largest over tasks"
                        + (f" ({ui.md(kind)}). " if kind else ". ")
                        + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
-            with st.expander("Data"):
-                ui.table(F.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
-                ui.table(sub, f"efficiency_{ctx.suite}_{ctx.model}", key="eff_tbl")
+            with ui.expander("Data", key="eff_data") as shown:
+                if shown:
+                    ui.table(figures.efficiency_summary(sub), f"efficiency_summary_{ctx.model}", key="eff_sum")
+                    ui.table(sub, f"efficiency_{ctx.suite}_{ctx.model}", key="eff_tbl")
 else:
     st.info("No efficiency measurements in this store for this suite/model.")
 
@@ -48,7 +45,7 @@ st.subheader("Training budget: learning curves")
 curve_methods = ctx.methods("learning_curve")
 curves = [c for c in (ui.load("learning_curve", ctx, m, stop=False) for m in curve_methods) if c is not None]
 if curves:
-    shown = ui.pick_many("Methods", [c.method for c in curves], "lcmethods")
+    shown = ui.pick_methods("Methods", [c.method for c in curves], "lcmethods")
     tasks = list(dict.fromkeys(t for c in curves for t in c.tasks))
     c1, c2 = st.columns([1, 3])
     which = ui.pick("Task", ["all tasks", *tasks], "lctask", container=c1)
@@ -58,43 +55,44 @@ if curves:
     else:
         table = pd.concat([c.table for c in picked], ignore_index=True)
         zero_shot = {t: z for c in picked for t, z in c.zero_shot.items()}
-        fig = F.learning_curves(table, budgets={c.method: c.budget for c in picked},
+        fig = figures.learning_curves(table, budgets={c.method: c.budget for c in picked},
                                 plateaus={c.method: c.plateau for c in picked}, zero_shot=zero_shot,
                                 tasks=None if which == "all tasks" else [which])
         ui.chart(fig, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc")
-        st.markdown(P.budget_sentence(picked))
-        note = P.curves_note(D.suite_record(ctx.root, ctx.suite)[0], picked)
+        st.markdown(protocol.budget_sentence(picked))
+        note = protocol.curves_note(data.suite_record(ctx.root, ctx.suite)[0], picked)
         if note:
             st.warning(note)
         st.caption("Lines: validation accuracy of the model being trained, every few steps (linearized FT and "
                    "L-LoRA through their linearized models). Vertical line: the step budget chosen from the curves; "
                    "open diamonds: where each task's curve plateaus; grey dotted: zero-shot validation accuracy.")
-        with st.expander("Data"):
-            ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
+        with ui.expander("Data", key="lc_data") as shown:
+            if shown:
+                ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
 else:
-    steps = P.fixed_steps(D.suite_record(ctx.root, ctx.suite)[0])
+    steps = protocol.fixed_steps(data.suite_record(ctx.root, ctx.suite)[0])
     st.info("No learning curves in this store for this suite/model: its runs trained a fixed budget"
             + (f" of {ui.md(steps)} steps per task (suite record)" if steps else "")
             + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
               "step) show validation accuracy vs step here.")
 checks = [c for c in (ui.load("lr_check", ctx, m, stop=False) for m in ctx.methods("lr_check")) if c is not None]
 if checks:  # the learning rate re-checked at the budget (stores without lr_check results show nothing here)
-    st.markdown(P.lr_check_sentence(checks))
-    ui.table(P.lr_check_table(checks), f"lr_check_{ctx.suite}_{ctx.model}", key="lrc")
+    st.markdown(protocol.lr_check_sentence(checks))
+    ui.table(protocol.lr_check_table(checks), f"lr_check_{ctx.suite}_{ctx.model}", key="lrc")
 
 st.subheader("Method comparison (" + (f"{ui.md(ctx.origin)} and {ui.md(', '.join(o for o, _ in ctx.others))}"
                                       if ctx.others else "this store") + ")")
 if ctx.has("comparison"):
-    comp = M.merge_tables({o: _ordered(t) for o, t in ui.side_by_side("comparison", ctx).items()}) \
+    comp = merged.merge_tables({o: _ordered(t) for o, t in ui.side_by_side("comparison", ctx).items()}) \
         if ctx.others else ui.load("comparison", ctx, stop=False)
     if comp is not None:
         comp = comp if ctx.others else _ordered(comp)
-        st.dataframe(F.comparison_styler(comp, labels=True), hide_index=True)
+        st.dataframe(figures.comparison_styler(comp, labels=True), hide_index=True)
         if ctx.others:
             st.caption("Rows of every store holding this suite and model: the store column says which.")
         st.caption("Accuracies on test at the α selected on validation"
                    + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
-                      if F.has_intervals(comp) else "")
+                      if figures.has_intervals(comp) else "")
                    + ". Best per column in bold (lowest for negation target accuracy, time and memory).")
         ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
 else:
@@ -104,14 +102,12 @@ ui.chosen_hyperparameters(ctx, key="eff")
 ablations = ctx.methods("sparsity_ablation")
 if ablations:
     st.subheader("Sparsity ablation")
-    m = ui.pick("Method", ablations, "amethod")
+    m = ui.pick_method("Method", ablations, "amethod")
     tbl = ui.load("sparsity_ablation", ctx, m, stop=False)
     if tbl is not None:
-        ui.chart(F.sparsity_curve(tbl, method=m, title=f"{method_label(m)}: metrics vs sparsity"),
+        ui.chart(figures.sparsity_curve(tbl, method=m, title=f"{method_label(m)}: metrics vs sparsity"),
                  f"sparsity_{m}", key="abl")
         ui.table(tbl, f"sparsity_ablation_{m}", key="abl_tbl", show=False)
 
-with st.expander("Published reference (paper Table 1, ViT-B/32) — not measured here"):
-    st.caption(F.PUBLISHED_SOURCE)
-    ui.chart(F.published_addition_bars(), "published_table1_vitb32", key="pub")
-    ui.table(F.published_addition_table(), "published_table1_vitb32", key="pub_tbl")
+ui.published_reference("Published reference (paper Table 1, ViT-B/32) — not measured here", figures.PUBLISHED_SOURCE,
+                       key="pub")

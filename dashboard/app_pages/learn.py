@@ -7,10 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from dashboard import data as D
-from dashboard import figures as F
-from dashboard import protocol as P
-from dashboard import ui
+from dashboard import data, figures, protocol, ui
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
 from talos_core.schema import MissingResult, method_label, parse_result_name
@@ -21,23 +18,28 @@ st.title("Learn: task arithmetic, disentanglement, localization")
 known = set()
 for kind in ("addition", "negation", "disentanglement", "localization", "masks"):
     known |= set(ctx.methods(kind))
-methods = D.order_methods(known)
+methods = data.order_methods(known)
 if not methods:
     ui.stop_on_problem(MissingResult(f"no per-method results for {ctx.model} in suite {ctx.suite}"))
 c1, c2 = st.columns(2)
-method = ui.pick("Method", methods, "method", default="talos", container=c1)
+method = ui.pick_method("Method", methods, "method", default="talos", container=c1)
 others = [m for m in methods if m != method]
-baseline = ui.pick("Compare with", others, "baseline", default="nonlinear", container=c2) if others else None
-single = D.try_get("single", ctx.root, ctx.name()) if ctx.has("single") else None
+baseline = (ui.pick_method("Compare with", others, "baseline", default="nonlinear", container=c2)
+            if others else None)
+single = data.try_get("single", ctx.root, ctx.name()) if ctx.has("single") else None
 
 
-def _protocol() -> P.ProtocolSummary:
-    """What the store records about the protocol behind its results (suite record + stored results)."""
+@st.cache_data(show_spinner=False, max_entries=64)
+def _protocol(_ctx: ui.Context, root: str, suite: str, model: str, listing: tuple) -> protocol.ProtocolSummary:
+    """What the store records about the protocol behind its results (suite record + stored results). It reads
+    every result of the suite and model: computed once for all sessions, again when the store's listing changes
+    (``listing``: :func:`dashboard.data.store_signature`)."""
+    ctx = _ctx
     def metas(kind: str) -> dict:
         out = {}
         for m in ctx.methods(kind):
             try:
-                out[m] = D.get(kind, ctx.root, ctx.name(m)).meta
+                out[m] = data.get(kind, ctx.root, ctx.name(m)).meta
             except TalosError:
                 continue
         return out
@@ -45,33 +47,33 @@ def _protocol() -> P.ProtocolSummary:
     grids = {}
     for m in ctx.methods("addition"):
         try:
-            grids[m] = list(D.get("addition", ctx.root, ctx.name(m)).alpha_grid)
+            grids[m] = list(data.get("addition", ctx.root, ctx.name(m)).alpha_grid)
         except TalosError:
             continue
     xi = []
-    for name in D.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model):
+    for name in data.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model):
         try:
-            p = D.get("disentanglement", ctx.root, name)
+            p = data.get("disentanglement", ctx.root, name)
         except TalosError:
             continue
         xi.append({"alphas1": list(p["alphas1"]), "alphas2": list(p["alphas2"]),
                    "points_per_task": p.get("points_per_task")})
     try:
-        suite = D.suite_record(ctx.root, ctx.suite)[0]
-        examples = D.example_counts(ctx.root, ctx.name()) if ctx.has("single") else {}
+        suite = data.suite_record(ctx.root, ctx.suite)[0]
+        examples = data.example_counts(ctx.root, ctx.name()) if ctx.has("single") else {}
     except TalosError:
         suite, examples = None, {}
     known = set()
     for kind in ("addition", "negation", "single", "comparison"):
         known |= set(ctx.methods(kind))
-    return P.protocol_summary(suite if isinstance(suite, dict) else None, learning_curves=metas("learning_curve"),
-                              selections=metas("selection"), alpha_grids=grids, xi=xi, test_examples=examples,
-                              methods=sorted(known))
+    return protocol.protocol_summary(suite if isinstance(suite, dict) else None,
+                                     learning_curves=metas("learning_curve"), selections=metas("selection"),
+                                     alpha_grids=grids, xi=xi, test_examples=examples, methods=sorted(known))
 
 
-protocol = _protocol()
-with st.expander(f"How these results were produced: {protocol.headline}", icon=":material/rule:"):
-    st.markdown(protocol.markdown())  # store-supplied values are escaped inside protocol_summary
+summary = _protocol(ctx, str(ctx.root), ctx.suite, ctx.model, data.store_signature(ctx.root))
+with st.expander(f"How these results were produced: {summary.headline}", icon=":material/rule:"):
+    st.markdown(summary.markdown())  # store-supplied values are escaped inside protocol_summary
     st.caption(f"Read from the store's suite record and results (suite {ui.md(ctx.suite)}, model {ui.md(ctx.model)}).")
 
 
@@ -96,10 +98,10 @@ def _task_vectors() -> None:
         raise MissingResult("single-task results are not in this store")
     df = single[(single["method"] == method) & (single["split"] == "test")]
     if df.empty:
-        raise MissingResult(f"no single-task results for {method}")
+        raise MissingResult(f"no single-task results for {method_label(method)}")
     tasks = df["task"].tolist()
-    zs, ft = D.single_reference(single, method, tasks)
-    ui.chart(F.arithmetic_bars(tasks, ft, method=method, name=f"{method_label(method)} fine-tuned",
+    zs, ft = data.single_reference(single, method, tasks)
+    ui.chart(figures.arithmetic_bars(tasks, ft, method=method, name=f"{method_label(method)} fine-tuned",
                                zero_shot=zs, title="Each task vector alone: θ0 + τ_t (test accuracy)"),
              "learn_task_vectors", key="l_tv")
 
@@ -115,7 +117,7 @@ gradient sensitivity across tasks), so its $\tau_t$ is mostly zeros.
 
 
 def _addition() -> None:
-    add = D.get("addition", ctx.root, ctx.name(method))
+    add = data.get("addition", ctx.root, ctx.name(method))
     view = addition_view(add, {t: add.selected_alpha for t in add.tasks}, single=single, method=method)
     ui.chart(view.exact_fig, "learn_addition", key="l_add")
 
@@ -129,7 +131,7 @@ Play with $\alpha$ per task on the **Arithmetic** page.
 
 
 def _negation() -> None:
-    neg = D.get("negation", ctx.root, ctx.name(method))
+    neg = data.get("negation", ctx.root, ctx.name(method))
     view = negation_view(neg, neg.selected, single=single, method=method)
     ui.chart(view.exact_fig, "learn_negation", key="l_neg")
 
@@ -142,13 +144,13 @@ dotted line: 95 % of zero-shot).
 
 
 def _xi() -> None:
-    pairs = D.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model, method=method)
+    pairs = data.available(ctx.idx, "name", kind="disentanglement", suite=ctx.suite, model=ctx.model, method=method)
     if not pairs:
-        raise MissingResult(f"no disentanglement results for {method}")
+        raise MissingResult(f"no disentanglement results for {method_label(method)}")
     f = parse_result_name("disentanglement", pairs[0])
-    panels = [D.get("disentanglement", ctx.root, ctx.name(m, f["task1"], f["task2"]))
+    panels = [data.get("disentanglement", ctx.root, ctx.name(m, f["task1"], f["task2"]))
               for m in [method, baseline] if m and ctx.has("disentanglement", m, f["task1"], f["task2"])]
-    ui.chart(F.xi_side_by_side(panels, title=f"ξ for {f['task1']} + {f['task2']} (same colour scale)"),
+    ui.chart(figures.xi_side_by_side(panels, title=f"ξ for {f['task1']} + {f['task2']} (same colour scale)"),
              "learn_xi", key="l_xi")
 
 
@@ -161,15 +163,15 @@ the α range searched for addition: that is where it must be dark.
 
 
 def _localization() -> None:
-    mats = [(m, D.get("localization", ctx.root, ctx.name(m))) for m in [method, baseline]
+    mats = [(m, data.get("localization", ctx.root, ctx.name(m))) for m in [method, baseline]
             if m and ctx.has("localization", m)]
     if not mats:
-        raise MissingResult(f"no localization results for {method}")
-    lo, hi = F.shared_range(*[m.matrix for _, m in mats])
+        raise MissingResult(f"no localization results for {method_label(method)}")
+    lo, hi = figures.shared_range(*[m.matrix for _, m in mats])
     cols = st.columns(len(mats))
     for col, (m, mat) in zip(cols, mats):
         with col:
-            ui.chart(F.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
+            ui.chart(figures.localization_heatmap(mat.tasks, mat.matrix, zmin=lo, zmax=hi, title=method_label(m)),
                      f"learn_localization_{m}", key=f"l_loc_{m}")
 
 
@@ -182,10 +184,10 @@ accuracy. A **localized** vector is blue on the red-outlined diagonal (its task 
 
 def _masks() -> None:
     if not ctx.has("masks", method):
-        raise MissingResult(f"{method} has no masks (dense methods train every weight)")
-    masks = D.get("masks", ctx.root, ctx.name(method))
+        raise MissingResult(f"{method_label(method)} has no masks (dense methods train every weight)")
+    masks = data.get("masks", ctx.root, ctx.name(method))
     task = masks["task"].iloc[0]
-    ui.chart(F.mask_density_heatmap(masks[masks["task"] == task],
+    ui.chart(figures.mask_density_heatmap(masks[masks["task"] == task],
                                     title=f"{method_label(method)} mask for {task}: trainable fraction"),
              "learn_mask", key="l_mask")
 
@@ -197,11 +199,9 @@ inputs. The heatmap shows the fraction of trainable weights per transformer bloc
 (details on the **Masks** page).
 """, _masks)
 
-with st.expander("Published reference numbers (paper, not measured here)"):
-    st.caption(F.PUBLISHED_SOURCE + ". These are the paper's numbers for a much larger model and "
-               "8 vision tasks; the results above come from the loaded store.")
-    ui.chart(F.published_addition_bars(), "published_table1_vitb32", key="l_pub")
-    ui.table(F.published_addition_table(), "published_table1_vitb32", key="l_pub_tbl")
+ui.published_reference("Published reference numbers (paper, not measured here)",
+                       figures.PUBLISHED_SOURCE + ". These are the paper's numbers for a much larger model and "
+                       "8 vision tasks; the results above come from the loaded store.", key="l_pub")
 
 if single is not None:
     zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"]

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data as D
-from dashboard import figures as F
-from dashboard import ui
+from dashboard import data, figures, ui
 from talos_core.evaluation.maskstats import mask_warnings
 from talos_core.models import get_model_spec
 from talos_core.schema import MissingResult, base_method_of, method_info, method_label
@@ -25,13 +23,13 @@ if not methods:
 compare = st.radio("Compare", ["two methods", "two tasks"], horizontal=True, key="mcompare", bind="query-params")
 c1, c2, c3 = st.columns(3)
 if compare == "two methods":
-    m1 = ui.pick("Method A", methods, "method", default="talos", container=c1)
-    m2 = ui.pick("Method B", methods, "method2", default=(methods[1] if len(methods) > 1 else methods[0]),
-                 container=c2)
+    m1 = ui.pick_method("Method A", methods, "method", default="talos", container=c1)
+    m2 = ui.pick_method("Method B", methods, "method2", default=(methods[1] if len(methods) > 1 else methods[0]),
+                        container=c2)
     t1 = ui.pick("Task", sorted(ui.load("masks", ctx, m1)["task"].unique()), "task", container=c3)
     panels = [(m1, t1), (m2, t1)]
 else:
-    m1 = ui.pick("Method", methods, "method", default="talos", container=c1)
+    m1 = ui.pick_method("Method", methods, "method", default="talos", container=c1)
     tasks = sorted(ui.load("masks", ctx, m1)["task"].unique())
     t1 = ui.pick("Task A", tasks, "task", container=c2)
     t2 = ui.pick("Task B", tasks, "task2", default=(tasks[1] if len(tasks) > 1 else tasks[0]), container=c3)
@@ -42,17 +40,17 @@ for m, t in panels:
     df = ui.load("masks", ctx, m)
     sub = df[df["task"] == t]
     if sub.empty:
-        st.info(ui.md(f"{m} has no mask for task {t}."))
+        st.info(ui.md(f"{method_label(m)} has no mask for task {t}."))
         st.stop()
     tables[(m, t)] = sub
 
-zmax = max(float(F.mask_density_grid(t).max().max()) for t in tables.values())
+zmax = max(float(figures.mask_density_grid(t).max().max()) for t in tables.values())
 cols = st.columns(2)
 for col, ((m, t), sub) in zip(cols, tables.items()):
     with col:
-        ui.chart(F.mask_density_heatmap(sub, zmax=zmax, title=f"{method_label(m)} · {t}"),
+        ui.chart(figures.mask_density_heatmap(sub, zmax=zmax, title=f"{method_label(m)} · {t}"),
                  f"mask_heatmap_{m}_{t}", key=f"mh_{m}_{t}")
-        diag = D.mask_diagnostics(ctx.root, ctx.name(m))
+        diag = data.mask_diagnostics(ctx.root, ctx.name(m))
         row = diag[diag["task"] == t]
         if row.empty and not method_info(base_method_of(m)).sparse:
             st.caption(f"{method_label(m)} has no mask: the picture shows its task vector's non-zero entries.")
@@ -73,10 +71,11 @@ st.caption("Both heatmaps share one colour scale. Under each: the fraction of th
            "the calibration data, and that tied at the last calibration round's threshold.")
 
 series = {f"{method_label(m)} · {t}": sub for (m, t), sub in tables.items()}
-combined = D.masks_with(series, column="series")
-colors = ({name: F.method_color(m) for name, (m, _) in zip(series, tables)} if compare == "two methods" else None)
-by = st.radio("Bars by", ["block", "layer_type"], horizontal=True, key="mby", bind="query-params")
-ui.chart(F.mask_density_bars(combined, group="series", by=by, colors=colors,
+combined = data.masks_with(series, column="series")
+colors = ({name: figures.method_color(m) for name, (m, _) in zip(series, tables)} if compare == "two methods" else None)
+by = st.radio("Bars by", ["block", "layer_type"], horizontal=True, key="mby", bind="query-params",
+              format_func=lambda v: v.replace("_", " "))
+ui.chart(figures.mask_density_bars(combined, group="series", by=by, colors=colors,
                              title=f"Trainable fraction per {by.replace('_', ' ')}"),
          "mask_bars", key="mbars")
 
@@ -85,24 +84,27 @@ left, right = st.columns(2)
 with left:
     if ctx.has("mask_iou", m1):
         iou = ui.load("mask_iou", ctx, m1, stop=False)
-        if isinstance(iou, D.Matrix):
-            ui.chart(F.mask_iou_heatmap(iou.tasks, iou.matrix, title=f"{method_label(m1)}: IoU between tasks"),
+        if isinstance(iou, data.Matrix):
+            ui.chart(figures.mask_iou_heatmap(iou.tasks, iou.matrix, title=f"{method_label(m1)}: IoU between tasks"),
                      f"mask_iou_{m1}", key="miou")
     else:
-        st.info(ui.md(f"No task × task mask IoU for {m1}."))
+        st.info(ui.md(f"No task × task mask IoU for {method_label(m1)}."))
 with right:
     pairs = ctx.idx[(ctx.idx["kind"] == "mask_iou") & ctx.idx["vs"].notna() & (ctx.idx["suite"] == ctx.suite)
                     & (ctx.idx["model"] == ctx.model)]
     if not pairs.empty:
-        labels = [f"{r.method} vs {r.vs}" for r in pairs.itertuples()]
-        choice = ui.pick("Cross-method IoU", labels, "mvs")
-        row = pairs.iloc[labels.index(choice)]
+        names = [f"{r.method} vs {r.vs}" for r in pairs.itertuples()]
+        versus = {f"{r.method} vs {r.vs}": f"{method_label(r.method)} vs {method_label(r.vs)}"
+                  for r in pairs.itertuples()}
+        choice = ui.pick("Cross-method IoU", names, "mvs", format_func=versus.get)
+        row = pairs.iloc[names.index(choice)]
         tbl = ui.load("mask_iou", ctx, row["method"], "vs", row["vs"], stop=False)
-        if tbl is not None and not isinstance(tbl, D.Matrix):
-            ui.chart(F.cross_method_iou_bars(tbl, [row["method"], row["vs"]]), "mask_iou_cross", key="mcross")
+        if tbl is not None and not isinstance(tbl, data.Matrix):
+            ui.chart(figures.cross_method_iou_bars(tbl, [row["method"], row["vs"]]), "mask_iou_cross", key="mcross")
     else:
         st.info("No cross-method mask IoU in this store.")
 
-with st.expander("Data"):
-    full = D.masks_with({m: ui.load("masks", ctx, m) for m in {m for m, _ in panels}})
-    ui.table(full, f"masks_{ctx.suite}_{ctx.model}", key="mtbl")
+with ui.expander("Data", key="mdata") as shown:
+    if shown:
+        full = data.masks_with({m: ui.load("masks", ctx, m) for m in {m for m, _ in panels}})
+        ui.table(full, f"masks_{ctx.suite}_{ctx.model}", key="mtbl")

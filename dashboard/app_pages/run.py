@@ -9,12 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import jobs as J
-from dashboard import suite_jobs as SJ
-from dashboard import ui
-from dashboard import uploads as U
+from dashboard import jobs, suite_jobs, ui, uploads
 from dashboard.access import ServerConfig
 from talos_core.errors import TalosError
+from talos_core.schema import method_label
 
 st.title("Run: compute new results")
 try:
@@ -55,17 +53,26 @@ def own_task_spec(name: str):
 
 
 models, tasks_df, methods, gpu = registries()
+cpu_models = models[models["cpu"]]["name"].tolist()  # the registry's models that fit a CPU-only machine
+
+
+def _named(kind: str) -> str:
+    names = models[models["cpu"] & (models["weights"] == kind)]["name"]
+    return ", ".join(f"`{n}`" for n in names)
+
+
 if gpu:
     st.success("A CUDA GPU is available: paper-scale models are feasible (they download weights/datasets "
                "unless cached).")
 else:
-    st.info("**CPU only.** Feasible here: the offline models `tiny-clip`, `tiny-text`, `tiny-t5` (random init, "
-            "seconds per run) and `minilm-l6` (real MiniLM, minutes: keep steps ≤ 100 and max-train ≤ 512) on "
-            "offline tasks. The paper's CLIP ViT / T5 models need a GPU and internet downloads. "
-            "Disentanglement is the slowest protocol (grid² evaluations); keep its grid small.")
+    st.info(f"**CPU only.** Feasible here: the offline models {_named('random')} (random init, seconds per run) "
+            f"and {_named('pretrained')} (real weights, minutes: keep steps ≤ 100 and max-train ≤ 512) on offline "
+            "tasks. The paper's CLIP ViT / T5 models need a GPU and internet downloads. Disentanglement is the "
+            "slowest protocol (grid² evaluations); keep its grid small.")
 
 offline_models = models[models["offline"]]["name"].tolist()
-model_opts = offline_models + [m for m in models["name"] if m not in offline_models]
+model_opts = ([m for m in offline_models if m in cpu_models] + [m for m in offline_models if m not in cpu_models]
+              + [m for m in models["name"] if m not in offline_models])
 desc = dict(zip(models["name"], models["description"]))
 c1, c2 = st.columns(2)
 model = c1.selectbox("Model", model_opts, index=model_opts.index("tiny-clip") if "tiny-clip" in model_opts else 0,
@@ -115,7 +122,7 @@ with st.expander("Your own data: upload a CSV or a zip of an image folder", expa
                f"saved in your store under uploads/ (at most {cfg.uploads.max_upload_mb} MB per file, "
                f"{cfg.uploads.max_unpacked_mb} MB unpacked).")
     u1, u2, u3 = st.columns([2, 1, 1])
-    upload = u1.file_uploader("CSV or zip", type=list(U.UPLOAD_TYPES), key="run_upload",
+    upload = u1.file_uploader("CSV or zip", type=list(uploads.UPLOAD_TYPES), key="run_upload",
                               max_upload_size=cfg.uploads.max_upload_mb)
     text_col = u2.text_input("text column", "", key="run_upload_text", help="CSV only; empty: detected "
                              "(text, sentence, review, …, or the other of two columns)")
@@ -123,7 +130,7 @@ with st.expander("Your own data: upload a CSV or a zip of an image folder", expa
                               "(label, class, category, stars, …)")
     if upload is not None:
         try:
-            own = U.save_upload(root, upload.name, upload.getvalue(), limits=cfg.uploads,
+            own = uploads.save_upload(root, upload.name, upload.getvalue(), limits=cfg.uploads,
                                 options={"text": text_col.strip(), "label": label_col.strip()})
             own_spec = own_task_spec(own)
         except TalosError as exc:
@@ -146,7 +153,7 @@ with st.expander("Import a checkpoint fine-tuned elsewhere (method imported)", e
                f"nothing is kept. The file is saved in your store under uploads/ (at most "
                f"{cfg.uploads.max_upload_mb} MB); `talos import` also reads whole model folders.")
     i1, i2, i3 = st.columns([2, 1, 1])
-    ckpt = i1.file_uploader("checkpoint", type=list(U.CHECKPOINT_TYPES), key="run_import_file",
+    ckpt = i1.file_uploader("checkpoint", type=list(uploads.CHECKPOINT_TYPES), key="run_import_file",
                             max_upload_size=cfg.uploads.max_upload_mb)
     imp_tasks = list(dict.fromkeys([*chosen, *task_opts]))
     imp_task = i2.selectbox("fine-tuned on task", imp_tasks, key=f"run_import_task_{modality}")
@@ -155,7 +162,7 @@ with st.expander("Import a checkpoint fine-tuned elsewhere (method imported)", e
     if st.button("Import checkpoint", disabled=ckpt is None, key="run_import"):
         try:
             with st.spinner("Reading the checkpoint and computing θ_ft − θ0…"):
-                imported = U.import_upload(root, ckpt.name, ckpt.getvalue(), model=model, task=imp_task,
+                imported = uploads.import_upload(root, ckpt.name, ckpt.getvalue(), model=model, task=imp_task,
                                            label=imp_label.strip() or None, limits=cfg.uploads)
         except (TalosError, OSError) as exc:
             ui.show_problem(exc)
@@ -165,7 +172,8 @@ with st.expander("Import a checkpoint fine-tuned elsewhere (method imported)", e
                              f"(label {info.get('label')}, {info.get('layout')}). Evaluate it with method imported."))
             for note in imported.notes:
                 st.caption(ui.md(note))
-method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method")
+method = c1.selectbox("Method", methods, index=methods.index("talos") if "talos" in methods else 0, key="run_method",
+                      format_func=method_label)
 sparsity = c2.slider("Sparsity (fraction frozen, sparse methods)", 0.0, 0.99, 0.9, 0.01, key="run_sparsity")
 
 with st.expander("Training and evaluation size", expanded=not gpu):
@@ -183,7 +191,7 @@ with st.expander("Training and evaluation size", expanded=not gpu):
     e1, e2, e3 = st.columns(3)
     suite = e1.text_input("suite name", "dashboard", key="run_suite",
                           help="Groups these results; existing results with the same suite/model/method are replaced.")
-    protocols = e2.multiselect("protocols", list(J.PROTOCOL_ORDER), default=list(J.DEFAULT_PROTOCOLS),
+    protocols = e2.multiselect("protocols", list(jobs.PROTOCOL_ORDER), default=list(jobs.DEFAULT_PROTOCOLS),
                                key="run_protocols")
     controls = [t for t in offline_tasks if t not in chosen] + [t for t in task_opts
                                                                 if t not in offline_tasks and t not in chosen]
@@ -200,13 +208,13 @@ with st.expander("Training and evaluation size", expanded=not gpu):
                              key="run_points")
     preview_points = g3.number_input("preview points/task", 8, 4096, 128 if not gpu else 512, key="run_ppoints")
 
-spec = J.JobSpec(model=model, tasks=tuple(chosen), method=method, sparsity=float(sparsity), steps=int(steps),
+spec = jobs.JobSpec(model=model, tasks=tuple(chosen), method=method, sparsity=float(sparsity), steps=int(steps),
                  max_train=int(max_train), max_val=int(max_val), max_test=int(max_test), suite=suite.strip(),
                  protocols=tuple(protocols), control_task=control, grid=int(grid), points=int(points),
                  preview_points=int(preview_points), device="auto")
 try:
-    cmds = J.build_commands(spec, root)
-    over = limits.problem(spec) or limits.busy(J.active_jobs(root))
+    cmds = jobs.build_commands(spec, root)
+    over = limits.problem(spec) or limits.busy(jobs.active_jobs(root))
     problem = TalosError(over) if over else None
 except TalosError as exc:
     cmds, problem = [], exc
@@ -214,12 +222,13 @@ if problem:
     ui.show_problem(problem)
 else:
     with st.expander(f"{len(cmds)} commands will run"):
-        st.code("\n".join(J.display_command(c) for c in cmds), language="bash")
-if not gpu and model not in ("tiny-clip", "tiny-text", "tiny-t5", "minilm-l6"):
-    st.warning(f"{model} is too large for a CPU-only machine in a workshop; pick a tiny-* model or minilm-l6.")
+        st.code("\n".join(jobs.display_command(c) for c in cmds), language="bash")
+if not gpu and model not in cpu_models:
+    st.warning(f"{ui.md(model)} is too large for a CPU-only machine in a workshop; pick one of "
+               f"{', '.join(cpu_models)}.")
 if st.button("Launch in background", type="primary", disabled=problem is not None, key="run_launch"):
     try:
-        job = J.start_job(spec, root, limits=limits)
+        job = jobs.start_job(spec, root, limits=limits)
         st.session_state["run_job"] = job.label
         st.success(f"Started job {job.id}; follow it below. Results appear on the other pages when it finishes.")
     except (TalosError, OSError) as exc:
@@ -243,29 +252,29 @@ with st.expander("A suite (every method and analysis of `talos suite`), here or 
                             help="What `ray start --head` printed; this store must be on a filesystem every Ray "
                                  "node sees at the same path")
     resume = st.checkbox("Resume an interrupted run of this suite", key="suite_resume")
-    sspec = SJ.SuiteJobSpec(suite_name, suite_scale, executor,
+    sspec = suite_jobs.SuiteJobSpec(suite_name, suite_scale, executor,
                             (address.strip() or None) if executor == "ray" else None, resume=resume)
     splan, confirmed = None, False
     try:
-        scmd = SJ.build_suite_command(sspec, root)
-        sover = SJ.suite_job_problem(sspec, limits) or limits.busy(J.active_jobs(root))
+        scmd = suite_jobs.build_suite_command(sspec, root)
+        sover = suite_jobs.suite_job_problem(sspec, limits) or limits.busy(jobs.active_jobs(root))
         sproblem = TalosError(sover) if sover else None
-        splan = SJ.suite_plan(sspec, root, gpu=gpu)
+        splan = suite_jobs.suite_plan(sspec, root, gpu=gpu)
     except TalosError as exc:
         scmd, sproblem = [], exc
     if sproblem:
         ui.show_problem(sproblem)
     else:
-        st.code(J.display_command(scmd), language="bash")
+        st.code(jobs.display_command(scmd), language="bash")
     if splan is not None:  # what `talos suite --plan` says it costs (training only, from measured cells)
         st.caption(ui.md(f"{splan.counts()['finetune_runs']} fine-tuning runs, {len(splan.steps)} steps. "
                          + " ".join(line.strip() for line in splan.cost_lines()[1:])))
-        if not sproblem and SJ.needs_confirmation(splan):
+        if not sproblem and suite_jobs.needs_confirmation(splan):
             confirmed = st.checkbox(f"I understand this suite takes about {splan.cost['hours']:.2f} device-hours of "
                                     "training here, plus what the estimate cannot include", key="suite_confirm")
     if st.button("Launch suite in background", disabled=sproblem is not None, key="suite_launch"):
         try:
-            job = SJ.start_suite_job(sspec, root, limits=limits, plan=splan, confirmed=confirmed)
+            job = suite_jobs.start_suite_job(sspec, root, limits=limits, plan=splan, confirmed=confirmed)
             st.session_state["run_job"] = job.label
             st.success(f"Started job {job.id}; follow it below.")
         except (TalosError, OSError) as exc:
@@ -275,23 +284,23 @@ st.subheader("Jobs in this store")
 
 
 def _monitor() -> None:
-    jobs = J.list_jobs(root)
-    if not jobs:
+    listed = jobs.list_jobs(root)
+    if not listed:
         st.caption("No jobs yet.")
         return
-    labels = [j.label for j in jobs]
+    labels = [j.label for j in listed]
     if st.session_state.get("run_job") not in labels:
         st.session_state["run_job"] = labels[0]
     pick = st.selectbox("Job", labels, key="run_job")
-    job = jobs[labels.index(pick)]
+    job = listed[labels.index(pick)]
     is_suite = job.spec.get("kind") == "suite"
-    frac, label = (SJ.suite_progress(J.tail_log(job.path, 20000), job.status) if is_suite
-                   else J.current_progress(job))
+    frac, label = (suite_jobs.suite_progress(jobs.tail_log(job.path, 20000), job.status) if is_suite
+                   else jobs.current_progress(job))
     state = job.state
     st.progress(frac, text=ui.md(f"{state} · {label}"))
     cols = st.columns([1, 4])
     if state in ("queued", "running") and cols[0].button("Cancel", key="run_cancel"):
-        J.cancel_job(job)
+        jobs.cancel_job(job)
     if state == "done":
         cols[1].success("Finished: the new results are in your store; open the other pages "
                         f"(suite **{ui.md(job.spec.get('suite'))}**, model **{ui.md(job.spec.get('model'))}**).")
@@ -301,13 +310,13 @@ def _monitor() -> None:
         from talos_core.schema import read_result
 
         try:
-            steps = SJ.steps_table(read_result(root, "suite", str(job.spec.get("suite"))))
+            steps = suite_jobs.steps_table(read_result(root, "suite", str(job.spec.get("suite"))))
         except (TalosError, OSError):
-            steps = SJ.steps_table(None)
+            steps = suite_jobs.steps_table(None)
         if not steps.empty:
             st.dataframe(steps, hide_index=True)
-    st.code(J.tail_log(job.path, 6000) or "(log is empty)", language="text")
+    st.code(jobs.tail_log(job.path, 6000) or "(log is empty)", language="text")
 
 
-running = any(j.state in ("queued", "running") for j in J.list_jobs(root))
+running = any(j.state in ("queued", "running") for j in jobs.list_jobs(root))
 st.fragment(_monitor, run_every=2.0 if running else None)()

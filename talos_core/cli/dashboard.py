@@ -85,10 +85,18 @@ def streamlit_command(app: Path, *, port: int, host: str = DEFAULT_HOST) -> list
     module in ``sys.modules`` (torch's thousands, ``realpath`` each) whenever a session's run imports something new
     (each new session's first run does), and polls the watched files; ~17 % of the server's one core under the
     30-session load (py-spy, ``bench/RESULTS.md``). A served dashboard does not edit itself; to develop the app,
-    ``streamlit run dashboard/app.py`` keeps the watcher."""
+    ``streamlit run dashboard/app.py`` keeps the watcher.
+
+    ``--runner.magicEnabled false``: Streamlit rewrites and compiles a page's source (its "magic": bare expressions
+    shown) on the first run after no session was connected, as a first visit to an idle server is; no page uses
+    magic (a test checks), and the rewrite was most of that compile (bench/RESULTS.md, first chart).
+
+    ``--client.toolbarMode viewer``: the toolbar a visitor needs (settings, print), without the developer's
+    "Deploy" button and menu entries that Streamlit shows on a local server."""
     return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
             "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--runner.postScriptGC", "false", "--server.fileWatcherType", "none"]
+            "--runner.postScriptGC", "false", "--runner.magicEnabled", "false", "--server.fileWatcherType", "none",
+            "--client.toolbarMode", "viewer"]
 
 
 def server_env(args: argparse.Namespace, base: dict[str, str] | None = None) -> dict[str, str]:

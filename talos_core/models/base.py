@@ -115,7 +115,9 @@ class ModelSpec:
     """A registered model: ``factory()`` builds a fresh :class:`TaskModel` on CPU.
 
     ``weights`` says where the weights come from: ``"pretrained"`` (a hub download or a local
-    package), ``"random"`` (random init from an architecture config, for tests and benchmarks).
+    package), ``"random"`` (random init from an architecture config, for tests and benchmarks). ``cpu``: a run
+    of it fits a CPU-only machine (seconds for the tiny models, minutes for the small real ones); the others
+    need a GPU.
     """
 
     name: str
@@ -125,3 +127,4 @@ class ModelSpec:
     weights: str = "pretrained"
     offline: bool = False  # True when it loads with no network (random init or a local package)
     defaults: dict = field(default_factory=dict, compare=False)  # per-model training defaults
+    cpu: bool = False  # small enough to fine-tune on a CPU in seconds to minutes (the Run page offers these)
