@@ -233,7 +233,7 @@ _PRECISION = schema.Rule("fp32 or bf16", lambda v: v in ("fp32", "bf16"), nullab
 def _metric_rule(key: str) -> schema.Rule | None:
     if key == "eval_precision":
         return _PRECISION
-    if key.endswith("_acc") or key == "mask_density":
+    if key.endswith("_acc") or key in ("mask_density", "mask_moved", "mask_zero_sensitivity"):
         return schema.ACCURACY
     if key.endswith(("_numel", "_nnz", "_entries", "_tensors")) or key in ("step", "steps"):
         return schema.COUNT
@@ -379,8 +379,10 @@ def _mask_vector_problem(mask: dict[str, torch.Tensor], vector) -> str | None:
     return None
 
 
-#: the accuracies every fine-tuned run records (talos_core.pipeline), in that order
-RUN_ACCURACIES = ("zero_shot_test_acc", "zero_shot_val_acc", "finetuned_test_acc", "finetuned_val_acc")
+#: the scalar metrics talos_core.pipeline records, in its order (the mask ones for runs with a mask)
+RUN_METRICS = ("zero_shot_test_acc", "zero_shot_val_acc", "finetuned_test_acc", "finetuned_val_acc", "eval_precision",
+               "vector_nnz", "vector_norm", "theta_numel", "mask_density", "maskable_numel", "mask_moved",
+               "mask_zero_sensitivity")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -489,14 +491,15 @@ class Store:
         return [r for r in self.runs() if all(v is None or getattr(r.manifest, k) == v for k, v in want.items())]
 
     def run_table(self) -> pd.DataFrame:
-        """One row per run: its identity and its scalar metrics, the accuracies every run records first (a column
-        even where a damaged manifest lacks the value: shown as missing, never dropped)."""
+        """One row per run: its identity and its scalar metrics, those the pipeline records first, in its order (a
+        column even where no manifest has the value — a damaged one, or a run without a mask: shown as missing,
+        never dropped)."""
         rows = []
         for r in self.runs():
             m = r.manifest
             rows.append({"run_id": r.id, "model": m.model, "task": m.task, "method": m.method,
                          "sparsity": m.sparsity, "seed": m.seed,
-                         **{f"metric.{k}": m.metrics.get(k) for k in RUN_ACCURACIES},
+                         **{f"metric.{k}": m.metrics.get(k) for k in RUN_METRICS},
                          **{f"metric.{k}": v for k, v in m.metrics.items() if not isinstance(v, (dict, list))}})
         return pd.DataFrame(rows)
 
