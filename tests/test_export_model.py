@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from test_dashboard import open_negation_tab
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
@@ -359,7 +360,8 @@ def test_arithmetic_page_exports_the_current_mix(monkeypatch, stores):
     at.button(key="export_addition_talos").click().run()
     assert any("exported before" in i.value for i in at.info)
     assert len(list((root / "exports").iterdir())) == 1
-    # negation tab: θ0 − α τ_target at its slider
+    # negation tab (built once opened): θ0 − α τ_target at its slider
+    open_negation_tab(at)
     at.button(key="export_negation_talos").click().run()
     assert any("Wrote" in s.value for s in at.success)
     metas = [read_json(f / "talos_merge.json") for f in (root / "exports").iterdir()]
