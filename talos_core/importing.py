@@ -396,6 +396,7 @@ def _publish(req: ImportRequest, ckpt: Checkpoint, imp: ImportedVector, store: S
             metrics={"vector_nnz": imp.vector.nnz(), "vector_norm": imp.vector.norm(), "theta_numel": imp.numel},
             info={"label": req.label, "source": str(ckpt.path.resolve()), "files": [f.name for f in ckpt.files],
                   "sha256": ckpt.sha256, "layout": imp.layout, "notes": imp.notes},
+            data_sizes={}, timings={}, history=[], device="cpu",  # θ_ft − θ0 is computed on the CPU
             versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), curve=[],
             artifacts=artifact_checksums(staging))
         atomic_write_json(staging / "manifest.json", manifest.to_dict())

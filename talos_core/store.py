@@ -212,7 +212,8 @@ class RunManifest:
 
 _REQUIRED = ("model", "task", "method")
 #: fields a current-format manifest may leave ``null`` (``format``: absent means the current one)
-_NULLABLE = ("format", "sparsity")
+# seed and train_precision: none for an imported run (talos import trains nothing)
+_NULLABLE = ("format", "sparsity", "seed", "train_precision")
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
 _LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {

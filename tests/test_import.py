@@ -281,7 +281,7 @@ def test_protocols_and_dashboard_use_imported_runs(clip_store, tmp_path, capsys,
     at.switch_page("app_pages/arithmetic.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "imported" in [str(o) for sb in at.selectbox for o in sb.options]
+    assert "Imported" in [str(o) for sb in at.selectbox for o in sb.options]  # the catalogue label of imported
     assert at.get("plotly_chart") and not [e.value for e in at.error]
     # a second label on one task: the protocols ask which; --option label=NAME picks it
     _, model = runs["digits"]

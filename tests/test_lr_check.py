@@ -162,13 +162,16 @@ def test_check_runs_are_the_suite_rows_runs(tmp_path):
     ids = part_ids("talos: lr check")
     assert list(ids) == ["tweets lr=0.0001", "wordnet-verbs lr=0.0001", "tweets lr=0.001", "wordnet-verbs lr=0.001"]
     variant = by["talos-k0.9: single"]
-    assert ids[f"{task} lr=0.001"] == rid(task, "talos", variant.resolve(store)[1])
+    # one learning rate for every method (issue 29): the suite's 1e-4 run is the row's, the other lr (1e-3) is the
+    # labelled per-method-lr row's
+    assert ids[f"{task} lr=0.0001"] == rid(task, "talos", variant.resolve(store)[1])
     sel = {key: rid(t, "talos", part_overrides(by["talos: selection (sparsity)"], store, t, v, spec.model))
            for key, t, v in run_parts(by["talos: selection (sparsity)"])}
-    assert ids[f"{task} lr=0.001"] == sel[f"{task} sparsity=0.9"]
-    other = part_overrides(by["talos: lr check"], store, task, 1e-4, spec.model)
-    assert other == {**variant.resolve(store)[1], "lr": 1e-4}
-    assert ids[f"{task} lr=0.0001"] not in set(sel.values())
+    assert ids[f"{task} lr=0.0001"] == sel[f"{task} sparsity=0.9"]
+    other = part_overrides(by["talos: lr check"], store, task, 1e-3, spec.model)
+    assert other == {**variant.resolve(store)[1], "lr": 1e-3}
+    assert ids[f"{task} lr=0.001"] not in set(sel.values())
+    assert ids[f"{task} lr=0.001"] == rid(task, "talos", by["talos-k0.9-lr0.001: single"].resolve(store)[1])
     # nonlinear: the main row, at MiniLM's default lr 1e-4 (the suite sets none for it)
     ids = part_ids("nonlinear: lr check")
     main = by["nonlinear: fine-tune + single"].resolve(store)[1]
@@ -181,10 +184,10 @@ def test_check_runs_are_the_suite_rows_runs(tmp_path):
     ids = part_ids("llora: lr check")
     sel = {key: rid(t, "llora", part_overrides(by["llora: selection (rank)"], store, t, v, spec.model))
            for key, t, v in run_parts(by["llora: selection (rank)"])}
-    assert ids[f"{task} lr=0.001"] == sel[f"{task} rank=16"]
+    assert ids[f"{task} lr=0.0001"] == sel[f"{task} rank=16"]
     # lota: its fixed-0.9 row
     lota_row = by["lota-k0.9: single"].resolve(store)[1]
-    assert part_ids("lota: lr check")[f"{task} lr=0.001"] == rid(task, "lota", lota_row)
+    assert part_ids("lota: lr check")[f"{task} lr=0.0001"] == rid(task, "lota", lota_row)
 
 
 def test_check_steps_feed_no_other_step_and_leave_the_others_unchanged():

@@ -245,6 +245,11 @@ def test_cached_manifests_without_checksums_still_load_and_keep_their_ids():
             assert "artifacts" not in m.to_dict()
         else:  # later (GPU) runs record their checksums; the shipped store has their manifests, not their weights
             assert not any((run.path / name).exists() for name in m.artifacts)
+        if "calibration" in m.config and "zero_scores" not in m.config["calibration"]:
+            # calibrated before issue 29 (ties broken by position): no current request makes that mask, so its id
+            # cannot be recomputed; the shipped stores are re-run under the fixed calibration
+            assert m.run_id == run.id
+            continue
         req = FinetuneRequest(**{k: v for k, v in m.request.items() if k in names},
                               options=tuple(sorted((m.config.get("options") or {}).items())))
         assert req.run_id() == m.run_id == run.id
