@@ -185,7 +185,8 @@ class RunManifest:
         current = data.get("format", RUN_FORMAT) == RUN_FORMAT  # every field is written: none may be missing
         for f in fields(cls):
             value = data.get(f.name)
-            if value is None and current and f.name not in _NULLABLE:
+            if value is None and current and f.name not in _NULLABLE and not (
+                    data.get("method") == "imported" and f.name in _NULLABLE_IMPORTED):
                 raise TalosError(f"run manifest {source} is incomplete: it has no {f.name!r} (its format "
                                  f"{RUN_FORMAT!r} always does); fine-tune the run again (talos finetune --force)")
             if value is None:
@@ -212,8 +213,9 @@ class RunManifest:
 
 _REQUIRED = ("model", "task", "method")
 #: fields a current-format manifest may leave ``null`` (``format``: absent means the current one)
-# seed and train_precision: none for an imported run (talos import trains nothing)
-_NULLABLE = ("format", "sparsity", "seed", "train_precision")
+_NULLABLE = ("format", "sparsity")
+#: an imported run (``talos import``) trained nothing here: it has no seed and no training precision
+_NULLABLE_IMPORTED = ("seed", "train_precision")
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
 _LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {
