@@ -183,6 +183,25 @@ def test_run_alpha_grid_mixed_sparsities_is_the_union_of_the_tasks_grids():
         run_alpha_grid({**same, "d": _fake_runs({"d": None}, sparse=False)["d"]})
 
 
+def test_unit_alpha_rule_spreads_every_method_over_zero_to_one():
+    """The official code's grid (0…1 for every method) as an ablation of the paper's stretched one."""
+    from talos_core.evaluation.protocols import AdditionSettings, NegationSettings
+    from talos_core.evaluation.runs import run_alpha_grid, task_alpha_grids
+
+    mixed = _fake_runs({"a": 0.5, "b": 0.9})
+    assert run_alpha_grid(mixed, 0.25, "unit") == ([0.0, 0.25, 0.5, 0.75, 1.0], None)
+    assert run_alpha_grid(_fake_runs({"a": 0.9}), 0.25, "unit") == ([0.0, 0.25, 0.5, 0.75, 1.0], 0.9)
+    assert task_alpha_grids(mixed, 0.5, "unit") == {"a": [0.0, 0.5, 1.0], "b": [0.0, 0.5, 1.0]}
+    assert run_alpha_grid(mixed, 0.25, "paper") == run_alpha_grid(mixed, 0.25)
+    for bad in ("stretched", None, 1):
+        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit, got"):
+            run_alpha_grid(mixed, 0.25, bad)
+        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit"):
+            AdditionSettings(alpha_rule=bad)
+        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit"):
+            NegationSettings(alpha_rule=bad)
+
+
 def test_task_negation_with_a_grid_per_target():
     ctx = _linear_ctx(n_tasks=3)
     vecs = {t: _random_vector(ctx.model, ["proj.weight"], 0.5, seed=i) for i, t in enumerate(["lin0", "lin1"])}

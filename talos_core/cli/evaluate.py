@@ -75,6 +75,10 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
     ("--alpha-step", "alpha_step", number, "alpha grid step of addition, negation, posthoc, sparsity-ablation and "
                                            "selection (default: 0.05, as the paper; x 1/(1-sparsity) for sparse "
                                            "methods)", None),
+    ("--alpha-rule", "alpha_rule", str, "addition and negation: how the alpha grid is spread: paper (default: "
+                                        "0..1, x 1/(1-sparsity) for sparse methods) or unit (0..1 for every method, "
+                                        "as the official code at HEAD; an ablation: give it its own --result-method)",
+     None),
     ("--posthoc-points", "max_points", positive_int, "posthoc: hyperparameter grid points tried, spread evenly "
                                                      "(default: the whole grid)", None),
     ("--posthoc-base", "base_method", str, "posthoc: the fine-tuning method whose runs are merged (default: "

@@ -55,7 +55,13 @@ from talos_core.evaluation.request import (
     same_data,
     upsert,
 )
-from talos_core.evaluation.runs import run_alpha_grid, run_eval_mode, run_sparsities, task_alpha_grids
+from talos_core.evaluation.runs import (
+    check_alpha_rule,
+    run_alpha_grid,
+    run_eval_mode,
+    run_sparsities,
+    task_alpha_grids,
+)
 from talos_core.evaluation.selection import SelectionSettings, run_selection
 from talos_core.schema import base_method_of, check_suite, slug
 from talos_core.store import Run, Store
@@ -84,9 +90,11 @@ class EvalSettings:
 class AdditionSettings:
     alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − sparsity) for sparse methods); paper 0.05
     batch_size: int | None = None
+    alpha_rule: str = "paper"  # "unit": 0…1 for every method (official code at HEAD; an ablation)
 
     def __post_init__(self) -> None:
         check_alpha_step(self.alpha_step)
+        check_alpha_rule(self.alpha_rule)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 
@@ -95,11 +103,13 @@ class NegationSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05
     batch_size: int | None = None
+    alpha_rule: str = "paper"  # as AdditionSettings.alpha_rule
 
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
+        check_alpha_rule(self.alpha_rule)
         check_positive_int("batch_size", self.batch_size, optional=True)
 
 
@@ -244,14 +254,19 @@ def _mixed_sparsities(runs: Mapping[str, Run]) -> dict:
     return {"sparsities": ks} if len(set(ks.values())) > 1 else {}
 
 
+def _rule(s: AdditionSettings | NegationSettings) -> dict:
+    """``{"alpha_rule": …}`` when the α grid is not the paper's (results under the default stay as they were)."""
+    return {} if s.alpha_rule == "paper" else {"alpha_rule": s.alpha_rule}
+
+
 def _addition(req: EvalRequest, s: AdditionSettings) -> EvalOutcome:
     ev = _evaluated(req, s.batch_size)
-    alphas, sparsity = run_alpha_grid(ev.runs, s.alpha_step)  # one α for all; mixed sparsities: the grids' union
+    alphas, sparsity = run_alpha_grid(ev.runs, s.alpha_step, s.alpha_rule)  # one α for all; mixed: the grids' union
     mode = common_mode(ev.runs)
     ref = arith.finetuned_accuracies(ev.ctx, ev.vectors, mode)
     res = arith.task_addition(ev.ctx, ev.vectors, ref, alphas, mode=mode, sparsity=sparsity, progress=req.progress)
     name = req.name(req.result_id)
-    req.store.write_table("addition", name, res.table, **res.extra(), **_mixed_sparsities(ev.runs),
+    req.store.write_table("addition", name, res.table, **res.extra(), **_mixed_sparsities(ev.runs), **_rule(s),
                           method=req.result_id, model=req.model, suite=req.suite, runs=_run_ids(ev.runs),
                           **req.result_meta())
     lines = [f"selected alpha {res.selected_alpha:g} (on val, grid {alphas[0]:g}..{alphas[-1]:g})",
@@ -262,13 +277,14 @@ def _addition(req: EvalRequest, s: AdditionSettings) -> EvalOutcome:
 def _negation(req: EvalRequest, s: NegationSettings) -> EvalOutcome:
     control = check_control_task(s.control_task or arith.default_control_task(req.tasks), req.tasks)
     ev = _evaluated(req, s.batch_size, [control])
-    grids = task_alpha_grids(ev.runs, s.alpha_step)  # α is chosen per target, on that target's own grid
+    grids = task_alpha_grids(ev.runs, s.alpha_step, s.alpha_rule)  # α is chosen per target, on its own grid
     mixed = len({tuple(g) for g in grids.values()}) > 1
     alphas = grids if mixed else next(iter(grids.values()))
     mode = common_mode(ev.runs)
     res = arith.task_negation(ev.ctx, ev.vectors, control, alphas, mode=mode, progress=req.progress)
     name = req.name(req.result_id)
     req.store.write_table("negation", name, res.table, **res.extra(), **({"alpha_grids": grids} if mixed else {}),
+                          **_rule(s),
                           **_mixed_sparsities(ev.runs), method=req.result_id, model=req.model, suite=req.suite,
                           runs=_run_ids(ev.runs), **req.result_meta())
     lines = [f"control {control}: zero-shot test acc {fmt(res.control_zero_shot_acc['test'])}"]

@@ -163,7 +163,21 @@ def run_sparsity(run: Run) -> float | None:
     return run.manifest.sparsity if run.manifest.sparse_method else None
 
 
-def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05) -> tuple[list[float], float | None]:
+ALPHA_RULES = ("paper", "unit")
+"""How the α grid of addition and negation is spread: ``paper`` (the paper's App. "Tuning of α":
+``{0, step, …, 1}``, × ``1/(1 − k)`` for sparse methods) or ``unit`` (``{0, step, …, 1}`` for every
+method, as the official code at HEAD searches; an ablation of the protocol)."""
+
+
+def check_alpha_rule(value: object) -> str:
+    """``value`` when it names an α-grid rule of :data:`ALPHA_RULES`, else one :class:`TalosError` sentence."""
+    if value not in ALPHA_RULES:
+        raise TalosError(f"alpha rule must be one of {', '.join(ALPHA_RULES)}, got {value!r}")
+    return str(value)
+
+
+def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05,
+                   rule: str = "paper") -> tuple[list[float], float | None]:
     """The α grid for these runs and their common sparsity (``None`` when mixed or not sparse).
 
     Paper App. "Tuning of α": ``{0, step, …, 1}``, × ``1/(1 − k)`` for sparse methods, where ``k`` is the
@@ -171,23 +185,25 @@ def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05) -> tuple[list[fl
     differ (per-task selection), the grid is the union of the tasks' own grids — it reaches
     ``1/(1 − k_max)`` like the widest of them and keeps each task's resolution near 0 (a single grid
     ``{0, step, …, 1} / (1 − k_max)`` would step by 5 for k_max = 0.99, skipping every useful α of a
-    k = 0.5 vector). Runs of sparse and dense methods cannot be mixed.
+    k = 0.5 vector). Runs of sparse and dense methods cannot be mixed. ``rule="unit"``: ``{0, step, …, 1}``
+    whatever the sparsity (:data:`ALPHA_RULES`); the common sparsity is still returned.
     """
     from talos_core.evaluation.arithmetic import alpha_grid
 
+    check_alpha_rule(rule)
     sparse = {r.manifest.sparse_method for r in runs.values()}
     if len(sparse) > 1:
         raise TalosError("runs mix sparse and dense methods; evaluate one method at a time")
     sparsities = sorted({run_sparsity(r) for r in runs.values()}, key=lambda k: -1.0 if k is None else k)
-    grids = [alpha_grid(k, sparse=k is not None, step=step) for k in sparsities]
+    grids = [alpha_grid(k, sparse=k is not None and rule == "paper", step=step) for k in sparsities]
     if len(grids) == 1:
         return grids[0], sparsities[0]
     return sorted({a for g in grids for a in g}), None
 
 
-def task_alpha_grids(runs: Mapping[str, Run], step: float = 0.05) -> dict[str, list[float]]:
+def task_alpha_grids(runs: Mapping[str, Run], step: float = 0.05, rule: str = "paper") -> dict[str, list[float]]:
     """Each task's own α grid (paper App. "Tuning of α"; task negation chooses α per target on it)."""
-    return {t: run_alpha_grid({t: r}, step)[0] for t, r in runs.items()}
+    return {t: run_alpha_grid({t: r}, step, rule)[0] for t, r in runs.items()}
 
 
 def run_sparsities(runs: Mapping[str, Run]) -> dict[str, float | None]:
