@@ -19,9 +19,7 @@ import numpy as np
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from dashboard import data as D
-from dashboard import live_preview as LP
-from dashboard import ui
+from dashboard import data, live_preview, ui
 from talos_core.schema import PreviewCache
 
 _JS = (Path(__file__).with_name("live_preview.js")).read_text(encoding="utf-8")
@@ -75,14 +73,14 @@ def _payload(preview: PreviewCache, tasks: Sequence[str], zero_shot: Sequence[fl
     hit = _PAYLOADS.get(key)
     if hit is not None and hit[0] is preview:
         return hit[1]
-    payload = LP.preview_payload(preview, tasks, zero_shot=zero_shot, single_task=single_task, method=method)
+    payload = live_preview.preview_payload(preview, tasks, zero_shot=zero_shot, single_task=single_task, method=method)
     if len(_PAYLOADS) >= 16:
         _PAYLOADS.pop(next(iter(_PAYLOADS)))
     _PAYLOADS[key] = (preview, payload)
     return payload
 
 
-def addition_payload(add: D.Addition, preview: PreviewCache, *, single=None, method: str,
+def addition_payload(add: data.Addition, preview: PreviewCache, *, single=None, method: str,
                      split: str = "test") -> tuple[dict, list[str]] | None:
     """The addition tab's payload and its bars' tasks, or ``None`` when the live preview is off for it (see the
     module docstring)."""
@@ -90,30 +88,30 @@ def addition_payload(add: D.Addition, preview: PreviewCache, *, single=None, met
     if in_app_test() or preview is None or hi - lo < 1e-12:
         return None
     tasks = [t for t in add.tasks if t in preview.eval_tasks]
-    zs, st_acc = D.single_reference(single, method, add.tasks, split)
+    zs, st_acc = data.single_reference(single, method, add.tasks, split)
     payload = _payload(preview, tasks, [zs[add.tasks.index(t)] for t in tasks],
                        [st_acc[add.tasks.index(t)] for t in tasks], method)
-    if LP.payload_bytes(payload) > LP.MAX_PAYLOAD_BYTES:
+    if live_preview.payload_bytes(payload) > live_preview.MAX_PAYLOAD_BYTES:
         return None
     return payload, tasks
 
 
-def live_enabled(add: D.Addition, preview: PreviewCache | None, *, single=None, method: str) -> bool:
+def live_enabled(add: data.Addition, preview: PreviewCache | None, *, single=None, method: str) -> bool:
     """Whether the addition tab uses the in-browser preview."""
     return preview is not None and addition_payload(add, preview, single=single, method=method) is not None
 
 
-def _mount(specs: list[LP.SliderSpec], payload: dict, tasks: list[str], ckey: str, chart: str,
+def _mount(specs: list[live_preview.SliderSpec], payload: dict, tasks: list[str], ckey: str, chart: str,
            **extra) -> dict[str, float]:
     """Mount the component with ``specs`` and return slider id → value (state, else URL, else default), keeping
     the URL equal to them."""
     mirror = f"_talos_live_values.{ckey}"
     query = st.query_params.to_dict()
-    values = LP.resolve_values(specs, st.session_state.get(mirror), query)
+    values = live_preview.resolve_values(specs, st.session_state.get(mirror), query)
     sent: set = st.session_state.setdefault(_SENT, set())
     include = payload["key"] not in sent
-    res = _component(key=ckey, data=LP.render_data(specs, values, payload, include_payload=include, tasks=tasks,
-                                                   chart=chart, **extra),
+    res = _component(key=ckey, data=live_preview.render_data(specs, values, payload, include_payload=include,
+                                                             tasks=tasks, chart=chart, **extra),
                      on_values_change=_noop, on_need_change=_noop)
     sent.add(payload["key"])
     if res.get("need") == payload["key"] and not include:  # the browser lost the arrays: send them again
@@ -123,9 +121,10 @@ def _mount(specs: list[LP.SliderSpec], payload: dict, tasks: list[str], ckey: st
         except StreamlitAPIException:  # not in a fragment rerun
             st.rerun()
     state = res.get("values")
-    values = LP.resolve_values(specs, state if isinstance(state, Mapping) else st.session_state.get(mirror), query)
+    last = state if isinstance(state, Mapping) else st.session_state.get(mirror)
+    values = live_preview.resolve_values(specs, last, query)
     st.session_state[mirror] = values
-    put, drop = LP.query_updates(specs, values, query)
+    put, drop = live_preview.query_updates(specs, values, query)
     for k in drop:
         del st.query_params[k]
     for k, v in put.items():
@@ -133,7 +132,7 @@ def _mount(specs: list[LP.SliderSpec], payload: dict, tasks: list[str], ckey: st
     return values
 
 
-def negation_payload(neg: D.Negation, preview: PreviewCache | None, *,
+def negation_payload(neg: data.Negation, preview: PreviewCache | None, *,
                      method: str) -> tuple[dict, list[str], str | None] | None:
     """The negation tab's payload, its targets with a preview and the control task (``None`` when the preview has
     no control points), or ``None`` when the live preview is off for it."""
@@ -147,26 +146,26 @@ def negation_payload(neg: D.Negation, preview: PreviewCache | None, *,
     control = neg.control_task if neg.control_task in preview.eval_tasks else None
     evals = targets + ([control] if control is not None and control not in targets else [])
     payload = _payload(preview, evals, [float("nan")] * len(evals), [float("nan")] * len(evals), method)
-    if LP.payload_bytes(payload) > LP.MAX_PAYLOAD_BYTES:
+    if live_preview.payload_bytes(payload) > live_preview.MAX_PAYLOAD_BYTES:
         return None
     return payload, targets, control
 
 
-def negation_sliders(neg: D.Negation, got: tuple[dict, list[str], str | None], *, method: str,
+def negation_sliders(neg: data.Negation, got: tuple[dict, list[str], str | None], *, method: str,
                      split: str = "test") -> dict[str, float]:
     """Mount the negation tab's component (one slider per target + the live preview chart, each target negated
     on its own) and return target → α; ``got`` is :func:`negation_payload`'s (not ``None``)."""
     payload, targets, control = got
-    specs = LP.negation_sliders(neg.targets, {t: neg.grid(t) for t in neg.targets}, neg.selected,
+    specs = live_preview.negation_sliders(neg.targets, {t: neg.grid(t) for t in neg.targets}, neg.selected,
                                 key=ui.qkey("n", method))
     czs = neg.control_zero_shot.get(split)
     values = _mount(specs, payload, targets, f"live.neg.{ui.qkey(method)}", "negation_preview", control=control,
                     control_label=neg.control_task,
                     control_zero_shot=float(czs) if czs is not None and math.isfinite(float(czs)) else None)
-    return LP.alphas_of(specs, values)
+    return live_preview.alphas_of(specs, values)
 
 
-def addition_sliders(add: D.Addition, got: tuple[dict, list[str]], *, method: str, same: bool) -> dict[str, float]:
+def addition_sliders(add: data.Addition, got: tuple[dict, list[str]], *, method: str, same: bool) -> dict[str, float]:
     """Mount the component (sliders + live preview chart) and return task → α as the sliders stand; ``got`` is
     :func:`addition_payload`'s (not ``None``).
 
@@ -174,7 +173,7 @@ def addition_sliders(add: D.Addition, got: tuple[dict, list[str]], *, method: st
     (``?a.<method>=α``, ``?a.<method>.<task>=α``), else the selected α; the URL is kept equal to them."""
     payload, tasks = got
     lo, hi = float(min(add.alpha_grid)), float(max(add.alpha_grid))
-    specs = LP.addition_sliders(add.tasks, lo, hi, add.grid_step / 5, add.selected_alpha, same=same,
+    specs = live_preview.addition_sliders(add.tasks, lo, hi, add.grid_step / 5, add.selected_alpha, same=same,
                                 key=ui.qkey("a", method))
     ckey = f"live.add.{ui.qkey(method)}.{'same' if same else 'each'}"
-    return LP.alphas_of(specs, _mount(specs, payload, tasks, ckey, "addition_preview"))
+    return live_preview.alphas_of(specs, _mount(specs, payload, tasks, ckey, "addition_preview"))

@@ -121,7 +121,7 @@ def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, pytho
                          f"confirm its cost to launch it")
     import fcntl
 
-    from dashboard import jobs as J
+    from dashboard import jobs
     from talos_core.suites import SUITES
 
     cmd = build_suite_command(spec, Path(store).resolve())
@@ -129,18 +129,18 @@ def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, pytho
     meta = {**asdict(spec), "kind": "suite", "model": suite.model, "method": f"suite {spec.suite}",
             "tasks": list(suite.tasks)}
     if limits is None:
-        return J.launch(J.create_job(store, [cmd], meta), python=python)
+        return jobs.launch(jobs.create_job(store, [cmd], meta), python=python)
     problem = suite_job_problem(spec, limits)
     if problem:
         raise TalosError(problem)
-    root = J.jobs_root(store)
+    root = jobs.jobs_root(store)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".launch.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        busy = limits.busy(J.active_jobs(store))
+        busy = limits.busy(jobs.active_jobs(store))
         if busy:
             raise TalosError(busy)
-        return J.launch(J.create_job(store, [cmd], meta), python=python)
+        return jobs.launch(jobs.create_job(store, [cmd], meta), python=python)
 
 
 def suite_progress(log_text: str, status: dict) -> tuple[float, str]:

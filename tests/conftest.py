@@ -20,6 +20,16 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 # the synthetic dashboard store fixtures (fixture_store, dashboard_store), for every test module
 pytest_plugins = ["dashboard_fixtures"]
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for the module's tests (``pytestmark = pytest.mark.usefixtures("one_thread")``): the
+    tiny-model numbers they compare do not depend on how many threads a machine has."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 TINY_TASKS = {"tiny-clip": "digits", "tiny-text": "drug-reviews", "tiny-t5": "drug-reviews"}
 
 

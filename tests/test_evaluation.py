@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from tiny_text import CONTROL, MODEL, OVERRIDES, TASKS
 from torch import nn
 
 from talos_core.errors import TalosError
@@ -48,19 +49,7 @@ from talos_core.store import Store
 from talos_core.tasks.base import Split, TaskData, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors
 
-MODEL = "tiny-text"
-TASKS = ["drug-reviews", "wordnet-verbs"]
-CONTROL = "tweets"
-OVERRIDES = dict(steps=5, max_train=64, max_val=32, max_test=64, calib_samples=16, batch_size=8, rounds=1,
-                 lr=5e-3)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-import torch
+from tiny_text import CONTROL, MODEL, TASKS
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
@@ -17,18 +17,10 @@ from talos_core.evaluation.stats import decode_examples
 from talos_core.schema import CorruptResult, MissingResult, examples_paths, load_examples, result_name
 from talos_core.store import Store
 
-MODEL = "tiny-text"
-TASKS = ["drug-reviews", "wordnet-verbs"]
-CONTROL = "tweets"
 OVERRIDES = dict(steps=4, max_train=64, max_val=16, max_test=32, calib_samples=8, batch_size=8, rounds=1, lr=5e-3)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-import torch
+from tiny_text import CONTROL, MODEL, OVERRIDES, TASKS
 
 from talos_core import schema
 from talos_core.errors import TalosError
@@ -27,19 +27,7 @@ from talos_core.evaluation.selection import (
 )
 from talos_core.store import Store
 
-MODEL = "tiny-text"
-TASKS = ["drug-reviews", "wordnet-verbs"]
-CONTROL = "tweets"
-OVERRIDES = dict(steps=5, max_train=64, max_val=32, max_test=64, calib_samples=16, batch_size=8, rounds=1,
-                 lr=5e-3)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # --------------------------------------------------------------------------------------------
