@@ -339,28 +339,47 @@ def _grouped_epoch(epoch: int, lengths: np.ndarray, batch_size: int, seed: int, 
     return np.concatenate([batches[i] for i in order])
 
 
+class GroupedBatches:
+    """Length-grouped batches of one run (the ``group_by_length`` idea of transformers' Trainer): every epoch holds
+    the same examples as with :func:`batch_indices`, each once, but a batch's examples have similar lengths, so
+    dynamic padding pads less. Stateless in what it returns (a resumed run sees the same batches); it only keeps the
+    current epoch's order, computed once per epoch rather than once per step."""
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, pool_batches: int = POOL_BATCHES) -> None:
+        self.lengths, self.batch_size, self.seed, self.pool_batches = lengths, batch_size, seed, pool_batches
+        self._epoch: tuple[int, np.ndarray] | None = None
+
+    def epoch(self, epoch: int) -> np.ndarray:
+        """Epoch ``epoch``'s example order (:func:`_grouped_epoch`), cached for the current epoch."""
+        if self._epoch is None or self._epoch[0] != epoch:
+            self._epoch = (epoch, _grouped_epoch(epoch, self.lengths, self.batch_size, self.seed, self.pool_batches))
+        return self._epoch[1]
+
+    def indices(self, step: int) -> np.ndarray:
+        """Indices of the examples in training step ``step``."""
+        n, start, out = len(self.lengths), step * self.batch_size, []
+        while len(out) < self.batch_size:
+            epoch, offset = divmod(start, n)
+            take = self.epoch(epoch)[offset: offset + self.batch_size - len(out)]
+            out.extend(take.tolist())
+            start += len(take)
+        return np.asarray(out, dtype=np.int64)
+
+
 def grouped_batch_indices(step: int, lengths: np.ndarray, batch_size: int, seed: int,
                           pool_batches: int = POOL_BATCHES) -> np.ndarray:
-    """Indices of the examples in step ``step`` with length grouping (the ``group_by_length`` idea of transformers'
-    Trainer): every epoch holds the same examples as with :func:`batch_indices`, each once, but a batch's examples
-    have similar lengths, so dynamic padding pads less. Stateless like :func:`batch_indices` (a resumed run sees the
-    same batches).
+    """Indices of the examples in step ``step`` with length grouping (:class:`GroupedBatches`, for one step).
 
     >>> lengths = np.array([5, 1, 9, 2, 8, 3, 7, 4])
     >>> sorted(np.concatenate([grouped_batch_indices(s, lengths, 2, 0) for s in range(4)]).tolist())
     [0, 1, 2, 3, 4, 5, 6, 7]
     >>> [sorted(lengths[grouped_batch_indices(s, lengths, 2, 0, pool_batches=4)].tolist()) for s in range(4)]
     [[1, 2], [5, 7], [3, 4], [8, 9]]
+    >>> g = GroupedBatches(lengths, 3, 0)
+    >>> all((g.indices(s) == grouped_batch_indices(s, lengths, 3, 0)).all() for s in range(9))
+    True
     """
-    n = len(lengths)
-    start = step * batch_size
-    out: list[int] = []
-    while len(out) < batch_size:
-        epoch, offset = divmod(start, n)
-        take = _grouped_epoch(epoch, lengths, batch_size, seed, pool_batches)[offset: offset + batch_size - len(out)]
-        out.extend(take.tolist())
-        start += len(take)
-    return np.asarray(out, dtype=np.int64)
+    return GroupedBatches(lengths, batch_size, seed, pool_batches).indices(step)
 
 
 @dataclass
@@ -583,16 +602,17 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         fb_times, opt_times = [], []
         blocks = repeated_blocks(model) if checkpoint_activations else []
         memory_kind = reset_peak_memory(device)
-        lengths = None
+        grouped = None
         if config.batching == "length":
             lengths = model.input_lengths(train.inputs, task)
             if lengths is None:
                 raise TalosError(f"length-grouped batching needs inputs of varying length; model "
                                  f"{getattr(model, 'model_name', type(model).__name__)} takes fixed-size inputs "
                                  f"(use batching 'random')")
+            grouped = GroupedBatches(lengths, config.batch_size, config.seed)
         for step in steps:
-            idx = (batch_indices(step, len(train), config.batch_size, config.seed) if lengths is None
-                   else grouped_batch_indices(step, lengths, config.batch_size, config.seed))
+            idx = (batch_indices(step, len(train), config.batch_size, config.seed) if grouped is None
+                   else grouped.indices(step))
             opt.lr = cosine_lr(step, config)
             chunks = micro_batches(idx, config.micro_batch_size)
             loss_sum, correct, fb = 0.0, 0, 0.0

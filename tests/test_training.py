@@ -280,6 +280,29 @@ def test_length_grouped_batches_cover_each_epoch_once_and_pad_less():
         TrainConfig(batching="sorted")
 
 
+def test_grouped_batches_keep_one_epoch_and_match_the_stateless_function():
+    """The run's batch source computes an epoch's order once and returns exactly what a resumed run recomputes."""
+    import numpy as np
+
+    from talos_core.training import GroupedBatches, grouped_batch_indices
+
+    lengths = np.random.default_rng(3).integers(1, 100, size=101)
+    g = GroupedBatches(lengths, 16, 5)
+    for step in (0, 1, 7, 6, 12, 13, 30, 0):  # across epoch boundaries, forwards and back
+        assert g.indices(step).tolist() == grouped_batch_indices(step, lengths, 16, 5).tolist()
+    import talos_core.training as training
+
+    calls, original = [], training._grouped_epoch
+    try:
+        training._grouped_epoch = lambda *a: calls.append(a[0]) or original(*a)
+        g = GroupedBatches(lengths, 16, 5)
+        for step in range(6):  # 96 examples: all in epoch 0
+            g.indices(step)
+    finally:
+        training._grouped_epoch = original
+    assert calls == [0]
+
+
 def test_length_grouped_fine_tuning_runs_and_refuses_images(tiny_setup):
 
 
