@@ -186,7 +186,7 @@ class RunManifest:
         for f in fields(cls):
             value = data.get(f.name)
             if value is None and current and f.name not in _NULLABLE and not (
-                    data.get("method") == "imported" and f.name in _NULLABLE_IMPORTED):
+                    f.name in _NULLABLE_UNTRAINED and not _trains(data.get("method"))):
                 raise TalosError(f"run manifest {source} is incomplete: it has no {f.name!r} (its format "
                                  f"{RUN_FORMAT!r} always does); fine-tune the run again (talos finetune --force)")
             if value is None:
@@ -214,8 +214,16 @@ class RunManifest:
 _REQUIRED = ("model", "task", "method")
 #: fields a current-format manifest may leave ``null`` (``format``: absent means the current one)
 _NULLABLE = ("format", "sparsity")
-#: an imported run (``talos import``) trained nothing here: it has no seed and no training precision
-_NULLABLE_IMPORTED = ("seed", "train_precision")
+#: a run of a method the catalogue marks ``trains=False`` (``imported``: ``talos import``) trained nothing here: it
+#: has no seed and no training precision
+_NULLABLE_UNTRAINED = ("seed", "train_precision")
+
+
+def _trains(method: Any) -> bool:
+    """Whether the catalogue's method ``method`` fine-tunes here (an unknown or missing name counts as one that
+    does: its manifest must then be complete)."""
+    info = schema.METHODS.get(method) if isinstance(method, str) else None
+    return info is None or info.trains
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
 _LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {
