@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -587,19 +588,20 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         use_bf16 = precision == "bf16"
         eval_every = config.eval_every if val is not None else 0
         early = EarlyStopping(config.early_stopping_patience) if eval_every and config.early_stopping_patience else None
-        start_step, history, curve = 0, [], []
+        resumed = Resumed()
         if checkpoint_dir is not None:
-            start_step, history, curve = _maybe_resume(checkpoint_dir, config, params, opt, device, eval_every, early)
+            resumed = _maybe_resume(checkpoint_dir, config, params, opt, device, eval_every, early)
+        start_step, history, curve = resumed.step, list(resumed.history), list(resumed.curve)  # appended to below
         if eval_batch_size is None:
             eval_batch_size = 32 if device.type == "cpu" else 128
         model.eval()  # no dropout: see module docstring
-        steps = range(start_step, config.steps)
+        steps = range(start_step, start_step if resumed.finished else config.steps)
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
-        fb_times, opt_times = [], []
+        fb_times, opt_times = list(resumed.fb_times), list(resumed.opt_times)  # the resumed steps' times first
         blocks = repeated_blocks(model) if checkpoint_activations else []
         memory_kind = reset_peak_memory(device)
         grouped = None
@@ -658,9 +660,15 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
                 break
             if checkpoint_dir is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 \
                     and step + 1 < config.steps:
-                _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device, early)
+                _save_checkpoint(checkpoint_dir, config, step + 1, params, opt, history, curve, device, early,
+                                 (fb_times, opt_times))
         if bar is not None:
             bar.close()
+        if checkpoint_dir is not None and config.checkpoint_every and not resumed.finished:
+            # the finished state too: a process stopped while the run is evaluated and written (minutes on a CPU)
+            # resumes here instead of training again; the store removes the folder when it commits the run
+            _save_checkpoint(checkpoint_dir, config, len(history), params, opt, history, curve, device, early,
+                             (fb_times, opt_times), finished=True)
         if early is not None and early.best is not None:
             _restore(params, early.best)  # the best evaluation's weights: θ* of an early-stopped run
         vector = _task_vector(params, theta0, plan)
@@ -677,11 +685,8 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
             "trainable_tensors": len(plan),
         }
         if early is not None:  # where training stopped and which evaluation's weights the vector holds
-            timings.update({"steps_run": len(fb_times) + start_step, "best_step": early.best_step,
+            timings.update({"steps_run": len(history), "best_step": early.best_step,
                             "best_val_acc": early.best_acc if early.best is not None else None})
-        if checkpoint_dir is not None:
-            for f in ("checkpoint.safetensors", "checkpoint.json"):
-                (checkpoint_dir / f).unlink(missing_ok=True)
         return TrainResult(vector, history, timings, curve, precision)
     except BaseException:
         # a run that fails or is interrupted (an error, Ctrl-C, a worker stopped) leaves the model at θ0 as it
@@ -744,12 +749,27 @@ def _config_key(config: TrainConfig, device: torch.device) -> str:
     return json.dumps(key, sort_keys=True)
 
 
+class Resumed(NamedTuple):
+    """What a checkpoint gives a run: the step it reached, its history and curve, whether training had finished
+    there (the last step, or an early stop: only the task vector is left to compute) and the measured seconds of
+    each step's forward/backward and optimizer update (empty from checkpoints written without them)."""
+
+    step: int = 0
+    history: tuple | list = ()
+    curve: tuple | list = ()
+    finished: bool = False
+    fb_times: tuple | list = ()
+    opt_times: tuple | list = ()
+
+
 def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict, opt: MaskedAdamW,
                      history: list[dict], curve: list[dict], device: torch.device,
-                     early: EarlyStopping | None = None) -> None:
+                     early: EarlyStopping | None = None, times: tuple[list, list] = ([], []), *,
+                     finished: bool = False) -> None:
     tensors = {f"{n}::param": params[n].detach().contiguous() for n in opt.names()}
     tensors.update(opt.state_tensors())
-    meta = {"step": step, "config": _config_key(config, device), "history": history, "curve": curve}
+    meta = {"step": step, "config": _config_key(config, device), "history": history, "curve": curve,
+            "finished": finished, "fb_times": list(times[0]), "opt_times": list(times[1])}
     if early is not None:  # the best evaluation so far (its entries, as _snapshot keeps them) and the count since
         meta["early_stopping"] = {**early.state(), "has_best": early.best is not None}
         for n, (idx, value) in (early.best or {}).items():
@@ -762,14 +782,14 @@ def _save_checkpoint(folder: Path, config: TrainConfig, step: int, params: dict,
 
 
 def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAdamW, device: torch.device,
-                  eval_every: int = 0, early: EarlyStopping | None = None) -> tuple[int, list, list]:
-    """``(step, history, curve)`` of a compatible checkpoint in ``folder`` (its tensors loaded), else ``(0, [], [])``.
+                  eval_every: int = 0, early: EarlyStopping | None = None) -> Resumed:
+    """:class:`Resumed` from a compatible checkpoint in ``folder`` (its tensors loaded), else a start from step 0.
 
     With ``eval_every`` the checkpoint must hold the curve's points up to its step at that interval (one
     written without them, or at another interval, cannot be completed: training starts over)."""
     meta_path, tensor_path = folder / "checkpoint.json", folder / "checkpoint.safetensors"
     if not (meta_path.exists() and tensor_path.exists()):
-        return 0, [], []
+        return Resumed()
     try:
         return _resume_from(meta_path, tensor_path, config, params, opt, device, eval_every, early)
     except (TalosError, ValueError, KeyError, TypeError, RuntimeError, AttributeError) as exc:
@@ -779,24 +799,27 @@ def _maybe_resume(folder: Path, config: TrainConfig, params: dict, opt: MaskedAd
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         warnings.warn(f"discarded the unreadable checkpoint in {folder} ({detail}); training starts from step 0",
                       stacklevel=2)
-        return 0, [], []
+        return Resumed()
 
 
 def _resume_from(meta_path: Path, tensor_path: Path, config: TrainConfig, params: dict, opt: MaskedAdamW,
-                 device: torch.device, eval_every: int, early: EarlyStopping | None = None) -> tuple[int, list, list]:
+                 device: torch.device, eval_every: int, early: EarlyStopping | None = None) -> Resumed:
     """:func:`_maybe_resume` on files that exist; a damaged file raises (the caller discards it)."""
     meta = read_json(meta_path)
     if not isinstance(meta, dict):
         raise TalosError(f"corrupt checkpoint {meta_path}: expected a JSON object")
     if meta.get("config") != _config_key(config, device):
-        return 0, [], []  # a different configuration: start over
+        return Resumed()  # a different configuration: start over
     tensors, st_meta = load_safetensors(tensor_path)
     if st_meta.get("step") != str(meta["step"]):
-        return 0, [], []
+        return Resumed()
     step = int(meta["step"])
-    curve = [c for c in meta.get("curve", []) if eval_every and c["step"] % eval_every == 0]
-    if {c["step"] for c in curve} != set(range(eval_every, step + 1, eval_every) if eval_every else ()):
-        return 0, [], []
+    finished = meta.get("finished") is True
+    # the curve's points up to the step: every eval_every-th, and the last step's when training finished there
+    want_steps = set(range(eval_every, step + 1, eval_every)) | ({step} if finished else set()) if eval_every else set()
+    curve = [c for c in meta.get("curve", []) if c.get("step") in want_steps]
+    if {c["step"] for c in curve} != want_steps:
+        return Resumed()
     history = list(meta.get("history", []))
     want = {f"{n}::{part}": tuple(ref.shape) for n in opt.names()
             for part, ref in (("param", params[n]), ("exp_avg", opt.exp_avg[n]), ("exp_avg_sq", opt.exp_avg_sq[n]))}
@@ -807,7 +830,7 @@ def _resume_from(meta_path: Path, tensor_path: Path, config: TrainConfig, params
     if early is not None:
         state = meta.get("early_stopping")
         if not isinstance(state, dict):
-            return 0, [], []  # written without early stopping: its best evaluation is unknown, start over
+            return Resumed()  # written without early stopping: its best evaluation is unknown, start over
         if state.get("has_best"):
             best = {}
             for n in opt.names():
@@ -821,4 +844,6 @@ def _resume_from(meta_path: Path, tensor_path: Path, config: TrainConfig, params
         for n in opt.names():
             params[n].copy_(tensors[f"{n}::param"])
     opt.load_state_tensors(tensors, step)
-    return step, history, curve
+    fb, op = meta.get("fb_times"), meta.get("opt_times")
+    timed = isinstance(fb, list) and isinstance(op, list) and len(fb) == len(op) == step
+    return Resumed(step, history, curve, finished, fb if timed else [], op if timed else [])

@@ -144,6 +144,12 @@ def test_early_stopping_resumes_from_a_checkpoint(tiny, monkeypatch, tmp_path):
     assert resumed.timings["steps_run"] == 4 and resumed.timings["best_step"] == 1
     for n in full.vector.names():
         assert torch.equal(resumed.vector.dense(n), full.vector.dense(n)), n
+    # stopped early at step 4, the finished state is kept: computed again, it neither trains nor evaluates further
+    monkeypatch.setattr(training, "validation_accuracy", lambda *a, **k: pytest.fail("evaluated again"))
+    again = finetune(model, data.train, task, plan, cfg, progress=False, val=data.val, checkpoint_dir=tmp_path)
+    assert again.timings["steps_run"] == 4 and again.timings["best_step"] == 1 and len(again.curve) == 4
+    for n in full.vector.names():
+        assert torch.equal(again.vector.dense(n), full.vector.dense(n)), n
 
 
 # ------------------------------------------------------------------------------------------------

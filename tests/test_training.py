@@ -153,7 +153,18 @@ def test_resume_from_checkpoint_gives_identical_vector(tiny_setup, tmp_path):
     assert [h["step"] for h in resumed.history] == [1, 2, 3, 4, 5, 6]
     for n in full.vector.values:
         assert torch.allclose(full.vector.values[n], resumed.vector.values[n], atol=1e-7), n
-    assert not (tmp_path / "checkpoint.json").exists()
+    # the finished state stays (the store removes it when it commits the run): a process stopped after training,
+    # while the run is evaluated and written, computes the same vector again without training
+    import json
+
+    meta = json.loads((tmp_path / "checkpoint.json").read_text())
+    assert meta["finished"] is True and meta["step"] == 6 and len(meta["fb_times"]) == 6
+    again = finetune(fresh, data.train, task, plan, cfg, progress=False, checkpoint_dir=tmp_path,
+                     on_step=lambda step, record: pytest.fail("a finished run trained again"))
+    assert [h["step"] for h in again.history] == [1, 2, 3, 4, 5, 6]
+    assert again.timings["train_s"] == pytest.approx(resumed.timings["train_s"])  # the measured times come along
+    for n in full.vector.values:
+        assert torch.equal(resumed.vector.values[n], again.vector.values[n]), n
 
 
 @pytest.mark.parametrize("kw", [{"steps": 0}, {"batch_size": -1}, {"lr": 0.0}, {"precision": "fp8"},
@@ -239,6 +250,8 @@ def test_resumed_run_continues_its_learning_curve(tiny_setup, tmp_path):
     resumed = finetune(fresh, data.train, task, plan, cfg, progress=False, checkpoint_dir=tmp_path, val=data.val)
     assert [c["step"] for c in resumed.curve] == [2, 4]
     assert [c["val_acc"] for c in resumed.curve] == pytest.approx([c["val_acc"] for c in full.curve], abs=0.07)
+    for f in tmp_path.iterdir():  # the finished state goes, as when the store commits the run
+        f.unlink()
     # a checkpoint without the curve's points cannot be completed: the run starts over (same vector)
     with pytest.raises(Crash):
         finetune(model, data.train, task, plan, TrainConfig(**{**cfg.to_dict(), "eval_every": 0}), progress=False,
