@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dashboard.limits import ints_from_env
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int, check_range, check_seed
 from talos_core.schema import METHODS, check_suite
 
 JOBS_DIR = "jobs"
@@ -77,16 +77,12 @@ class JobSpec:
             raise TalosError("pick at least one task")
         if len(set(self.tasks)) != len(self.tasks):
             raise TalosError(f"tasks must be distinct, got {list(self.tasks)}")
-        if not (0.0 <= self.sparsity < 1.0):
-            raise TalosError(f"sparsity must be in [0, 1), got {self.sparsity!r}")
+        check_range("sparsity", self.sparsity, 0.0, 1.0)
         for name in ("steps", "max_train", "max_val", "max_test"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise TalosError(f"{name} must be a positive integer or empty, got {v!r}")
+            check_int(name, getattr(self, name), low=1, optional=True, what="a positive integer or empty")
         for name in ("grid", "points", "preview_points"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise TalosError(f"{name} must be a positive integer, got {v!r}")
+            check_int(name, getattr(self, name), low=1)
+        check_seed(self.seed)
         check_suite(self.suite)
         bad = [p for p in self.protocols if p not in PROTOCOL_ORDER]
         if bad:

@@ -20,12 +20,12 @@ selection"); ξ on a 20 × 20 grid over [−3, 3]² with 2,048 points per task.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.plain import md, plain_data
+from talos_core.errors import is_number
 from talos_core.schema import METHODS, base_method_of, method_label, parse_variant, variant_id
 
 NOT_RECORDED = "not recorded in this store"
@@ -46,13 +46,8 @@ class ProtocolSummary:
 # small helpers
 # --------------------------------------------------------------------------------------------
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+    """A setting as a float; ``None`` for anything but a finite number (a boolean, a missing value, text)."""
+    return float(value) if is_number(value, numpy=True) else None
 
 
 def _g(value: Any) -> str:

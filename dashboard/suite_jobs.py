@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_number
 
 _DONE = re.compile(r"\[(\d+)/(\d+) done")
 
@@ -49,8 +49,7 @@ class SuiteJobSpec:
             raise TalosError("a Ray address or GPUs per task go with the ray executor; pick it or clear them")
         if self.address is not None and (not self.address.strip() or any(c.isspace() for c in self.address.strip())):
             raise TalosError(f"Ray address {self.address!r} must be HOST:PORT (e.g. 10.0.0.5:6379) or auto")
-        if self.gpus_per_task is not None and not self.gpus_per_task > 0:
-            raise TalosError(f"GPUs per task must be a positive number, got {self.gpus_per_task!r}")
+        check_number("GPUs per task", self.gpus_per_task, low=0, low_open=True, optional=True)
 
     def resolved_scale(self) -> str:
         from talos_core.suites import default_scale

@@ -42,7 +42,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_int, check_range
 from talos_core.fisher import fisher_scores
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
@@ -216,9 +216,7 @@ class CalibrationConfig:
         check_range("sparsity", self.sparsity, 0.0, 1.0)
         check_range("soft_mask_value", self.soft_mask_value, 0.0, 1.0, high_open=False)
         for name in ("rounds", "samples", "batch_size", "chunk_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TalosError(f"{name} must be a positive integer, got {value!r}")
+            check_int(name, getattr(self, name), low=1)
         if self.target not in ("logprob", "logit"):
             raise TalosError(f"target must be 'logprob' or 'logit', got {self.target!r}")
         if self.select not in ("bottom", "top"):

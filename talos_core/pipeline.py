@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from talos_core.atomic import atomic_write_json
-from talos_core.errors import TalosError, check_range, check_seed
+from talos_core.errors import TalosError, check_int, check_range, check_seed
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density, mask_moved
 from talos_core.methods import get_method
@@ -97,12 +97,18 @@ class FinetuneRequest:
         method = get_method(self.method)
         check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
         check_seed(self.seed)
-        for name in ("steps", "batch_size"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-                raise TalosError(f"{name} must be a positive integer, got {v!r}")
-        if self.warmup_steps is not None and (not isinstance(self.warmup_steps, int) or self.warmup_steps < 0):
-            raise TalosError(f"warmup_steps must be a non-negative integer, got {self.warmup_steps!r}")
+        # every integer field refuses booleans (True is no step count): one sentence each
+        for name in ("steps", "batch_size", "max_train", "max_val", "max_test", "calib_samples"):
+            check_int(name, getattr(self, name), low=1, optional=True)
+        check_int("warmup_steps", self.warmup_steps, low=0, optional=True)
+        for name in ("rounds", "eval_batch_size"):
+            check_int(name, getattr(self, name), low=1)
+        check_int("checkpoint_every", self.checkpoint_every, low=0)
+        check_int("eval_every", self.eval_every, low=0, what="a non-negative integer (0 = no learning curve)")
+        check_int("micro_batch_size", self.micro_batch_size, low=1, optional=True,
+                  what="a positive integer (or unset for the whole batch)")
+        check_int("early_stopping_patience", self.early_stopping_patience, low=0,
+                  what="a non-negative integer (0 = off)")
         steps = self.steps if self.steps is not None else get_model_spec(self.model).defaults.get("steps", 2000)
         if self.warmup_steps is not None and self.warmup_steps > steps:
             raise TalosError(f"warmup_steps {self.warmup_steps} is longer than the run ({steps} steps); give at most "
@@ -124,27 +130,13 @@ class FinetuneRequest:
         dup = sorted({k for k in keys if keys.count(k) > 1})
         if dup:
             raise TalosError(f"option {dup[0]!r} is given twice; give each --option once")
-        for name in ("max_train", "max_val", "max_test"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise TalosError(f"{name} must be a positive integer, got {v!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise TalosError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
         if self.train_precision is not None:
             from talos_core.inference.precision import check_precision
 
             check_precision(self.train_precision, "training precision")
-        if not isinstance(self.eval_every, int) or isinstance(self.eval_every, bool) or self.eval_every < 0:
-            raise TalosError(f"eval_every must be a non-negative integer (0 = no learning curve), "
-                             f"got {self.eval_every!r}")
-        if self.micro_batch_size is not None and (not isinstance(self.micro_batch_size, int)
-                                                  or isinstance(self.micro_batch_size, bool)
-                                                  or self.micro_batch_size < 1):
-            raise TalosError(f"micro_batch_size must be a positive integer (or unset for the whole batch), "
-                             f"got {self.micro_batch_size!r}")
         p = self.early_stopping_patience
-        if not isinstance(p, int) or isinstance(p, bool) or p < 0:
-            raise TalosError(f"early_stopping_patience must be a non-negative integer (0 = off), got {p!r}")
         if p and not self.eval_every:
             raise TalosError(f"early stopping (patience {p}) needs validation evaluations: set eval_every to a "
                              f"positive number of steps")

@@ -28,7 +28,6 @@ and ``tests/test_schema.py`` keeps the two in step. Importing it never imports t
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,7 +37,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from talos_core.errors import TalosError, unknown
+from talos_core.errors import TalosError, check_number, is_int, is_number, unknown
 
 # --------------------------------------------------------------------------------------------
 # names
@@ -306,11 +305,6 @@ def read_result(root: str | Path, kind: str, name: str) -> dict:
 # --------------------------------------------------------------------------------------------
 # values: the types and ranges of a result's numbers (checked by read_result, so no reader shows a wrong number)
 # --------------------------------------------------------------------------------------------
-def is_finite_number(value: Any) -> bool:
-    """A JSON number (not a boolean) that is finite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 @dataclass(frozen=True)
 class Rule:
     """What a value must be (``what``, for the sentence) and its test; ``null`` (not measured) passes when
@@ -331,13 +325,13 @@ def _nested(cell: Rule, depth: int) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, list) and all(inner(x) for x in v)
 
 
-ACCURACY = Rule("an accuracy in [0, 1]", lambda v: is_finite_number(v) and 0 <= v <= 1)
-NON_NEGATIVE = Rule("a finite number ≥ 0", lambda v: is_finite_number(v) and v >= 0)
-COUNT = Rule("a whole number ≥ 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-FINITE = Rule("a finite number", is_finite_number)
-SPARSITY = Rule("a sparsity in [0, 1)", lambda v: is_finite_number(v) and 0 <= v < 1)
+ACCURACY = Rule("an accuracy in [0, 1]", lambda v: is_number(v) and 0 <= v <= 1)
+NON_NEGATIVE = Rule("a finite number ≥ 0", lambda v: is_number(v) and v >= 0)
+COUNT = Rule("a whole number ≥ 0", lambda v: is_int(v) and v >= 0)
+FINITE = Rule("a finite number", is_number)
+SPARSITY = Rule("a sparsity in [0, 1)", lambda v: is_number(v) and 0 <= v < 1)
 TEXT = Rule("a string", lambda v: isinstance(v, str), nullable=False)
-GRID = Rule("a sorted list of finite numbers", lambda v: isinstance(v, list) and all(map(is_finite_number, v))
+GRID = Rule("a sorted list of finite numbers", lambda v: isinstance(v, list) and all(map(is_number, v))
             and all(a <= b for a, b in zip(v, v[1:])), nullable=False)
 NAMES = Rule("a list of strings", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
              nullable=False)
@@ -933,8 +927,7 @@ def variant_id(method: str, **params: float) -> str:
     for key, value in params.items():
         if key not in VARIANT_PARAMS:
             raise unknown("variant hyperparameter", key, VARIANT_PARAMS)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise TalosError(f"variant {key} must be a non-negative finite number, got {value!r}")
+        check_number(f"variant {key}", value, low=0, what="a non-negative finite number")
         parts.append(f"{VARIANT_PARAMS[key]}{_num_text(value)}")
     return "-".join(parts)
 

@@ -56,7 +56,7 @@ from talos_core.atomic import (
     load_safetensors,
     read_json,
 )
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, is_strict_instance
 
 STORE_FORMAT = "talos-store/1"
 #: the manifest format runs are written in: it records the SHA-256 of every artifact (``artifacts``), required
@@ -194,7 +194,7 @@ class RunManifest:
                     raise TalosError(f"run manifest {source} is incomplete: it has no {f.name!r}")
                 continue
             kinds = _KINDS[f.name]
-            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            if not is_strict_instance(value, kinds):
                 raise TalosError(f"run manifest {source} is corrupt: {f.name!r} must be {_KIND_NAMES[kinds]}, "
                                  f"got {type(value).__name__}")
             values[f.name] = value

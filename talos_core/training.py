@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors, read_json
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_int, check_range
 from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
@@ -84,13 +84,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise TalosError(f"{name} must be a positive integer, got {v!r}")
+            check_int(name, getattr(self, name), low=1)
         for name in ("warmup_steps", "checkpoint_every", "eval_every", "micro_batch_size", "early_stopping_patience"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise TalosError(f"{name} must be a non-negative integer, got {v!r}")
+            check_int(name, getattr(self, name), low=0)
         check_range("lr", self.lr, 0.0, 1.0, low_open=True, high_open=False)
         check_range("weight_decay", self.weight_decay, 0.0, math.inf)
         check_range("grad_clip", self.grad_clip, 0.0, math.inf)

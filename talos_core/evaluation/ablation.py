@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_int, check_range
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation import stats
 from talos_core.evaluation.progress import Progress, evaluation_key
@@ -27,7 +27,6 @@ from talos_core.evaluation.request import (
     EvalRequest,
     check_alpha_step,
     check_control_task,
-    check_positive_int,
     fmt,
 )
 from talos_core.evaluation.runs import run_alpha_grid
@@ -50,7 +49,7 @@ class AblationSettings:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 _PARTS = ("addition", "negation", "single", "examples", "ci95")

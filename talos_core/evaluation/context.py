@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int
 from talos_core.inference.forward import Mode, Terms, base_and_jvps, predict_logits, predict_logits_many
 from talos_core.inference.runtime import head_for, memoized_zero_shot, prepared_model, resolve_device
 from talos_core.models.base import Head, TaskModel
@@ -214,8 +214,7 @@ def subset(split: Split, points: int, seed: int) -> Split:
     >>> len(subset(s, 4, 0)), len(subset(s, 40, 0))
     (4, 10)
     """
-    if points < 1:
-        raise TalosError(f"points must be a positive integer, got {points!r}")
+    check_int("points", points, low=1, numpy=True)
     n = len(split)
     if points >= n:
         return split

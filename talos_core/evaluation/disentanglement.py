@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_int, check_range
 from talos_core.evaluation.context import EvalContext, subset
 from talos_core.evaluation.progress import Progress
 from talos_core.inference.forward import Mode
@@ -44,8 +44,7 @@ def disentanglement_alphas(grid: int = DEFAULT_GRID, radius: float = DEFAULT_RAN
     >>> disentanglement_alphas(3, 1.0)
     [-1.0, 0.0, 1.0]
     """
-    if not isinstance(grid, int) or isinstance(grid, bool) or grid < 1:
-        raise TalosError(f"grid must be a positive integer, got {grid!r}")
+    check_int("grid", grid, low=1)
     check_range("range", float(radius), 0.0, float("inf"), low_open=True)
     if grid == 1:
         return [0.0]

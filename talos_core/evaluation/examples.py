@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int
 from talos_core.schema import (
     EXAMPLES_FORMAT,
     MAX_EXAMPLES,
@@ -54,8 +54,8 @@ def choose_examples(labels: Sequence[int] | np.ndarray, n: int, seed: int = 0) -
     2
     """
     labels = np.asarray(labels)
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 1 <= n <= MAX_EXAMPLES:
-        raise TalosError(f"examples per task must be an integer from 1 to {MAX_EXAMPLES}, got {n!r}")
+    check_int("examples per task", n, low=1, high=MAX_EXAMPLES, numpy=True,
+              what=f"an integer from 1 to {MAX_EXAMPLES}")
     order = np.random.default_rng(seed).permutation(len(labels))
     queues = {c: [int(i) for i in order if labels[i] == c] for c in sorted(set(labels.tolist()))}
     picked: list[int] = []

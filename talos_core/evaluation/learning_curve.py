@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from talos_core.errors import TalosError
-from talos_core.evaluation.request import EvalOutcome, EvalRequest, check_positive_int, fmt
+from talos_core.errors import TalosError, check_int, check_number
+from talos_core.evaluation.request import EvalOutcome, EvalRequest, fmt
 from talos_core.store import Run
 
 #: learning-curve interval when neither the settings nor the request's overrides give one
@@ -42,10 +42,7 @@ RULE = ("budget = the smallest evaluated step s such that, on every task's curve
 # the budget rule
 # --------------------------------------------------------------------------------------------
 def _check_tolerance(tolerance: object) -> float:
-    if (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not math.isfinite(tolerance)
-            or not 0 <= tolerance <= 1):
-        raise TalosError(f"tolerance must be an accuracy fraction in [0, 1] (e.g. 0.01), got {tolerance!r}")
-    return float(tolerance)
+    return check_number("tolerance", tolerance, low=0, high=1, what="an accuracy fraction in [0, 1] (e.g. 0.01)")
 
 
 def _clean_curve(name: str, points: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -115,8 +112,8 @@ class LearningCurveSettings:
     tolerance: float = 0.01
 
     def __post_init__(self) -> None:
-        check_positive_int("eval_every", self.eval_every, optional=True)
-        check_positive_int("steps", self.steps, optional=True)
+        check_int("eval_every", self.eval_every, low=1, optional=True)
+        check_int("steps", self.steps, low=1, optional=True)
         _check_tolerance(self.tolerance)
 
 
@@ -154,7 +151,7 @@ def curve_runs(req: EvalRequest, eval_every: int, steps: int | None) -> dict[str
 def learning_curve(req: EvalRequest, s: LearningCurveSettings) -> EvalOutcome:
     """The ``learning-curve`` protocol (see the module docstring)."""
     eval_every = s.eval_every or req.overrides.get("eval_every") or DEFAULT_EVAL_EVERY
-    check_positive_int("eval_every", eval_every)
+    check_int("eval_every", eval_every, low=1)
     runs = curve_runs(req, eval_every, s.steps)
     rows = [{"method": req.method, "task": task, "step": int(p["step"]), "val_acc": float(p["val_acc"])}
             for task, run in runs.items() for p in run.manifest.curve or []]

@@ -29,8 +29,8 @@ from typing import Any
 
 import pandas as pd
 
-from talos_core.errors import TalosError
-from talos_core.evaluation.request import EvalOutcome, EvalRequest, check_positive_int, fmt
+from talos_core.errors import TalosError, check_int, check_number, is_number, is_strict_instance
+from talos_core.evaluation.request import EvalOutcome, EvalRequest, fmt
 
 RULE = ("per learning rate, the mean over the check's tasks of the validation accuracy of theta0 + tau, each run "
         "trained at the step budget with the method's other settings; best = the highest mean (ties: the method's "
@@ -48,7 +48,7 @@ validation split; ``talos_core.suites._TEXT_LR``)."""
 # --------------------------------------------------------------------------------------------
 def check_lr_values(values: Any) -> tuple[float, ...]:
     """The candidate learning rates as floats: at least one, each a finite number in (0, 1], none twice."""
-    if isinstance(values, (int, float)) and not isinstance(values, bool):
+    if is_strict_instance(values, (int, float)):  # one number (even nan: refused below)
         values = (values,)
     try:
         vals = tuple(values if values is not None else ())
@@ -59,7 +59,7 @@ def check_lr_values(values: Any) -> tuple[float, ...]:
         raise TalosError("the lr check needs learning rates to compare; pass at least one, e.g. --values 1e-4,1e-3")
     out: list[float] = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= 1:
+        if not (is_number(v) and 0 < v <= 1):
             raise TalosError(f"learning rate {v!r} to check is not allowed; each must be a number in (0, 1], "
                              f"e.g. 1e-4")
         if any(same_lr(v, o) for o in out):
@@ -130,10 +130,7 @@ def compare_lrs(val_acc: Mapping[float, Mapping[str, float]], suite_lr: float) -
             raise TalosError(f"learning rate {lr_text(lr)} covers tasks {', '.join(sorted(map(str, accs)))}, not "
                              f"{', '.join(sorted(map(str, tasks)))}; every lr must be checked on the same tasks")
         for task, acc in accs.items():
-            if isinstance(acc, bool) or not isinstance(acc, (int, float)) or not math.isfinite(acc) \
-                    or not 0 <= acc <= 1:
-                raise TalosError(f"validation accuracy of task {task!r} at lr {lr_text(lr)} must be a number in "
-                                 f"[0, 1], got {acc!r}")
+            check_number(f"validation accuracy of task {task!r} at lr {lr_text(lr)}", acc, low=0, high=1)
         means[lr] = float(sum(float(a) for a in accs.values()) / len(accs))
     top = max(means.values())
     tied = [lr for lr, m in means.items() if m >= top - 1e-12]
@@ -201,7 +198,7 @@ class LrCheckSettings:
         object.__setattr__(self, "values", check_lr_values(self.values))
         if self.row is not None and not isinstance(self.row, str):
             raise TalosError(f"the lr check's row must be a result id such as 'talos-k0.9', got {self.row!r}")
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 def own_lr(model: str, task: str, method: str, overrides: Mapping[str, Any]) -> float:

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
     check_alpha_step,
     check_control_task,
-    check_positive_int,
     eval_data,
     fmt,
     upsert,
@@ -47,8 +46,8 @@ class PosthocSettings:
             raise TalosError(f"post-hoc methods merge non-linearly evaluated task vectors; base method "
                              f"{self.base_method!r} is evaluated linearized (choose nonlinear, imported, talos, ...)")
         check_alpha_step(self.alpha_step)
-        check_positive_int("max_points", self.max_points, optional=True)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("max_points", self.max_points, low=1, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 def _thin(points: list[dict], k: int) -> list[dict]:

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from talos_core.errors import TalosError, check_range, unknown
+from talos_core.errors import TalosError, check_int, check_range, unknown
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.ablation import AblationSettings, sparsity_ablation
 from talos_core.evaluation.context import EvalContext
@@ -46,7 +46,6 @@ from talos_core.evaluation.request import (
     EvalRequest,
     check_alpha_step,
     check_control_task,
-    check_positive_int,
     check_seed,
     common_mode,
     eval_data,
@@ -83,7 +82,7 @@ class EvalSettings:
     batch_size: int | None = None  # evaluation batch size; None: the device's default (32 on CPUs, 128 else)
 
     def __post_init__(self) -> None:
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class AdditionSettings:
     def __post_init__(self) -> None:
         check_alpha_step(self.alpha_step)
         check_alpha_rule(self.alpha_rule)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ class NegationSettings:
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
         check_alpha_rule(self.alpha_rule)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -123,13 +122,13 @@ class DisentanglementSettings:
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
-        check_positive_int("grid", self.grid)
+        check_int("grid", self.grid, low=1)
         check_range("grid", self.grid, 1, MAX_GRID, high_open=False)
         check_range("range", self.alpha_range, 0.0, MAX_ALPHA, low_open=True, high_open=False)
-        check_positive_int("points", self.points)
+        check_int("points", self.points, low=1)
         check_seed(self.seed)
         check_alpha_step(self.alpha_step)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -155,9 +154,9 @@ class SharingSettings:
         check_range("fraction", self.fraction, 0.0, 1.0, high_open=False)
         if self.mode not in ("prune", "perturb", "both"):
             raise TalosError(f"sharing mode must be prune, perturb or both, got {self.mode!r}")
-        check_positive_int("samples", self.samples)
+        check_int("samples", self.samples, low=1)
         check_seed(self.seed)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -167,9 +166,9 @@ class PreviewSettings:
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
-        check_positive_int("preview_points", self.points)
+        check_int("preview_points", self.points, low=1)
         check_seed(self.seed)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -183,13 +182,13 @@ class ExamplesSettings:
     def __post_init__(self) -> None:
         from talos_core.schema import MAX_EXAMPLES
 
-        if not isinstance(self.points, int) or isinstance(self.points, bool) or not 1 <= self.points <= MAX_EXAMPLES:
-            raise TalosError(f"examples per task must be an integer from 1 to {MAX_EXAMPLES}, got {self.points!r}")
+        check_int("examples per task", self.points, low=1, high=MAX_EXAMPLES,
+                  what=f"an integer from 1 to {MAX_EXAMPLES}")
         check_seed(self.seed)
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 # --------------------------------------------------------------------------------------------

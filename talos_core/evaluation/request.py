@@ -203,14 +203,6 @@ def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str,
 # --------------------------------------------------------------------------------------------
 # settings checks and formatting
 # --------------------------------------------------------------------------------------------
-def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None:
-    """``value`` must be an integer ≥ 1 (or ``None`` when ``optional``)."""
-    if optional and value is None:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise TalosError(f"{name} must be a positive integer, got {value!r}")
-
-
 #: the largest |α| anywhere (merge, the disentanglement range): α grids reach 1/(1 − 0.99) = 100 at the sparsest
 #: setting; beyond this, weights leave any range a model was trained in (and, near 3.4e38, float32)
 MAX_ALPHA = 1000.0

@@ -34,13 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_int, check_number, check_range
 from talos_core.evaluation.request import (
     EvalOutcome,
     EvalRequest,
     check_alpha_step,
     check_control_task,
-    check_positive_int,
     fmt,
 )
 from talos_core.schema import result_name
@@ -132,8 +131,7 @@ def select_by_negation(candidates: Mapping[Any, pd.DataFrame | Iterable[Sequence
     if not candidates:
         raise TalosError("hyperparameter selection needs at least one candidate")
     check_range("keep", keep, 0.0, 1.0, high_open=False)
-    if not isinstance(control_zero_shot_val, (int, float)) or not math.isfinite(control_zero_shot_val):
-        raise TalosError(f"the control task's zero-shot accuracy must be a number, got {control_zero_shot_val!r}")
+    check_number("the control task's zero-shot accuracy", control_zero_shot_val, what="a number")
     floor = keep * float(control_zero_shot_val)
     single = dict(single_val_acc or {})
     rows = []
@@ -162,7 +160,7 @@ def select_by_negation(candidates: Mapping[Any, pd.DataFrame | Iterable[Sequence
 def _check_values(param: str, values: tuple) -> None:
     for v in values:
         if param == "rank":
-            check_positive_int("rank", v)
+            check_int("rank", v, low=1)
         elif param == "sparsity":
             check_range("sparsity", v, 0.0, 1.0)
         else:
@@ -196,7 +194,7 @@ class SelectionSettings:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
-        check_positive_int("batch_size", self.batch_size, optional=True)
+        check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
 def check_param_for_method(param: str, method: str) -> None:

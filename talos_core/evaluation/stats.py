@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int, check_number
 
 RESAMPLES = 1000
 SEED = 0
@@ -82,12 +82,10 @@ def _check_samples(samples_by_task: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 
 def _check_settings(resamples: Any, seed: Any, level: Any) -> None:
-    if not isinstance(resamples, int) or isinstance(resamples, bool) or resamples < 1:
-        raise TalosError(f"resamples must be a positive integer, got {resamples!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise TalosError(f"seed must be a non-negative integer, got {seed!r}")
-    if not isinstance(level, (int, float)) or isinstance(level, bool) or not 0 < level < 1:
-        raise TalosError(f"level must be a number strictly between 0 and 1, got {level!r}")
+    check_int("resamples", resamples, low=1)
+    check_int("seed", seed, low=0)
+    check_number("level", level, low=0, high=1, low_open=True, high_open=True,
+                 what="a number strictly between 0 and 1")
 
 
 def statistic_value(samples_by_task: Mapping[str, Any], statistic: Statistic) -> float:

@@ -33,7 +33,7 @@ import time
 
 import torch
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int
 from talos_core.inference.forward import linearized_logits
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
 from talos_core.methods.base import FinetuneMethod, MethodContext, MethodOutput, official_dense_names, train_with_plan
@@ -109,9 +109,7 @@ def check_lota_options(model: object, options: dict) -> tuple[int | None, str]:
     extra = sorted(set(options) - set(LOTA_OPTIONS))
     if extra:
         raise TalosError(f"unknown lota option(s) {extra}; lota accepts: {', '.join(LOTA_OPTIONS)}")
-    steps = options.get("calib_steps")
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-        raise TalosError(f"lota calib_steps must be a positive integer, got {steps!r}")
+    steps = check_int("lota calib_steps", options.get("calib_steps"), low=1, optional=True)
     data = options.get("calib_data", "val")
     if data not in ("val", "train"):
         raise TalosError(f"lota calib_data must be 'val' or 'train', got {data!r}")

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int, check_number
 from talos_core.inference.forward import linearized_logits
 from talos_core.methods.base import MethodContext, MethodOutput
 from talos_core.training import finetune
@@ -97,8 +97,7 @@ def lora_targets(model: nn.Module) -> list[LoraTarget]:
 
 def check_rank(rank: object, targets: list[LoraTarget]) -> int:
     """Validate a LoRA rank: a positive integer no larger than the smallest adapted block dimension."""
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-        raise TalosError(f"LoRA rank must be a positive integer, got {rank!r}")
+    check_int("LoRA rank", rank, low=1)
     limit = min(min(stop - start, t.in_features) for t in targets for _, start, stop in t.blocks)
     if rank > limit:
         raise TalosError(f"LoRA rank {rank} exceeds {limit}, the smallest Q/V projection dimension of this "
@@ -189,10 +188,7 @@ def _option_rank_alpha(options: dict, targets: list[LoraTarget]) -> tuple[int, f
     if extra:
         raise TalosError(f"unknown llora option(s) {extra}; llora accepts: {', '.join(sorted(allowed))}")
     rank = check_rank(options.get("rank", DEFAULT_RANK), targets)
-    alpha = options.get("lora_alpha", rank)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
-        raise TalosError(f"lora_alpha must be a positive number, got {alpha!r}")
-    return rank, float(alpha)
+    return rank, check_number("lora_alpha", options.get("lora_alpha", rank), low=0, low_open=True)
 
 
 def check_llora_options(model: nn.Module, options: dict) -> tuple[int, float]:

@@ -67,7 +67,7 @@ from typing import Any, Literal, TypeVar, Union
 
 import torch
 
-from talos_core.errors import TalosError, check_range, unknown
+from talos_core.errors import TalosError, check_int, check_number, check_range, unknown
 from talos_core.methods.spectral import IsoSpectrum, iso_c_matrix, iso_cts_matrix, lines_factors, tsv_matrix
 from talos_core.schema import MethodInfo, method_info
 
@@ -157,9 +157,7 @@ def _check_lam(lam: float, name: str = "lam") -> float:
 
 
 def _check_index(index: object, num_tasks: int) -> int:
-    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < num_tasks:
-        raise TalosError(f"task index must be an integer in [0, {num_tasks - 1}], got {index!r}")
-    return index
+    return check_int("task index", index, low=0, high=num_tasks - 1)
 
 
 def _count(fraction: float, n: int) -> int:
@@ -210,8 +208,7 @@ def scale(vector: VectorLike, alpha: float) -> Vector:
     {'w': tensor([-0.5000,  1.0000])}
     """
     keys = _check_vector(vector)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
-        raise TalosError(f"alpha must be a finite number, got {alpha!r}")
+    check_number("alpha", alpha)
     return {name: vector[name].detach() * alpha for name in keys}
 
 
@@ -619,9 +616,8 @@ def tall_masks(vectors: Sequence[VectorLike], lam: float) -> list[dict[str, torc
 
 
 def _check_k(k: object, num_tasks: int) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= num_tasks:
-        raise TalosError(f"consensus threshold k must be an integer in [0, {num_tasks}] (number of tasks), got {k!r}")
-    return k
+    return check_int("consensus threshold k", k, low=0, high=num_tasks,
+                     what=f"an integer in [0, {num_tasks}] (number of tasks)")
 
 
 @_no_grad
@@ -881,8 +877,7 @@ class PosthocSpec:
         >>> POSTHOC_METHODS["tall_consensus"].grid_points(2)[:2]
         [{'lam': 0.2, 'k': 0}, {'lam': 0.2, 'k': 1}]
         """
-        if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 1:
-            raise TalosError(f"num_tasks must be a positive integer, got {num_tasks!r}")
+        check_int("num_tasks", num_tasks, low=1)
         names = list(self.grid)
         values = [list(v(num_tasks) if callable(v) else v) for v in self.grid.values()]
         points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
@@ -906,8 +901,7 @@ def _ties_single_hp(vectors: Sequence[VectorLike], index: int, *, sparsity: floa
 
 
 def _dare_generator(seed: int, index: int) -> torch.Generator:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TalosError(f"seed must be an integer, got {seed!r}")
+    check_int("seed", seed)
     return torch.Generator().manual_seed((seed * 10_007 + index) % (2**63))
 
 

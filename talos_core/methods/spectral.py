@@ -20,13 +20,12 @@ to ``X``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
 import torch
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError, check_number, check_range
 
 IsoSpectrum = Literal["combined", "sum"]
 
@@ -194,7 +193,6 @@ def lines_factors(names: Sequence[str], alpha: float, beta: float) -> dict[str, 
     {'layer.0.w': 0.5, 'layer.1.w': 1.0, 'layer.2.w': 1.5}
     """
     for what, value in (("alpha", alpha), ("beta", beta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise TalosError(f"LiNeS {what} must be a finite number, got {value!r}")
+        check_number(f"LiNeS {what}", value)
     layers, num_layers = lines_layers(names)
     return {name: alpha + (beta * ell / (num_layers - 1) if num_layers > 1 else 0.0) for name, ell in layers.items()}

@@ -51,7 +51,6 @@ torch.Size([2, 3, 32, 32])
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -63,7 +62,7 @@ from torch import nn
 from torch._C._functorch import maybe_current_level
 from torch.func import functional_call
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_int, check_number
 from talos_core.models.base import Batch, Head, TaskModel
 from talos_core.models.images import images_to_tensor
 from talos_core.tasks.base import Inputs, TaskSpec
@@ -104,8 +103,7 @@ def fit_linear_probe(features: torch.Tensor, labels: torch.Tensor, num_classes: 
     if features.ndim != 2 or features.shape[0] != labels.shape[0] or features.shape[0] == 0:
         raise TalosError(f"a linear probe needs features [N, D] and N labels with N > 0, got "
                          f"{tuple(features.shape)} and {tuple(labels.shape)}")
-    if not (isinstance(l2, (int, float)) and math.isfinite(l2) and l2 >= 0):
-        raise TalosError(f"probe l2 must be a finite number >= 0, got {l2!r}")
+    check_number("probe l2", l2, low=0, what="a finite number >= 0")
     y = labels.long().cpu()
     if int(y.min()) < 0 or int(y.max()) >= num_classes:
         raise TalosError(f"labels must be in [0, {num_classes}), got range [{int(y.min())}, {int(y.max())}]")
@@ -147,8 +145,7 @@ class CnnTaskModel(TaskModel):
         super().__init__()
         for name, value in (("image_size", image_size), ("head_train", head_train),
                             ("feature_batch_size", feature_batch_size)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TalosError(f"{name} must be a positive integer, got {value!r}")
+            check_int(name, value, low=1)
         if len(tuple(mean)) != 3 or len(tuple(std)) != 3 or min(std) <= 0:
             raise TalosError(f"mean and std must be 3 numbers (std > 0), got {tuple(mean)} and {tuple(std)}")
         self.backbone = backbone

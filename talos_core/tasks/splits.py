@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from talos_core.errors import TalosError
+from talos_core.errors import check_int
 from talos_core.tasks.base import Split
 
 SPLIT_SEED = 20240917
@@ -127,7 +127,4 @@ def check_max(name: str, value: int | None) -> int | None:
     ...
     talos_core.errors.TalosError: max_train must be a positive integer or None, got 0
     """
-    ok = value is None or (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0)
-    if not ok:
-        raise TalosError(f"{name} must be a positive integer or None, got {value!r}")
-    return None if value is None else int(value)
+    return check_int(name, value, low=1, optional=True, numpy=True, what="a positive integer or None")
