@@ -10,8 +10,8 @@ post-hoc methods are in :mod:`talos_core.methods.merging`.
 
 >>> sorted(m for m in FINETUNE_METHODS if m.startswith("talos"))
 ['talos', 'talos-top']
->>> method_table().set_index("name").loc["lota", ["kind", "sparse", "calibrates"]].tolist()
-['finetune', True, True]
+>>> [str(v) for v in method_table().set_index("name").loc["lota", ["kind", "sparse", "calibrates"]]]
+['finetune', 'True', 'True']
 """
 
 from __future__ import annotations
