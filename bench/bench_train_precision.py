@@ -41,7 +41,7 @@ class PrecisionCase:
     calib_samples: int = 32
 
 
-# learning rates as the text / vision suites use them (talos_core/suites.py)
+# learning rates as the text / vision suites use them (talos_core/suites/specs.py)
 CASES: dict[str, PrecisionCase] = {c.model: c for c in [
     PrecisionCase("minilm-l6", "tweets", (("talos", 1e-3), ("nonlinear", 1e-4)), steps=40, batch=16, max_train=640,
                   max_val=200),

@@ -1,4 +1,4 @@
-"""Measure cells of the ``--plan`` cost table (``talos_core/plan_costs.json``): seconds per training iteration.
+"""Measure cells of the ``--plan`` cost table (``talos_core/suites/plan_costs.json``): seconds per training iteration.
 
 ``python -m bench.plan_costs [--models tiny-text,tiny-clip,tiny-t5] [--methods ...] [--batch 8] [--steps 20]
 [--device cpu] [--name cpu-2core] [--json out.json]``

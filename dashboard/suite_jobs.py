@@ -1,7 +1,7 @@
 """Whole suites launched from the Run page: one ``talos suite`` command as a background job
 (:mod:`dashboard.jobs`), run here or submitted to a Ray cluster (``--executor ray --address ...``), and the
 suite's progress read from its record (``results/suite/<name>.json``: per-step states, rewritten on every change
-by both executors, :mod:`talos_core.executors`).
+by both executors, :mod:`talos_core.suites.executors`).
 
     >>> cmd = build_suite_command(SuiteJobSpec("tiny", executor="ray", address="10.0.0.5:6379"), "/tmp/s")
     >>> from dashboard.jobs import display_command
@@ -34,8 +34,8 @@ class SuiteJobSpec:
     resume: bool = False
 
     def validate(self) -> None:
-        from talos_core.executors import EXECUTORS
         from talos_core.suites import SUITES, default_scale
+        from talos_core.suites.executors import EXECUTORS
 
         if self.suite not in SUITES:
             raise TalosError(f"unknown suite {self.suite!r}; choose among: {', '.join(SUITES)}")
@@ -97,9 +97,9 @@ CONFIRM_HOURS = 0.25
 
 
 def suite_plan(spec: SuiteJobSpec, store: str | Path, *, gpu: bool):
-    """The suite's :class:`~talos_core.plan.Plan` against ``store``, costed on this machine's kind of device (an H100
-    with a GPU, the 2-core CPU without one): what ``talos suite --plan`` prints."""
-    from talos_core.plan import plan_suite
+    """The suite's :class:`~talos_core.suites.plan.Plan` against ``store``, costed on this machine's kind of device (an
+    H100 with a GPU, the 2-core CPU without one): what ``talos suite --plan`` prints."""
+    from talos_core.suites.plan import plan_suite
 
     spec.validate()
     return plan_suite(spec.suite, spec.resolved_scale(), store, device="h100" if gpu else "cpu-2core")

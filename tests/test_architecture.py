@@ -98,6 +98,22 @@ def test_no_import_cycles():
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
+#: the orchestration package ``talos_core/suites/``, bottom to top: each module imports only modules before it (its
+#: ``__init__`` re-exports the public names of specs, steps, run and report)
+SUITES_LAYERS = ("costs", "specs", "steps", "executors", "plan", "run", "report")
+
+
+def test_suites_package_imports_point_down_its_layers():
+    graph = import_graph()
+    pkg = "talos_core.suites"
+    assert {m for m in graph if m.startswith(pkg + ".")} == {f"{pkg}.{n}" for n in SUITES_LAYERS}, \
+        "talos_core/suites/ and SUITES_LAYERS name the same modules"
+    for i, name in enumerate(SUITES_LAYERS):
+        inside = {d for d in graph[f"{pkg}.{name}"] if d == pkg or d.startswith(pkg + ".")}
+        above = inside - {f"{pkg}.{n}" for n in SUITES_LAYERS[:i]}
+        assert not above, f"{pkg}.{name} imports {sorted(above)}, not below it in SUITES_LAYERS"
+
+
 def test_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

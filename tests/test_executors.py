@@ -13,8 +13,8 @@ import pytest
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
-from talos_core.executors import Progress, step_graph, step_methods, step_writes
 from talos_core.suites import get_suite, suite_steps
+from talos_core.suites.executors import Progress, step_graph, step_methods, step_writes
 
 # fields that hold times, hosts or commands (they differ between any two runs); everything else must be equal
 TIMING = {"wall_time_s", "step_times_s", "sessions", "created", "time_per_step_s", "peak_memory_mb",
@@ -313,8 +313,8 @@ def test_train_stage_on_ray_fine_tunes_each_run_as_a_task(ray_instance, tmp_path
 def test_train_stage_processes_share_a_steps_runs(tmp_path):
     """``talos suite --stage train`` in several processes: each trains the runs no other process holds."""
     from talos_core.evaluation.runs import build_request
-    from talos_core.executors import fine_tune_parts, part_overrides, run_parts
     from talos_core.store import Store
+    from talos_core.suites.executors import fine_tune_parts, part_overrides, run_parts
 
     spec = get_suite("tiny")
     paper = {st.label: st for st in suite_steps(spec, "paper", ["talos"], [], seed=0, device="cpu")}

@@ -141,8 +141,8 @@ def test_check_runs_are_the_suite_rows_runs(tmp_path):
     L-LoRA: the default rank) and the main row's (nonlinear, at the model's default lr): same run ids. The other
     lr differs only in lr. No other step's overrides change."""
     from talos_core.evaluation.runs import build_request
-    from talos_core.executors import part_overrides, run_parts
     from talos_core.suites import get_suite, suite_steps
+    from talos_core.suites.executors import part_overrides, run_parts
 
     spec = get_suite("text")
     steps = suite_steps(spec, "full", spec.methods, spec.posthoc, seed=0, device="cpu")
@@ -195,8 +195,8 @@ def test_check_steps_feed_no_other_step_and_leave_the_others_unchanged():
     Without the check the step table is the same but for the check steps."""
     from dataclasses import replace
 
-    from talos_core.executors import step_graph
     from talos_core.suites import get_suite, suite_steps
+    from talos_core.suites.executors import step_graph
 
     spec = get_suite("tiny")
     steps = suite_steps(spec, "paper", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
@@ -328,7 +328,7 @@ def test_cli_and_report(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "lr check at 2 steps (drug-reviews): 1e-3 (suite)" in out
     # talos report: one line per method below the results table (a store without checks: nothing more)
-    monkeypatch.setattr("talos_core.suites.results_markdown", lambda store, name: "TABLE")
+    monkeypatch.setattr("talos_core.suites.report.results_markdown", lambda store, name: "TABLE")
     store = Store(tmp_path)
     assert main(["report", "tiny", "--store", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == "TABLE"  # no suite record: the model is unknown, nothing more
@@ -346,8 +346,8 @@ def test_run_parts_train_one_by_one(tmp_path):
     """``--stage train`` and the processes/Ray executors train the check's runs one part at a time: the part at the
     other lr is that lr's run; the step, run afterwards, finds every run."""
     from talos_core.evaluation.runs import find_run
-    from talos_core.executors import fine_tune_parts, fine_tune_run, part_overrides, run_parts
     from talos_core.suites import get_suite, suite_steps
+    from talos_core.suites.executors import fine_tune_parts, fine_tune_run, part_overrides, run_parts
 
     spec = get_suite("tiny")
     steps = suite_steps(spec, "paper", ["nonlinear"], [], seed=0, device="cpu")

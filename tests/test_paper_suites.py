@@ -11,10 +11,10 @@ import torch
 from talos_core.cli import main
 from talos_core.errors import TalosError
 from talos_core.pipeline import FinetuneRequest
-from talos_core.plan import plan_suite
-from talos_core.plan_costs import arch, cell, estimate
 from talos_core.store import Store
 from talos_core.suites import SUITES, get_suite, suite_steps, with_model
+from talos_core.suites.costs import arch, cell, estimate
+from talos_core.suites.plan import plan_suite
 from talos_core.tasks import get_task
 
 
@@ -317,14 +317,14 @@ def test_cost_table():
     assert cell("clip-vit-b-32-random", "llora", "h100", 128)["s_per_iter"] == 0.155
     assert cell("clip-vit-b-32", "talos", "h100", 64) is None  # a batch size without a measurement
     assert cell("minilm-l6", "talos", "h100-shared", 32)["s_per_iter"] == 0.0512
-    from talos_core.plan import PlannedRun
+    from talos_core.suites.plan import PlannedRun
 
     runs = [PlannedRun("a", "clip-vit-b-32", "dtd", "talos", 100, 128),
             PlannedRun("b", "clip-vit-b-32", "dtd", "talos", 300, 128),
             PlannedRun("c", "t5-base", "rte", "talos", 10, 1024)]
     est = estimate(runs, "h100")
     assert est["hours"] == pytest.approx(400 * 0.032 / 3600) and est["unmeasured_runs"] == 1
-    for c in __import__("talos_core.plan_costs", fromlist=["table"]).table()["cells"]:
+    for c in __import__("talos_core.suites.costs", fromlist=["table"]).table()["cells"]:
         assert c["s_per_iter"] > 0 and c["source"] and c["device"] in ("h100", "h100-shared", "cpu-2core")
 
 

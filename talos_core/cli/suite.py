@@ -19,9 +19,9 @@ from talos_core.cli.common import (
     positive_int,
 )
 from talos_core.errors import TalosError, unknown
-from talos_core.executors import EXECUTORS
 from talos_core.store import Store
 from talos_core.suites import STAGES, SUITES, default_scale, report_markdown, results_markdown, run_suite
+from talos_core.suites.executors import EXECUTORS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the steps, their dependencies, the runs and evaluations (and which the store has) and "
                         "an estimated cost, then stop: nothing is downloaded or trained (docs/scale-out.md)")
     p.add_argument("--plan-device", default="h100",
-                   help="device of the plan's cost estimate (talos_core/plan_costs.json: h100, h100-shared, "
+                   help="device of the plan's cost estimate (talos_core/suites/plan_costs.json: h100, h100-shared, "
                         "cpu-2core; default h100)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="local (default): the steps one after another in this process; processes: every step and "
@@ -90,7 +90,7 @@ def _suite(args: argparse.Namespace) -> int:
     Store(store).check_folder()
     scale = args.scale or default_scale(args.name)
     if args.plan:
-        from talos_core.plan import plan_suite
+        from talos_core.suites.plan import plan_suite
 
         print(plan_suite(args.name, scale, store, model=args.model, device=args.plan_device, seed=args.seed,
                          methods=methods, posthoc=posthoc).text())

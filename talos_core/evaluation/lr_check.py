@@ -40,7 +40,7 @@ TABLE_COLUMNS = ["task", "lr", "val_acc", "run_id", "steps"]
 
 DEFAULT_VALUES = (1e-4, 1e-3)
 """The learning rates compared when none are given: those of the shipped suites' original choice (mini budgets,
-validation split; ``talos_core.suites._TEXT_LR``)."""
+validation split; ``talos_core.suites.specs._SUITE_LR``)."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """``talos suite NAME --plan``: what a suite run would do, without downloading or training anything.
 
-:func:`plan_suite` is a pure function of a suite's step table (:func:`talos_core.suites.suite_steps`) and a
+:func:`plan_suite` is a pure function of a suite's step table (:func:`talos_core.suites.steps.suite_steps`) and a
 listing of a store (:class:`StoreListing`: which runs it holds, which steps its suite record has done, and the
 results earlier steps wrote that later ones read — per-task selections, learning-curve budgets). It returns a
 :class:`Plan`: every step with the fine-tuning runs it uses (their run ids, :meth:`FinetuneRequest.run_id`), the
 runs it is the first to need (so it trains them), the steps it ``needs`` (the steps that train its runs, the
 selection or learning-curve step whose result it reads, and for the comparison every step before it), which runs
-and steps the store already has, and an estimated cost from the measured table :mod:`talos_core.plan_costs`.
+and steps the store already has, and an estimated cost from the measured table :mod:`talos_core.suites.costs`.
 
 Runs whose identity depends on a result not in the store yet are still counted: a run chosen by a selection step is
 one of that step's candidates (no new run); a run whose step budget a learning-curve step will choose is a new run
@@ -144,7 +144,7 @@ class Plan:
     def cost_lines(self) -> list[str]:
         cost = self.cost
         out = [f"estimated cost on {cost['device_name']} (device '{self.device}'), from the measured table "
-               f"talos_core/plan_costs.json (seconds per training iteration by model, method, device and batch "
+               f"talos_core/suites/plan_costs.json (seconds per training iteration by model, method, device and batch "
                f"size; not a measurement of this plan):"]
         if cost["groups"]:
             for g in cost["groups"]:
@@ -197,14 +197,15 @@ def listing(store: Store | str | None, suite: str, fingerprint: Mapping[str, Any
 def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None, model: str | None = None, *,
                device: str = "h100", seed: int = 0, methods: Sequence[str] | None = None,
                posthoc: Sequence[str] | None = None) -> Plan:
-    """The :class:`Plan` of suite ``spec`` (a :class:`~talos_core.suites.SuiteSpec` or its name) at ``scale`` with
+    """The :class:`Plan` of suite ``spec`` (a :class:`~talos_core.suites.specs.SuiteSpec` or its name) at ``scale`` with
     ``model`` (``--model``; ``None``: the suite's) against ``store`` (a path, a :class:`Store`, a
-    :class:`StoreListing` or ``None``), costed for ``device`` (a device of :mod:`talos_core.plan_costs`).
+    :class:`StoreListing` or ``None``), costed for ``device`` (a device of :mod:`talos_core.suites.costs`).
 
     Offline: nothing is downloaded (model and task registries, run ids and the store only).
     """
-    from talos_core.plan_costs import check_device
-    from talos_core.suites import get_suite, suite_steps, with_model
+    from talos_core.suites.costs import check_device
+    from talos_core.suites.specs import get_suite, with_model
+    from talos_core.suites.steps import suite_steps
 
     spec = get_suite(spec) if isinstance(spec, str) else spec
     spec = with_model(spec, model)
@@ -227,8 +228,9 @@ def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None
 
 
 def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device: str = "h100") -> Plan:
-    """The plan of ``steps`` (:func:`~talos_core.suites.suite_steps` of ``spec`` at ``scale``) against a listing."""
-    from talos_core.plan_costs import estimate
+    """The plan of ``steps`` (:func:`~talos_core.suites.steps.suite_steps` of ``spec`` at ``scale``) against a
+    listing."""
+    from talos_core.suites.costs import estimate
 
     model = spec.model
     runs: dict[str, PlannedRun] = {}
@@ -285,7 +287,7 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
     a selection's per-task choice not in the store yet) and the labels of steps whose results it reads."""
     from talos_core.evaluation.runs import merge_overrides
     from talos_core.methods.posthoc import BASE_METHOD
-    from talos_core.suites import _resolved
+    from talos_core.suites.steps import _resolved
 
     waits: list[str] = []
     budget_from = None

@@ -1,5 +1,5 @@
 """The measured cost table of ``talos suite --plan``: seconds per training iteration by model, method, device and
-batch size (``talos_core/plan_costs.json``, every cell with its provenance), and :func:`estimate`.
+batch size (``talos_core/suites/plan_costs.json``, every cell with its provenance), and :func:`estimate`.
 
 A cell is a measurement, never an extrapolation: a run whose (model, method, device, batch size) has no cell is
 reported as not measured and left out of the total. The table's keys do not include a method's hyperparameters:
@@ -71,7 +71,7 @@ def cell(model: str, method: str, device: str, batch_size: int | None) -> dict |
 
 
 def estimate(runs, device: str) -> dict:
-    """Training device-hours of ``runs`` (:class:`~talos_core.plan.PlannedRun` s still to train) on ``device``:
+    """Training device-hours of ``runs`` (:class:`~talos_core.suites.plan.PlannedRun` s still to train) on ``device``:
     one group per (model, method, batch size), priced from its cell or reported as not measured."""
     groups: dict[tuple, dict] = {}
     for r in runs:

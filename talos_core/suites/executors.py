@@ -1,6 +1,6 @@
 """Executors of a suite's steps: ``local`` (in this process, in order) and ``ray`` (Ray tasks).
 
-``talos suite NAME --executor local|ray [--address ADDR]``. The step table (:func:`talos_core.suites.suite_steps`)
+``talos suite NAME --executor local|ray [--address ADDR]``. The step table (:func:`talos_core.suites.steps.suite_steps`)
 is the same for both; what differs is who runs the steps:
 
 * ``local`` (the default) runs them one after another in this process, in the table's order (what
@@ -25,7 +25,7 @@ and are ordered as in the sequential run, so the store ends identical to the loc
 
 The dependency graph is derived from data on the steps (:func:`step_graph`): a step waits for the earlier
 ``trains`` steps of every fine-tuning method whose runs it reads (its own, the post-hoc method's base method,
-:attr:`Step.uses <talos_core.suites.Step.uses>`); those steps also write the learning curves and selections
+:attr:`Step.uses <talos_core.suites.steps.Step.uses>`); those steps also write the learning curves and selections
 its resolvers read. It waits for the previous step writing the same result (same protocol, result id and
 tasks, or the same upserted per-model table); an ``always`` step (the comparison, which gathers every stored
 result) waits for every earlier step.
@@ -61,7 +61,7 @@ STATES = ("pending", "running", "done", "failed", "blocked", "skipped")
 # --------------------------------------------------------------------------------------------
 def step_methods(step) -> set[str]:
     """The fine-tuning methods whose runs ``step`` reads: its own (a post-hoc method's base method), the one
-    its mask comparison names, and :attr:`~talos_core.suites.Step.uses`."""
+    its mask comparison names, and :attr:`~talos_core.suites.steps.Step.uses`."""
     from talos_core.evaluation.protocols import get_protocol
     from talos_core.schema import METHODS
 
@@ -216,7 +216,7 @@ class SuiteJob:
     suite: str
     scale: str
     model: str
-    table: Callable[[], Sequence]  # builds the step table (a partial of talos_core.suites.suite_steps)
+    table: Callable[[], Sequence]  # builds the step table (a partial of talos_core.suites.steps.suite_steps)
     store: str
     precision: str | None = None  # the requested evaluation precision (run_suite's precision block)
     threads: int | None = None  # torch threads in a worker (the driver's: CPU float sums depend on it)

@@ -1,0 +1,266 @@
+"""Suite steps: the table of :class:`Step` s a suite run executes (:func:`suite_steps`), each one evaluation
+protocol of :mod:`talos_core.evaluation.protocols` (post-hoc methods and the sparsity ablation included), and what
+the steps resolve: from the store when a step runs (:func:`curve_budget`, a selection step's per-task choices),
+from the spec when the table is built (:func:`lr_check_tasks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from talos_core.errors import TalosError
+from talos_core.store import Store
+from talos_core.suites.specs import SuiteSpec
+
+Resolved = Callable[[Store], Any]
+"""A value computed from the store when its step runs (budgets and choices of earlier steps)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a suite run: ``evaluate(store, protocol, model, tasks, method, settings=..., overrides=...,
+    task_overrides=..., result_method=...)``.
+
+    ``label`` names the step in the suite record (``step_times_s``) and is what ``--resume`` skips;
+    ``always`` steps run even then (the comparison gathers every stored result). ``overrides`` and
+    ``task_overrides`` may be functions of the store, called when the step runs: under the paper's
+    protocol they read the step budget of the learning-curve step and the per-task choices of the
+    selection step, which earlier steps of the same suite wrote.
+    """
+
+    label: str
+    protocol: str
+    method: str
+    tasks: tuple[str, ...]
+    settings: Any  # a protocol's settings, or a function of the store returning them
+    overrides: Mapping[str, Any] | Resolved
+    always: bool = False
+    task_overrides: Mapping[str, Mapping[str, Any]] | Resolved | None = None
+    result_method: str | None = None
+    trains: bool = False  # fine-tunes the runs later steps use (``--stage train`` runs only these)
+    uses: tuple[str, ...] = ()  # other fine-tuning methods whose runs it reads (talos_core.suites.executors.step_graph)
+    # later steps of its method wait for it (a ``trains`` step whose runs or results they read); False: the lr
+    # check, which only reports (the runs later steps share with it are found or trained by them as usual)
+    feeds: bool = True
+
+    def resolve(self, store: Store) -> tuple[Any, dict, dict | None]:
+        """``(settings, overrides, task_overrides)`` for this run of the step."""
+        tov = _resolved(self.task_overrides, store)
+        return (_resolved(self.settings, store), dict(_resolved(self.overrides, store)),
+                None if tov is None else dict(tov))
+
+
+    def run(self, store: Store, model: str, suite: str, *, progress: bool = False) -> Any:
+        """Resolve the step against ``store`` and evaluate it (its protocol writes its results)."""
+        from talos_core.evaluation.protocols import evaluate
+
+        settings, ov, per_task = self.resolve(store)
+        return evaluate(store, self.protocol, model, self.tasks, self.method, suite=suite, settings=settings,
+                        overrides=ov, task_overrides=per_task, result_method=self.result_method, progress=progress)
+
+
+def _resolved(value: Any, store: Store) -> Any:
+    """``value(store)`` for a :data:`Resolved` function (settings dataclasses are not callable), else ``value``."""
+    return value(store) if callable(value) else value
+
+
+def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
+    """The step budget the suite's learning-curve step chose for ``method`` (``results/learning_curve``)."""
+    from talos_core.schema import result_name
+
+    name = result_name(suite, model, method)
+    if name not in store.results("learning_curve"):
+        raise TalosError(f"store {store.root} has no learning curve {name!r} to take {method!r}'s step budget from; "
+                         f"run the suite's learning-curve step first")
+    budget = store.read_result("learning_curve", name).get("budget")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise TalosError(f"the learning curve {name!r} in {store.root} has no valid budget ({budget!r}); recompute it")
+    return budget
+
+
+def lr_check_tasks(spec: SuiteSpec, scale: str) -> tuple[str, ...]:
+    """The tasks of the scale's lr check: its ``lr_check_tasks``, else the suite's first ξ pair (else its first two
+    tasks); ``()`` without a check. A task the suite does not run is one :class:`TalosError` sentence.
+
+    >>> from talos_core.suites.specs import get_suite
+    >>> lr_check_tasks(get_suite("text"), "full"), lr_check_tasks(get_suite("text"), "mini")
+    (('tweets', 'wordnet-verbs'), ())
+    """
+    sc = spec.scales[scale]
+    if not sc.lr_check:
+        return ()
+    chosen = tuple(sc.lr_check_tasks) or (tuple(spec.xi_pairs[0]) if spec.xi_pairs else tuple(spec.tasks[:2]))
+    for t in chosen:
+        if t not in spec.tasks:
+            raise TalosError(f"lr-check task {t!r} of suite {spec.name!r} is not one of its tasks; choose among: "
+                             f"{', '.join(spec.tasks)}")
+    if len(set(chosen)) != len(chosen):
+        raise TalosError(f"lr-check task {next(t for t in chosen if chosen.count(t) > 1)!r} of suite "
+                         f"{spec.name!r} is listed twice")
+    return chosen
+
+
+def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_methods: Sequence[str], *, seed: int,
+                device: str, checkpoint_every: int = 0) -> list[Step]:
+    """The steps of suite ``spec`` at ``scale`` for these fine-tuning and post-hoc methods, in order.
+
+    Every fine-tuning method gets single, efficiency, masks, addition, negation, localization,
+    linearization, preview and one disentanglement grid per ξ pair; then TaLoS vs LoTA masks (when
+    both run), sharing on TaLoS's Fisher, the post-hoc methods on the ``nonlinear`` runs, the TaLoS
+    sparsity ablation and the comparison table.
+
+    Under the paper's protocol (a scale with ``curve_steps``, ``selection``, ``variants``), each method
+    first gets its learning-curve step (its budget replaces ``steps`` from then on), its lr check (a scale with
+    ``lr_check``: the method's runs at each learning rate, the fixed variant's where it has one, so the run at its
+    own lr is that row's run) and, when it has a selected hyperparameter, its selection step (its main rows use
+    the chosen run per task); each ``variants`` entry adds a fixed-hyperparameter row (e.g. ``talos-k0.9``) after
+    its method's steps.
+    """
+    from talos_core.evaluation.ablation import AblationSettings
+    from talos_core.evaluation.learning_curve import LearningCurveSettings
+    from talos_core.evaluation.lr_check import LrCheckSettings
+    from talos_core.evaluation.posthoc import PosthocSettings
+    from talos_core.evaluation.protocols import (
+        AdditionSettings,
+        DisentanglementSettings,
+        EvalSettings,
+        ExamplesSettings,
+        MaskSettings,
+        NegationSettings,
+        NoSettings,
+        PreviewSettings,
+        SharingSettings,
+    )
+    from talos_core.evaluation.selection import SelectionSettings, selected_overrides
+    from talos_core.methods.posthoc import BASE_METHOD
+    from talos_core.schema import variant_id
+
+    sc = spec.scales[scale]
+    tasks, control = tuple(spec.tasks), spec.control_task
+    base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
+            "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
+    if checkpoint_every:  # like ``device``: how the runs are made, not what they are (no run id includes it)
+        base["checkpoint_every"] = int(checkpoint_every)
+    if sc.train_precision is not None:
+        base["train_precision"] = sc.train_precision
+    base.update(sc.finetune_settings(spec.model))  # the paper suites' pinned settings (none for the shipped ones)
+
+    def fixed(method: str) -> dict:
+        lr = sc.lr_for(method)
+        if lr is None and sc.lr_check:  # the model's default lr, named: with the lr check's other-lr runs in the
+            from talos_core.evaluation.lr_check import own_lr  # store, a request without lr would find one of
+            lr = own_lr(spec.model, tasks[0], method, base)  # them as compatible (evaluation.runs.find_run)
+        return {**base, "lr": lr} if lr is not None else dict(base)
+
+    def overrides(method: str, extra: Mapping[str, Any] | None = None) -> Mapping[str, Any] | Resolved:
+        """The method's fine-tuning overrides: fixed, or (learning curves) with the budget read when the step runs."""
+        if sc.curve_steps is None:
+            return {**fixed(method), **(extra or {})}
+        return lambda store: {**fixed(method), "steps": curve_budget(store, spec.name, spec.model, method),
+                              **(extra or {})}
+
+    def chosen(method: str) -> Resolved | None:
+        if sc.selection_for(method) is None:
+            return None
+        return lambda store: selected_overrides(store, spec.name, spec.model, method, tasks)
+
+    def variant(method: str) -> tuple[str, dict] | None:
+        found = sc.variant_for(method) if method in ft_methods else None
+        if found is None:
+            return None
+        param, value = found
+        return variant_id(method, **{param: value}), {param: value}
+
+    check_tasks = lr_check_tasks(spec, scale)
+    steps = []
+    for m in ft_methods:
+        if sc.curve_steps is not None:
+            steps.append(Step(f"{m}: learning curve", "learning-curve", m, tasks,
+                              LearningCurveSettings(eval_every=sc.curve_every, steps=sc.curve_steps,
+                                                    tolerance=sc.curve_tolerance), fixed(m), trains=True))
+        if sc.lr_check:  # the runs of its other rows (the fixed variant's where it has one) at each lr
+            var = variant(m)
+            steps.append(Step(f"{m}: lr check", "lr-check", m, check_tasks,
+                              LrCheckSettings(values=tuple(sc.lr_check), row=var[0] if var else None),
+                              overrides(m, var[1] if var else None), trains=True, feeds=False))
+        sel = sc.selection_for(m)
+        if sel is not None:
+            steps.append(Step(f"{m}: selection ({sel[0]})", "selection", m, tasks,
+                              SelectionSettings(param=sel[0], values=sel[1], control_task=control,
+                                                alpha_step=sc.alpha_step), overrides(m), trains=True))
+        per_task = chosen(m)
+        steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m), task_overrides=per_task,
+                       trains=protocol == "single")
+                  for what, protocol, settings in (
+            ("fine-tune + single", "single", EvalSettings()),
+            ("efficiency", "efficiency", NoSettings()),
+            ("masks", "masks", MaskSettings()),
+            ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+            ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            ("localization", "localization", EvalSettings()),
+            ("linearization", "linearization", EvalSettings()),
+            ("preview", "preview", PreviewSettings(points=sc.preview_points, seed=seed)),
+        )]
+        if sc.examples:
+            steps.append(Step(f"{m}: examples", "examples", m, tasks,
+                              ExamplesSettings(points=sc.examples, seed=seed, control_task=control,
+                                               alpha_step=sc.alpha_step), overrides(m), task_overrides=per_task))
+        steps += [Step(f"{m}: disentanglement {a}/{b}", "disentanglement", m, (a, b),
+                       DisentanglementSettings(grid=sc.xi_grid, points=sc.xi_points, seed=seed,
+                                               alpha_step=sc.alpha_step), overrides(m), task_overrides=per_task)
+                  for a, b in spec.xi_pairs]
+        var = variant(m)
+        if var is not None:
+            vid, extra = var
+            steps += [Step(f"{vid}: {what}", protocol, m, tasks, settings, overrides(m, extra), result_method=vid,
+                           trains=protocol == "single")
+                      for what, protocol, settings in (
+                ("single", "single", EvalSettings()),
+                ("efficiency", "efficiency", NoSettings()),
+                ("masks", "masks", MaskSettings()),
+                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            )]
+        for row_method, row_lr in sc.lr_rows:  # the labelled per-method learning-rate rows
+            if row_method != m:
+                continue
+            extra = {**(var[1] if var is not None else {}), "lr": row_lr}
+            rid = variant_id(m, **extra)
+            steps += [Step(f"{rid}: {what}", protocol, m, tasks, settings, overrides(m, extra), result_method=rid,
+                           trains=protocol == "single")
+                      for what, protocol, settings in (
+                ("single", "single", EvalSettings()),
+                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            )]
+    if "talos" in ft_methods and "lota" in ft_methods:  # TaLoS vs LoTA masks (both are fine-tuned by now)
+        talos_var, lota_var = variant("talos"), variant("lota")
+        if talos_var is not None and lota_var is not None:  # the fixed-hyperparameter rows: masks of equal sparsity
+            lota_ov = overrides("lota", lota_var[1])
+            compare = lambda store: MaskSettings(compare_method="lota",  # noqa: E731
+                                                 compare_overrides=_resolved(lota_ov, store),
+                                                 compare_label=lota_var[0])
+            steps.append(Step("talos vs lota masks", "masks", "talos", tasks, compare,
+                              overrides("talos", talos_var[1]), result_method=talos_var[0], uses=("lota",)))
+        elif sc.curve_steps is None and not sc.selection:
+            steps.append(Step("talos vs lota masks", "masks", "talos", tasks,
+                              MaskSettings(compare_method="lota", compare_overrides=overrides("lota")),
+                              overrides("talos"), uses=("lota",)))
+    talos_var = variant("talos")
+    sharing_ov = overrides("talos", talos_var[1] if talos_var else None)
+    steps += [Step(f"sharing ({mode})", "sharing", "talos", tasks,
+                   SharingSettings(mode=mode, samples=sc.sharing_samples, seed=seed), sharing_ov)
+              for mode in ("prune", "perturb")]
+    if BASE_METHOD in ft_methods:  # post-hoc methods merge its runs
+        steps += [Step(f"{ph}: post-hoc addition + negation", "posthoc", ph, tasks,
+                       PosthocSettings(control_task=control, alpha_step=sc.alpha_step, max_points=sc.posthoc_points),
+                       overrides(BASE_METHOD))
+                  for ph in ph_methods]
+    if "talos" in ft_methods and sc.ablation:
+        steps.append(Step("talos sparsity ablation", "sparsity-ablation", "talos", tasks,
+                          AblationSettings(sparsities=tuple(sc.ablation), control_task=control,
+                                           alpha_step=sc.alpha_step), overrides("talos")))
+    steps.append(Step("comparison", "comparison", "talos", tasks, NoSettings(), {}, always=True))
+    return steps
