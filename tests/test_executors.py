@@ -340,3 +340,23 @@ def test_train_stage_processes_share_a_steps_runs(tmp_path):
     assert sorted(r.manifest.task for r in store.runs()) == sorted(spec.tasks[1:])
     assert fine_tune_parts(single, store, spec.model) == [first]  # the lock is free now: this process takes it
     assert fine_tune_parts(single, store, spec.model) == []  # nothing left
+
+
+def test_ray_tasks_follow_the_suites_device(tmp_path, monkeypatch):
+    """The suite's --device reaches the job its Ray tasks are built from (it decides their default GPU share)."""
+    from talos_core.store import Store
+    from talos_core.suites import executors, run_suite
+
+    seen = {}
+
+    def capture(job, todo, display, **kw):
+        seen["device"] = job.device
+        return {}
+
+    monkeypatch.setattr(executors, "run_ray", capture)
+    monkeypatch.setattr(executors, "preflight", lambda *a, **k: None)
+    run_suite("tiny", Store(tmp_path / "s"), scale="mini", methods=["talos"], posthoc=[], device="cpu",
+              executor="ray", log=lambda s: None)
+    assert seen == {"device": "cpu"}
+    assert executors.default_gpus_per_task(2, "cpu") == 0.0 and executors.default_gpus_per_task(2, "cuda") == 1.0
+

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from talos_core.errors import TalosError, unknown
+from talos_core.errors import TalosError, check_int, unknown
 from talos_core.store import Store
 
 EXECUTORS = ("local", "processes", "ray")
@@ -221,6 +221,7 @@ class SuiteJob:
     precision: str | None = None  # the requested evaluation precision (run_suite's precision block)
     threads: int | None = None  # torch threads in a worker (the driver's: CPU float sums depend on it)
     env: Mapping[str, str] = field(default_factory=dict)  # the driver's $TALOS_* settings
+    device: str = "auto"  # the suite's --device: "cpu" keeps Ray tasks off a cluster's GPUs by default
 
     def steps(self) -> dict[str, Any]:
         return {st.label: st for st in self.table()}
@@ -432,6 +433,16 @@ def run_ray(job: SuiteJob, steps: Sequence, display: Progress, *, address: str |
             ray.shutdown()
 
 
+def default_gpus_per_task(cluster_gpus: float, device: str) -> float:
+    """GPUs per Ray task when ``--gpus-per-task`` is not given: one where the cluster has GPUs and the suite's
+    ``--device`` is not ``cpu``, else none.
+
+    >>> default_gpus_per_task(4, "auto"), default_gpus_per_task(4, "cpu"), default_gpus_per_task(0, "auto")
+    (1.0, 0.0, 0.0)
+    """
+    return 1.0 if cluster_gpus and device != "cpu" else 0.0
+
+
 def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per_task: float | None,
              cpus_per_task: float, progress: bool) -> dict[str, float]:
     from talos_core.evaluation.protocols import get_protocol
@@ -442,7 +453,7 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         raise TalosError(f"--cpus-per-task must be a positive number of CPUs, got {cpus_per_task!r}")
     gpus = float(ray.cluster_resources().get("GPU", 0))
     if gpus_per_task is None:
-        gpus_per_task = 1.0 if gpus and job.device != "cpu" else 0.0
+        gpus_per_task = default_gpus_per_task(gpus, job.device)
     elif not gpus:
         raise TalosError(f"--gpus-per-task {gpus_per_task:g} but the Ray cluster has no GPU; leave it out to run on "
                          f"CPUs")
@@ -616,9 +627,7 @@ def check_jobs(jobs: int | None) -> int:
     """``--jobs``: a positive number of worker processes (``None``: this machine's CPU count)."""
     if jobs is None:
         return os.cpu_count() or 1
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise TalosError(f"--jobs must be a positive number of worker processes, got {jobs!r}")
-    return jobs
+    return check_int("--jobs", jobs, low=1, what="a positive number of worker processes")
 
 
 def check_executor(executor: str) -> str:

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from talos_core.atomic import json_ready
-from talos_core.errors import TalosError, check_seed, unknown
+from talos_core.errors import TalosError, check_int, check_seed, unknown
 from talos_core.store import Store
 from talos_core.suites.specs import SuiteSpec, get_suite, with_model
 from talos_core.suites.steps import Step, suite_steps
@@ -61,9 +61,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
 
     preflight(executor, address, gpus_per_task, cpus_per_task, jobs)
     check_seed(seed)
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
-        raise TalosError(f"checkpoint_every must be a whole number of steps ≥ 0 (0: no checkpoints), got "
-                         f"{checkpoint_every!r}")
+    check_int("checkpoint_every", checkpoint_every, low=0, what="a whole number of steps ≥ 0 (0: no checkpoints)")
     if stage not in STAGES:
         raise unknown("suite stage", stage, STAGES)
     from talos_core.inference.precision import check_precision
@@ -92,10 +90,10 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
                checkpoint_every: int = 0) -> dict:
     import torch
 
-    import talos_core.suites.executors as X
     from talos_core.inference.precision import current_precision, resolve_precision
     from talos_core.inference.runtime import resolve_device
     from talos_core.models import get_model_spec
+    from talos_core.suites import executors
 
     name = spec.name
     sc = spec.scales[scale]
@@ -114,11 +112,11 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
                         checkpoint_every=checkpoint_every)
     store.ensure()  # after every check: a bad suite request writes nothing
     run = dict(executor or {})
-    kind = X.check_executor(run.pop("executor", "local"))
+    kind = executors.check_executor(run.pop("executor", "local"))
     table = partial(suite_steps, spec, scale, tuple(ft_methods), tuple(ph_methods), seed=seed, device=device,
                     checkpoint_every=checkpoint_every)
-    job = X.SuiteJob(name, scale, spec.model, table, str(store.root.resolve()),
-                     precision=current_precision(), threads=torch.get_num_threads(),
+    job = executors.SuiteJob(name, scale, spec.model, table, str(store.root.resolve()),
+                     precision=current_precision(), threads=torch.get_num_threads(), device=device,
                      env={k: v for k, v in os.environ.items() if k.startswith("TALOS_")})
     if stage == "train":
         if kind != "local":
@@ -182,18 +180,18 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
 
     order = [st.label for st in steps]
     by_label = set(order)
-    display = X.Progress(f"[{name}/{scale}]", [st.label for st in steps], log=log)
+    display = executors.Progress(f"[{name}/{scale}]", [st.label for st in steps], log=log)
     session["steps"] = display.states
     for st in steps:
         if st not in todo:
             display.skip(st.label, done[st.label])
     display.on_change = changed
     if kind == "ray":
-        X.run_ray(job, todo, display, progress=progress, **run)
+        executors.run_ray(job, todo, display, progress=progress, **run)
     elif kind == "processes":
-        X.run_processes(job, todo, display, progress=progress, **run)
+        executors.run_processes(job, todo, display, progress=progress, **run)
     else:
-        X.run_local(job, todo, store, display, progress=progress)
+        executors.run_local(job, todo, store, display, progress=progress)
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     session["wall_time_s"] = time.perf_counter() - t_start
     meta = write_meta(complete=not failed)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, is_int
 from talos_core.store import Store
 from talos_core.suites.specs import SuiteSpec
 
@@ -75,7 +75,7 @@ def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
         raise TalosError(f"store {store.root} has no learning curve {name!r} to take {method!r}'s step budget from; "
                          f"run the suite's learning-curve step first")
     budget = store.read_result("learning_curve", name).get("budget")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+    if not is_int(budget) or budget < 1:
         raise TalosError(f"the learning curve {name!r} in {store.root} has no valid budget ({budget!r}); recompute it")
     return budget
 
