@@ -302,7 +302,8 @@ def test_shipped_scales_keep_their_fingerprint():
     new = {"weight_decay", "warmup_steps", "grad_clip", "schedule", "micro_batch_size", "eval_every",
            "early_stopping_patience", "micro_batch_by_model",
            "lr_check", "lr_check_tasks"}  # issue 13's lr check: never part of the fingerprint (it only adds steps)
-    later = {"examples": 0, "lr_rows": (), "batching": None}  # issues 17, 29, 30: out of it at their defaults
+    later = {"examples": 0, "lr_rows": (), "batching": None,  # issues 17, 29, 30: out of it at their defaults
+             "budget_patience": 0}
     for name in ("text", "vision", "tiny"):
         for scale, sc in get_suite(name).scales.items():
             assert sc.settings_dict() == {k: v for k, v in asdict(sc).items()
@@ -310,6 +311,26 @@ def test_shipped_scales_keep_their_fingerprint():
             # text `full` groups its batches by length (issue 30); no other shipped scale pins a fine-tuning setting
             assert sc.finetune_settings() == ({"batching": "length"} if (name, scale) == ("text", "full") else {})
     assert get_suite("paper-nlp").scales["full"].settings_dict()["early_stopping_patience"] == 5
+
+
+def test_text_full_stops_its_budgeted_runs_early_and_runs_its_curves_to_the_end(monkeypatch):
+    """Issue 30: text `full` trains every run at the learning-curve budget with early stopping (validation every
+    curve_every steps, patience 5, the paper's NLP rule); its learning curves still run to curve_steps, and the
+    vision suite (shipped under the previous rule) keeps its fingerprint."""
+    import talos_core.suites.steps as steps_mod
+
+    monkeypatch.setattr(steps_mod, "curve_budget", lambda store, suite, model, method: 300)
+    sc = get_suite("text").scales["full"]
+    assert sc.budget_patience == 5 and sc.settings_dict()["budget_patience"] == 5
+    table = {st.label: st for st in suite_steps(get_suite("text"), "full", ["talos", "nonlinear"], [], seed=0, device="cpu")}
+    curve = table["talos: learning curve"]
+    assert "early_stopping_patience" not in curve.overrides and curve.settings.steps == 1000
+    for label in ("talos: selection (sparsity)", "nonlinear: fine-tune + single", "talos: lr check"):
+        ov = table[label].overrides(None)
+        assert (ov["steps"], ov["eval_every"], ov["early_stopping_patience"]) == (300, 50, 5), label
+    assert "budget_patience" not in get_suite("vision").scales["full"].settings_dict()
+    vision = {st.label: st for st in suite_steps(get_suite("vision"), "full", ["talos"], [], seed=0, device="cpu")}
+    assert "early_stopping_patience" not in vision["talos: selection (sparsity)"].overrides(None)
 
 
 def test_cost_table():

@@ -71,6 +71,11 @@ class Scale:
     # at the method's own lr is the suite's own run. It reports only: no other step changes. () = no check
     lr_check: tuple[float, ...] = ()
     lr_check_tasks: tuple[str, ...] = ()
+    # early stopping of the runs trained at the learning-curve budget (selection candidates, the rows, the lr check):
+    # validation accuracy every ``curve_every`` steps, stop after this many evaluations without improvement and keep
+    # the best evaluation's weights (the paper's NLP protocol: patience 5); the learning curves always run to
+    # ``curve_steps``. 0 = every budgeted run trains its whole budget
+    budget_patience: int = 0
 
     # --- fine-tuning settings the paper suites pin (issue 18); None/0 = the model's default (FinetuneRequest) ---
     weight_decay: float | None = None
@@ -106,6 +111,7 @@ class Scale:
         out = asdict(self)
         for k, default in (("weight_decay", None), ("warmup_steps", None), ("grad_clip", None), ("schedule", None),
                            ("micro_batch_size", None), ("eval_every", None), ("early_stopping_patience", 0),
+                           ("budget_patience", 0),
                            ("micro_batch_by_model", ()), ("examples", 0), ("lr_rows", ()),
                            ("batching", None)):
             if out[k] == default:
@@ -194,7 +200,7 @@ register_suite(SuiteSpec(
         "full": Scale(steps=1000, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
                       lr=_SUITE_LR, lr_rows=_LR_ROWS, batching="length", curve_steps=1000, curve_every=50,
-                      curve_tolerance=0.01,
+                      curve_tolerance=0.01, budget_patience=5,
                       selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, lr_check=_LR_CHECK),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
                       alpha_step=0.25, xi_grid=6, xi_points=24, preview_points=48, sharing_samples=16,

@@ -158,8 +158,10 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
         """The method's fine-tuning overrides: fixed, or (learning curves) with the budget read when the step runs."""
         if sc.curve_steps is None:
             return {**fixed(method), **(extra or {})}
+        stopping = ({"eval_every": sc.curve_every, "early_stopping_patience": sc.budget_patience}
+                    if sc.budget_patience else {})
         return lambda store: {**fixed(method), "steps": curve_budget(store, spec.name, spec.model, method),
-                              **(extra or {})}
+                              **stopping, **(extra or {})}
 
     def chosen(method: str) -> Resolved | None:
         if sc.selection_for(method) is None:
