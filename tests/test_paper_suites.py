@@ -322,7 +322,8 @@ def test_text_full_stops_its_budgeted_runs_early_and_runs_its_curves_to_the_end(
     monkeypatch.setattr(steps_mod, "curve_budget", lambda store, suite, model, method: 300)
     sc = get_suite("text").scales["full"]
     assert sc.budget_patience == 5 and sc.settings_dict()["budget_patience"] == 5
-    table = {st.label: st for st in suite_steps(get_suite("text"), "full", ["talos", "nonlinear"], [], seed=0, device="cpu")}
+    steps = suite_steps(get_suite("text"), "full", ["talos", "nonlinear"], [], seed=0, device="cpu")
+    table = {st.label: st for st in steps}
     curve = table["talos: learning curve"]
     assert "early_stopping_patience" not in curve.overrides and curve.settings.steps == 1000
     for label in ("talos: selection (sparsity)", "nonlinear: fine-tune + single", "talos: lr check"):
@@ -345,6 +346,11 @@ def test_cost_table():
             PlannedRun("c", "t5-base", "rte", "talos", 10, 1024)]
     est = estimate(runs, "h100")
     assert est["hours"] == pytest.approx(400 * 0.032 / 3600) and est["unmeasured_runs"] == 1
+    later = [PlannedRun("d", "clip-vit-b-32", "dtd", "talos", None, 128, max_steps=2000),
+             PlannedRun("e", "clip-vit-b-32", "dtd", "nonlinear", None, 128)]  # no bound: not priced
+    est = estimate(later, "h100")
+    assert est["max_hours"] == pytest.approx(2000 * 0.032 / 3600) and est["hours"] == 0
+    assert est["unmeasured_runs"] == 1
     for c in __import__("talos_core.suites.costs", fromlist=["table"]).table()["cells"]:
         assert c["s_per_iter"] > 0 and c["source"] and c["device"] in ("h100", "h100-shared", "cpu-2core")
 
@@ -401,8 +407,11 @@ def test_plan_of_a_learning_curve_suite_waits_for_budgets(tmp_path):
     unknown = [r for r in plan.runs.values() if r.steps is None]
     # the selection's 2 candidates × 3 tasks wait for the curve's budget, and the lr check's 2 runs at its other lr
     # (its runs at the suite's lr are the selection's k = 0.9 candidates)
-    assert len(unknown) == 3 * 2 + 2
-    assert plan.cost["unmeasured_runs"] == 8
+    assert len(unknown) == 3 * 2 + 2 and {r.max_steps for r in unknown} == {6}  # the curves' length
+    # priced at that length, an upper bound, beside the runs whose steps are known (issue 30)
+    assert plan.cost["unmeasured_runs"] == 0
+    assert plan.cost["max_hours"] == pytest.approx(8 * 6 * 0.6801 / 3600)
+    assert "at most" in plan.text() and "learning curve chooses" in plan.text()
 
 
 def test_all_registered_suites_plan_offline(offline):

@@ -48,9 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", action="store_true",
                    help="print the steps, their dependencies, the runs and evaluations (and which the store has) and "
                         "an estimated cost, then stop: nothing is downloaded or trained (docs/scale-out.md)")
-    p.add_argument("--plan-device", default="h100",
+    p.add_argument("--plan-device", default=None,
                    help="device of the plan's cost estimate (talos_core/suites/plan_costs.json: h100, h100-shared, "
-                        "cpu-2core; default h100)")
+                        "cpu-2core; default: this machine's kind, h100 with a GPU, else cpu-2core)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="local (default): the steps one after another in this process; processes: every step and "
                         "fine-tuning run in its own worker process of this machine (--jobs of them at a time), in "
@@ -90,10 +90,11 @@ def _suite(args: argparse.Namespace) -> int:
     Store(store).check_folder()
     scale = args.scale or default_scale(args.name)
     if args.plan:
+        from talos_core.suites.costs import default_device
         from talos_core.suites.plan import plan_suite
 
-        print(plan_suite(args.name, scale, store, model=args.model, device=args.plan_device, seed=args.seed,
-                         methods=methods, posthoc=posthoc).text())
+        print(plan_suite(args.name, scale, store, model=args.model, device=args.plan_device or default_device(),
+                         seed=args.seed, methods=methods, posthoc=posthoc).text())
         return 0
     if args.executor != "ray" and (args.address or args.gpus_per_task is not None or args.cpus_per_task != 1.0):
         raise TalosError("--address, --gpus-per-task and --cpus-per-task go with --executor ray; add it, or leave "

@@ -77,18 +77,32 @@ def estimate(runs, device: str) -> dict:
     for r in runs:
         g = groups.setdefault((r.model, r.method, r.batch_size, r.steps is None), {"model": r.model, "method": r.method,
                                                                   "batch_size": r.batch_size, "runs": 0,
-                                                                  "iterations": 0, "unknown_steps": 0})
+                                                                  "iterations": 0, "unknown_steps": 0,
+                                                                  "max_iterations": 0, "unbounded": 0})
         g["runs"] += 1
         if r.steps is None:
             g["unknown_steps"] += 1
+            bound = getattr(r, "max_steps", None)
+            if bound:
+                g["max_iterations"] += bound
+            else:
+                g["unbounded"] += 1
         else:
             g["iterations"] += r.steps
-    out, hours, unmeasured = [], 0.0, 0
+    out, hours, unmeasured, max_hours = [], 0.0, 0, 0.0
     for g in groups.values():
         c = cell(g["model"], g["method"], device, g["batch_size"])
-        if g["unknown_steps"]:
+        if g["unknown_steps"] and c is not None and not g["unbounded"]:
+            # a budget a learning curve chooses later: priced at its largest value (the curve's length), an upper bound
+            h = g["max_iterations"] * c["s_per_iter"] / 3600
+            g.update(s_per_iter=c["s_per_iter"], hours=None, max_hours=h, source=c["source"],
+                     ref=c.get("ref", c["source"]), why=None)
+            max_hours += h
+        elif g["unknown_steps"]:
             g.update(s_per_iter=None, hours=None, source=None, ref=None,
-                     why=f"{g['unknown_steps']} runs' step budget is chosen by a learning-curve step")
+                     why=f"{g['unknown_steps']} runs' step budget is chosen by a learning-curve step"
+                         + ("" if c is not None else f"; no cell for {arch(g['model'])} / {g['method']} / {device} / "
+                                                     f"batch {g['batch_size']}"))
             unmeasured += g["runs"]
         elif c is None:
             g.update(s_per_iter=None, hours=None, source=None, ref=None,
@@ -100,4 +114,11 @@ def estimate(runs, device: str) -> dict:
             hours += h
         out.append(g)
     return {"device": device, "device_name": devices()[device], "groups": out, "hours": hours,
-            "unmeasured_runs": unmeasured}
+            "max_hours": max_hours, "unmeasured_runs": unmeasured}
+
+
+def default_device() -> str:
+    """The plan device of this machine's kind: ``h100`` where torch sees a GPU, else ``cpu-2core``."""
+    import torch
+
+    return "h100" if torch.cuda.is_available() else "cpu-2core"

@@ -58,6 +58,7 @@ class PlannedRun:
     calibrates: bool = False
     calib_samples: int | None = None
     in_store: bool = False
+    max_steps: int | None = None  # a budget chosen later: its largest value (the scale's ``curve_steps``)
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,11 @@ class Plan:
                f"size; not a measurement of this plan):"]
         if cost["groups"]:
             for g in cost["groups"]:
-                if g["s_per_iter"] is None:
+                if g.get("max_hours") is not None:
+                    out.append(f"  {g['method']:<11} {g['runs']:>4} runs × ≤ {g['max_iterations']:>7,} iterations × "
+                               f"{g['s_per_iter']:.3f} s ≤ {g['max_hours']:.2f} device-hours (budget chosen by its "
+                               f"learning curve; at most the curve's length)  [{g['ref']}]")
+                elif g["s_per_iter"] is None:
                     out.append(f"  {g['method']:<11} {g['runs']:>4} runs × {g['iterations']:>9,} iterations: "
                                f"not measured ({g['why']})")
                 else:
@@ -156,7 +161,9 @@ class Plan:
                                f"{g['s_per_iter']:.3f} s = {g['hours']:.2f} device-hours  [{g['ref']}]")
         else:
             out.append("  nothing to train")
+        bound = cost.get("max_hours") or 0.0
         out.append(f"  training, measured cells: {cost['hours']:.2f} device-hours"
+                   + (f" + at most {bound:.2f} for the runs whose budget a learning curve chooses" if bound else "")
                    + (f"; {cost['unmeasured_runs']} runs have no measured cell and are not included"
                       if cost["unmeasured_runs"] else ""))
         out.append("  not included: mask calibration (TaLoS, LoTA), validation evaluations during training and the "
@@ -260,7 +267,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
             needs.append(chosen_by)
         keys, trains = [], []
         for task, method, ov, budget_from in requests or ():
-            run = _planned_run(model, task, method, ov, store, budget_from)
+            run = _planned_run(model, task, method, ov, store, budget_from, spec.scales[scale].curve_steps)
             keys.append(run.key)
             if run.key not in runs:
                 runs[run.key] = run
@@ -365,7 +372,7 @@ class _BudgetProbe:
 
 
 def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], store: StoreListing,
-                 budget_from: str | None) -> PlannedRun:
+                 budget_from: str | None, max_steps: int | None = None) -> PlannedRun:
     from talos_core.evaluation.runs import build_request
     from talos_core.methods import get_method
 
@@ -377,7 +384,8 @@ def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], stor
         rest = {k: v for k, v in ov.items() if k != "steps"}
         tag = hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return PlannedRun(f"{method}/{task}/{tag}: steps from {budget_from}", model, task, method, None,
-                          rest.get("batch_size"), calibrates=info.calibrates)
+                          rest.get("batch_size"), calibrates=info.calibrates,
+                          max_steps=max_steps if budget_from is not None else None)
     req = build_request(model, task, method, ov)
     cfg = req.train_config()
     return PlannedRun(req.run_id(), model, task, method, cfg.steps, cfg.batch_size,

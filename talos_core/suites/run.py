@@ -90,10 +90,10 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
                checkpoint_every: int = 0) -> dict:
     import torch
 
+    import talos_core.suites.executors as executors
     from talos_core.inference.precision import current_precision, resolve_precision
     from talos_core.inference.runtime import resolve_device
     from talos_core.models import get_model_spec
-    from talos_core.suites import executors
 
     name = spec.name
     sc = spec.scales[scale]
