@@ -107,7 +107,12 @@ def suite_plan(spec: SuiteJobSpec, store: str | Path, *, gpu: bool):
 
 def needs_confirmation(plan) -> bool:
     """Whether launching ``plan`` needs the visitor's confirmation of its cost (:data:`CONFIRM_HOURS`)."""
-    return plan.cost["hours"] > CONFIRM_HOURS or bool(plan.cost["unmeasured_runs"])
+    return plan_hours(plan) > CONFIRM_HOURS or bool(plan.cost["unmeasured_runs"])
+
+
+def plan_hours(plan) -> float:
+    """The plan's training device-hours, with the runs whose budget a learning curve chooses at their upper bound."""
+    return plan.cost["hours"] + plan.cost.get("max_hours", 0.0)
 
 
 def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, python: str | None = None,
@@ -116,7 +121,7 @@ def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, pytho
     (:func:`suite_plan`), one that :func:`needs_confirmation` is refused unless ``confirmed``."""
     if plan is not None and needs_confirmation(plan) and not confirmed:
         raise TalosError(f"suite {spec.suite!r} at scale {spec.resolved_scale()!r} is estimated at "
-                         f"{plan.cost['hours']:.2f} device-hours of training ({plan.counts()['finetune_runs']} runs); "
+                         f"{plan_hours(plan):.2f} device-hours of training ({plan.counts()['finetune_runs']} runs); "
                          f"confirm its cost to launch it")
     import fcntl
 

@@ -270,8 +270,9 @@ with st.expander("A suite (every method and analysis of `talos suite`), here or 
         st.caption(ui.md(f"{splan.counts()['finetune_runs']} fine-tuning runs, {len(splan.steps)} steps. "
                          + " ".join(line.strip() for line in splan.cost_lines()[1:])))
         if not sproblem and suite_jobs.needs_confirmation(splan):
-            confirmed = st.checkbox(f"I understand this suite takes about {splan.cost['hours']:.2f} device-hours of "
-                                    "training here, plus what the estimate cannot include", key="suite_confirm")
+            confirmed = st.checkbox(f"I understand this suite takes up to {suite_jobs.plan_hours(splan):.2f} "
+                                    "device-hours of training here, plus what the estimate cannot include",
+                                    key="suite_confirm")
     if st.button("Launch suite in background", disabled=sproblem is not None, key="suite_launch"):
         try:
             job = suite_jobs.start_suite_job(sspec, root, limits=limits, plan=splan, confirmed=confirmed)
