@@ -193,14 +193,16 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
                               SelectionSettings(param=sel[0], values=sel[1], control_task=control,
                                                 alpha_step=sc.alpha_step), overrides(m), trains=True))
         per_task = chosen(m)
+        # the rows every method's main row and its fixed variant share, after their single-task step
+        shared_rows = (("efficiency", "efficiency", NoSettings()),
+                       ("masks", "masks", MaskSettings()),
+                       ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+                       ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)))
         steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m), task_overrides=per_task,
                        trains=protocol == "single")
                   for what, protocol, settings in (
             ("fine-tune + single", "single", EvalSettings()),
-            ("efficiency", "efficiency", NoSettings()),
-            ("masks", "masks", MaskSettings()),
-            ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
-            ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            *shared_rows,
             ("localization", "localization", EvalSettings()),
             ("linearization", "linearization", EvalSettings()),
             ("preview", "preview", PreviewSettings(points=sc.preview_points, seed=seed)),
@@ -218,13 +220,7 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
             vid, extra = var
             steps += [Step(f"{vid}: {what}", protocol, m, tasks, settings, overrides(m, extra), result_method=vid,
                            trains=protocol == "single")
-                      for what, protocol, settings in (
-                ("single", "single", EvalSettings()),
-                ("efficiency", "efficiency", NoSettings()),
-                ("masks", "masks", MaskSettings()),
-                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
-                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
-            )]
+                      for what, protocol, settings in (("single", "single", EvalSettings()), *shared_rows)]
         for row_method, row_lr in sc.lr_rows:  # the labelled per-method learning-rate rows
             if row_method != m:
                 continue
