@@ -82,7 +82,7 @@ def estimate(runs, device: str) -> dict:
         g["runs"] += 1
         if r.steps is None:
             g["unknown_steps"] += 1
-            bound = getattr(r, "max_steps", None)
+            bound = r.max_steps
             if bound:
                 g["max_iterations"] += bound
             else:
