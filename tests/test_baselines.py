@@ -454,3 +454,15 @@ def test_cli_reports_a_bad_method_option(store_dir, capsys) -> None:
             "--store", str(store_dir)]
     assert main(argv) == 2
     assert "LoRA rank must be a positive integer, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(m for m in FINETUNE_METHODS if get_method(m).trains))
+def test_every_fine_tuning_method_trains_with_length_grouped_batches(text, name) -> None:
+    """`text` `full` batches by length; every method's trained module must report its inputs' lengths (L-LoRA's
+    adapter once did not, and the whole L-LoRA branch of a GPU run failed)."""
+    model, _, _ = text
+    theta0 = _snapshot(model)
+    train = TrainConfig(steps=2, batch_size=4, lr=1e-3, warmup_steps=0, batching="length")
+    out = get_method(name).run(_ctx(text, train=train))
+    _assert_at(model, theta0)
+    assert out.vector.nnz() > 0

@@ -150,6 +150,10 @@ class LoraAdapter(nn.Module):
     def prepare(self, inputs, task=None):
         return self.base.prepare(inputs, task)
 
+    def input_lengths(self, inputs, task=None):
+        """The base model's tokens per input (length-grouped batching batches by them)."""
+        return self.base.input_lengths(inputs, task)
+
     def forward(self, **batch: torch.Tensor) -> torch.Tensor:
         # θ0 = the base model's own (never modified) weights; the JVP is taken in the direction Δθ(A, B)
         return linearized_logits(self.base, batch, self.delta())
