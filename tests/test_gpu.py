@@ -128,7 +128,7 @@ def test_calibration_on_device(name):
 def test_fisher_engines_match_the_per_sample_loop_on_device(name, engine):
     """The batched per-sample gradient engines equal one backward per sample on the device (fp32; on CUDA
     within TF32/reduction-order rounding) and give the same 10%-density selection."""
-    from talos_core.fisher import fisher_scores, fisher_scores_loop
+    from talos_core.fisher import SCORE_DTYPE, fisher_scores, fisher_scores_loop
     from talos_core.masks import keep_lowest
 
     model, task, data = _load(name)
@@ -137,7 +137,7 @@ def test_fisher_engines_match_the_per_sample_loop_on_device(name, engine):
     fast = fisher_scores(model, split, task, names, generator=torch.Generator().manual_seed(3), batch_size=8,
                          chunk_size=4, engine=engine)
     slow = fisher_scores_loop(model, split, task, names, generator=torch.Generator().manual_seed(3), batch_size=8)
-    assert all(fast[n].device.type == _device_type() and fast[n].dtype == torch.float32 for n in names)
+    assert all(fast[n].device.type == _device_type() and fast[n].dtype == SCORE_DTYPE for n in names)
     assert all(bool(torch.isfinite(fast[n]).all()) for n in names)
     assert _rel_l2(fast, slow) < (1e-2 if ON_CUDA else 1e-4)
     elig = {n: torch.ones_like(s, dtype=torch.bool) for n, s in slow.items()}
