@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "an estimated cost, then stop: nothing is downloaded or trained (docs/scale-out.md)")
     p.add_argument("--plan-device", default=None,
                    help="device of the plan's cost estimate (talos_core/suites/plan_costs.json: h100, h100-shared, "
-                        "cpu-2core; default: this machine's kind, h100 with a GPU, else cpu-2core)")
+                        "h100-mps8, cpu-2core; default: this machine's kind, h100 with a GPU, else cpu-2core)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="local (default): the steps one after another in this process; processes: every step and "
                         "fine-tuning run in its own worker process of this machine (--jobs of them at a time), in "
