@@ -671,8 +671,32 @@ class Store:
         return pd.DataFrame(payload["records"], columns=payload.get("columns"))
 
 
+def result_suite(path: Path, data: bytes) -> tuple[str, str] | None:
+    """``(suite, model)`` of a result file written by a suite, else ``None`` (results of single commands).
+
+    Suite results carry both fields; a suite's own record (``results/suite/<name>.json``) is named after it.
+
+    >>> result_suite(Path("results/addition/x.json"), b'{"suite": "vision", "model": "m"}')
+    ('vision', 'm')
+    >>> result_suite(Path("results/suite/text.json"), b'{"model": "minilm-l6"}')
+    ('text', 'minilm-l6')
+    >>> result_suite(Path("results/addition/x.json"), b'{"model": "m"}') is None
+    True
+    """
+    if path.suffix != ".json":
+        return None
+    try:
+        d = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("model"), str):
+        return None
+    suite = path.stem if path.parent.name == "suite" else d.get("suite")
+    return (suite, d["model"]) if isinstance(suite, str) else None
+
+
 def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = False,
-                 referenced_only: bool = False) -> dict[str, int]:
+                 referenced_only: bool = False, replace: bool = False) -> dict[str, int]:
     """Copy a store's results (and run manifests) into ``dest``, merging with what is there.
 
     With ``artifacts=False`` the runs' safetensors (task vectors, masks, checkpoints) stay behind: the
@@ -680,20 +704,33 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
     are copied atomically one by one, so a dashboard reading ``dest`` never sees a partial file.
     ``referenced_only=True`` copies only the runs whose id appears in some result (e.g. leaves out
     runs of an earlier setting that no result uses any more).
+
+    ``replace=True`` re-ships suites: every result in ``dest`` of a (suite, model) that ``source`` has results
+    of is removed first (a merge would keep the old run's files that the new run no longer writes), and
+    afterwards every run in ``dest`` that no result there refers to (manifests, and artifacts if any).
+    Results of other suites and of single commands are kept. Counted as ``removed_results`` /
+    ``removed_runs``.
     """
     src, dst = Path(source), Path(dest)
     if not (src / "store.json").exists() and not (src / "results").is_dir():
         raise TalosError(f"{src} is not a results store (no store.json or results/ folder)")
     counts = {"results": 0, "manifests": 0, "artifacts": 0}
     Store(dst).ensure()
+    files = [(p, p.read_bytes()) for p in sorted((src / "results").rglob("*")) if (src / "results").is_dir()
+             and p.is_file() and not p.name.startswith(".")]
+    if replace:
+        shipped = {k for p, d in files if (k := result_suite(p.relative_to(src), d)) is not None}
+        counts["removed_results"] = counts["removed_runs"] = 0
+        for old in sorted((dst / "results").rglob("*.json")):
+            if old.is_file() and result_suite(old.relative_to(dst), old.read_bytes()) in shipped:
+                old.unlink()
+                counts["removed_results"] += 1
     texts: list[bytes] = []
-    for path in sorted((src / "results").rglob("*")) if (src / "results").is_dir() else []:
-        if path.is_file() and not path.name.startswith("."):
-            data = path.read_bytes()
-            atomic_write_bytes(dst / path.relative_to(src), data)
-            counts["results"] += 1
-            if path.suffix == ".json":
-                texts.append(data)
+    for path, data in files:
+        atomic_write_bytes(dst / path.relative_to(src), data)
+        counts["results"] += 1
+        if path.suffix == ".json":
+            texts.append(data)
     for run in Store(src).runs():
         if referenced_only and not any(run.id.encode() in t for t in texts):
             continue
@@ -705,6 +742,12 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
             else:
                 continue
             atomic_write_bytes(dst / "runs" / run.id / f.name, f.read_bytes())
+    if replace:
+        kept = [p.read_bytes() for p in (dst / "results").rglob("*.json") if p.is_file()]
+        for folder in sorted((dst / "runs").iterdir()) if (dst / "runs").is_dir() else []:
+            if folder.is_dir() and not any(folder.name.encode() in t for t in kept):
+                shutil.rmtree(folder)
+                counts["removed_runs"] += 1
     return counts
 
 

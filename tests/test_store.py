@@ -110,6 +110,34 @@ def test_export_referenced_only_leaves_out_unused_runs(tmp_path):
     assert export_store(src.root, tmp_path / "all")["manifests"] == 2
 
 
+def test_export_replace_re_ships_a_suite_and_keeps_everything_else(tmp_path, capsys):
+    """`talos export --replace`: the destination's old results of the re-shipped (suite, model) go, results of other
+    suites, models and single commands stay, and runs no remaining result refers to are removed."""
+    from talos_core.atomic import atomic_write_json
+    from talos_core.cli import main
+
+    dst, src = Store(tmp_path / "dst"), Store(tmp_path / "src")
+    r_old, r_kept, r_text, r_single = (_commit(dst, t) for t in ("old", "kept", "text", "single"))
+    res = dst.root / "results"
+    atomic_write_json(res / "addition" / "vision__m__talos.json", {"suite": "vision", "model": "m", "runs": [r_kept]})
+    atomic_write_json(res / "addition" / "vision__m__gone.json", {"suite": "vision", "model": "m", "runs": [r_old]})
+    atomic_write_json(res / "suite" / "vision.json", {"model": "m", "created": "old"})
+    atomic_write_json(res / "addition" / "vision__m2__talos.json", {"suite": "vision", "model": "m2", "runs": []})
+    atomic_write_json(res / "addition" / "text__m__talos.json", {"suite": "text", "model": "m", "runs": [r_text]})
+    atomic_write_json(res / "single" / "mine.json", {"model": "m", "runs": [r_single]})
+    r_new = _commit(src, "new")
+    atomic_write_json(src.root / "results" / "addition" / "vision__m__talos.json",
+                      {"suite": "vision", "model": "m", "runs": [r_new]})
+    atomic_write_json(src.root / "results" / "suite" / "vision.json", {"model": "m", "created": "new"})
+    assert main(["export", "--store", str(src.root), "--to", str(dst.root), "--replace", "--referenced-only"]) == 0
+    assert "removed 3 result files of the re-shipped suites and 2 runs" in capsys.readouterr().out
+    left = sorted(str(p.relative_to(res)) for p in res.rglob("*.json"))
+    assert left == ["addition/text__m__talos.json", "addition/vision__m2__talos.json",
+                    "addition/vision__m__talos.json", "single/mine.json", "suite/vision.json"]
+    assert read_json(res / "suite" / "vision.json")["created"] == "new"
+    assert sorted(r.id for r in dst.runs()) == sorted([r_new, r_text, r_single])
+
+
 def test_run_manifest_round_trip_and_defaults():
     from talos_core.store import RunManifest
 

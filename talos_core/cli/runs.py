@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--artifacts", action="store_true", help="also copy task vectors and masks (large)")
     p.add_argument("--referenced-only", action="store_true",
                    help="copy only the runs that some result refers to")
+    p.add_argument("--replace", action="store_true",
+                   help="re-ship suites: first remove the destination's results of every suite (and model) the "
+                        "source has results of, then the runs no remaining result refers to")
     p.set_defaults(handler=_export)
 
 
@@ -78,7 +81,11 @@ def _runs(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from talos_core.store import export_store
 
-    counts = export_store(args.store, args.to, artifacts=args.artifacts, referenced_only=args.referenced_only)
+    counts = export_store(args.store, args.to, artifacts=args.artifacts, referenced_only=args.referenced_only,
+                          replace=args.replace)
+    if args.replace:
+        print(f"removed {counts['removed_results']} result files of the re-shipped suites and "
+              f"{counts['removed_runs']} runs no result refers to from {args.to}")
     print(f"exported {counts['results']} result files, {counts['manifests']} run manifests, "
           f"{counts['artifacts']} artifacts from {args.store} to {args.to}")
     return 0
