@@ -54,6 +54,21 @@ class Context:
 # --------------------------------------------------------------------------------------------
 # problems
 # --------------------------------------------------------------------------------------------
+
+def block_word(model: str) -> str:
+    """What one column of a mask heatmap is for ``model``: a stage of a CNN, else a transformer block.
+
+    >>> block_word("efficientnet-lite0"), block_word("minilm-l6"), block_word("no-such-model")
+    ('stage of the CNN', 'transformer block', 'transformer block')
+    """
+    from talos_core.models import get_model_spec
+
+    try:
+        family = get_model_spec(model).family
+    except TalosError:
+        family = None
+    return "stage of the CNN" if family == "cnn" else "transformer block"
+
 def show_problem(exc: BaseException) -> None:
     """One sentence, never a traceback: info for "not computed yet", error for broken files. The sentence
     names store files and values, so it is shown as plain text (:func:`md`)."""

@@ -310,3 +310,13 @@ def test_a_damaged_store_gives_messages_not_tracebacks_on_every_page(monkeypatch
     # the results it can still read are shown, or (the picked result is the damaged one) reachable from a picker
     assert shown > 0 or pickers, f"{page}: nothing shown besides the messages {messages}"
     assert sorted(str(p.relative_to(store)) for p in store.rglob("*")) == before
+
+
+@pytest.mark.parametrize(("suite", "word"), [("vision", "stage of the CNN"), ("text", "transformer block")])
+def test_mask_heatmaps_name_the_models_blocks(monkeypatch, suite, word):
+    """The Learn page and the Masks page say what a heatmap column is for the suite's model (EfficientNet is a
+    CNN: no transformer blocks)."""
+    learn = open_app(monkeypatch, REPO / "cached_results", "learn", {"suite": suite})
+    assert f"per {word} and layer type" in " ".join(m.value for m in learn.markdown)
+    masks = open_app(monkeypatch, REPO / "cached_results", "masks", {"suite": suite})
+    assert f"in each {word} (x)" in " ".join(c.value for c in masks.caption)

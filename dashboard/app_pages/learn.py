@@ -195,7 +195,7 @@ def _masks() -> None:
 section("6 · Where does TaLoS train?", r"""
 TaLoS calibrates a mask before training: it keeps trainable the weights whose gradients are
 **consistently small** on the task's data, which barely change the pre-trained function on other
-inputs. The heatmap shows the fraction of trainable weights per transformer block and layer type
+inputs. The heatmap shows the fraction of trainable weights per """ + ui.block_word(ctx.model) + r""" and layer type
 (details on the **Masks** page).
 """, _masks)
 

@@ -6,12 +6,11 @@ import streamlit as st
 
 from dashboard import data, figures, ui
 from talos_core.evaluation.maskstats import mask_warnings
-from talos_core.models import get_model_spec
 from talos_core.schema import MissingResult, base_method_of, method_info, method_label
 
 ctx = ui.context()
 st.title("Masks: which weights are trainable?")
-_block = "stage of the CNN" if get_model_spec(ctx.model).family == "cnn" else "transformer block"
+_block = ui.block_word(ctx.model)
 st.caption(f"A mask marks the entries a sparse method may change. Colour = fraction of trainable entries "
            f"in each {_block} (x) and layer type (y).")
 
