@@ -283,7 +283,7 @@ def mask_density_grid(masks: pd.DataFrame) -> pd.DataFrame:
 @plain_figure
 def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fraction per block and layer type",
                          zmax: float | None = None, zmin: float = 0.0) -> go.Figure:
-    """Heatmap of mask density: x = transformer block, y = layer type, colour = trainable fraction.
+    """Heatmap of mask density: x = block (a transformer block, or a stage of a CNN), y = layer type, colour = density.
 
     >>> df = pd.DataFrame({"block": [0, 1], "layer_type": ["q", "v"], "numel": [10, 10],
     ...                    "trainable": [1, 5]})
