@@ -51,10 +51,6 @@ class Context:
         return bool(((self.idx["kind"] == kind) & (self.idx["name"] == name)).any())
 
 
-# --------------------------------------------------------------------------------------------
-# problems
-# --------------------------------------------------------------------------------------------
-
 def block_word(model: str) -> str:
     """What one column of a mask heatmap is for ``model``: a stage of a CNN, else a transformer block.
 
@@ -68,6 +64,11 @@ def block_word(model: str) -> str:
     except TalosError:
         family = None
     return "stage of the CNN" if family == "cnn" else "transformer block"
+
+
+# --------------------------------------------------------------------------------------------
+# problems
+# --------------------------------------------------------------------------------------------
 
 def show_problem(exc: BaseException) -> None:
     """One sentence, never a traceback: info for "not computed yet", error for broken files. The sentence

@@ -695,6 +695,11 @@ def result_suite(path: Path, data: bytes) -> tuple[str, str] | None:
     return (suite, d["model"]) if isinstance(suite, str) else None
 
 
+def _referenced(run_id: str, result_texts: list[bytes]) -> bool:
+    """Whether some result file (its raw JSON) names the run ``run_id``."""
+    return any(run_id.encode() in t for t in result_texts)
+
+
 def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = False,
                  referenced_only: bool = False, replace: bool = False) -> dict[str, int]:
     """Copy a store's results (and run manifests) into ``dest``, merging with what is there.
@@ -716,23 +721,23 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
         raise TalosError(f"{src} is not a results store (no store.json or results/ folder)")
     counts = {"results": 0, "manifests": 0, "artifacts": 0}
     Store(dst).ensure()
-    files = [(p, p.read_bytes()) for p in sorted((src / "results").rglob("*")) if (src / "results").is_dir()
-             and p.is_file() and not p.name.startswith(".")]
+    files = sorted(p for p in (src / "results").rglob("*") if p.is_file() and not p.name.startswith("."))
     if replace:
-        shipped = {k for p, d in files if (k := result_suite(p.relative_to(src), d)) is not None}
+        shipped = {k for p in files if (k := result_suite(p.relative_to(src), p.read_bytes())) is not None}
         counts["removed_results"] = counts["removed_runs"] = 0
         for old in sorted((dst / "results").rglob("*.json")):
             if old.is_file() and result_suite(old.relative_to(dst), old.read_bytes()) in shipped:
                 old.unlink()
                 counts["removed_results"] += 1
     texts: list[bytes] = []
-    for path, data in files:
+    for path in files:
+        data = path.read_bytes()
         atomic_write_bytes(dst / path.relative_to(src), data)
         counts["results"] += 1
         if path.suffix == ".json":
             texts.append(data)
     for run in Store(src).runs():
-        if referenced_only and not any(run.id.encode() in t for t in texts):
+        if referenced_only and not _referenced(run.id, texts):
             continue
         for f in sorted(run.path.iterdir()):
             if f.name == "manifest.json":
@@ -745,7 +750,7 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
     if replace:
         kept = [p.read_bytes() for p in (dst / "results").rglob("*.json") if p.is_file()]
         for folder in sorted((dst / "runs").iterdir()) if (dst / "runs").is_dir() else []:
-            if folder.is_dir() and not any(folder.name.encode() in t for t in kept):
+            if folder.is_dir() and not _referenced(folder.name, kept):
                 shutil.rmtree(folder)
                 counts["removed_runs"] += 1
     return counts
