@@ -321,7 +321,8 @@ def test_train_stage_processes_share_a_steps_runs(tmp_path):
     sel = paper["talos: selection (sparsity)"]
     values = sel.settings.values
     assert [k for k, _, _ in run_parts(sel)] == [f"{t} sparsity={v:g}" for v in values for t in spec.tasks]
-    assert run_parts(paper["talos: addition"]) == [] and run_parts(paper["talos: learning curve"]) == []
+    assert run_parts(paper["talos: addition"]) == []
+    assert run_parts(paper["talos: learning curve"]) == [(t, t, None) for t in spec.tasks]  # one curve run per task
 
     single = next(st for st in suite_steps(spec, "mini", ["talos"], [], seed=0, device="cpu")
                   if st.protocol == "single")

@@ -51,6 +51,16 @@ def test_cli_errors(capsys, tmp_path):
     assert "unknown scale" in capsys.readouterr().err
     assert main(["suite", "tiny", "--scale", "mini", "--methods", "magic", "--store", str(tmp_path)]) == 2
     assert "magic" in capsys.readouterr().err
+    store = tmp_path / "parts"
+    for argv, said in ((["--part", "magic"], "unknown method of this suite run (--part) 'magic'"),
+                       (["--part", "lota", "--methods", "talos"], "'lota'"),
+                       (["--part", ","], "--part needs at least one method"),
+                       (["--part", "talos", "--stage", "train"], "--part goes with the whole suite"),
+                       (["--part", "talos", "--plan"], "leave --part out")):
+        assert main(["suite", "tiny", "--scale", "mini", "--store", str(store), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not store.exists()  # nothing written
 
 
 @pytest.mark.parametrize("name", ["text", "vision", "tiny"])
@@ -236,6 +246,42 @@ def _metrics(store: Store) -> dict:
             payload.pop("runs", None)
             out[f"{kind}/{name}"] = json.dumps(payload, sort_keys=True)
     return out
+
+
+@pytest.mark.slow
+def test_a_suite_run_in_parts_on_two_machines_equals_one_run(tmp_path):
+    """``--part``: the first part's store travels to a second machine without its task vectors (as a lent GPU's
+    JSON snapshot does); the second part completes the same record, trains nothing the first part trained, and the
+    results equal one uninterrupted run's."""
+    import shutil
+
+    methods, posthoc = ["talos", "nonlinear"], ["ties"]
+    first, lines = Store(tmp_path / "first"), []
+    meta = run_suite("tiny", first, scale="mini", methods=methods, posthoc=posthoc, part=["talos", "ties"],
+                     log=lines.append)
+    assert meta["complete"] is False and "sharing (prune)" in meta["step_times_s"]
+    assert not any(k.startswith(("nonlinear", "ties")) for k in meta["step_times_s"])
+    assert meta["sessions"][0]["part"] == ["talos", "ties"]
+    assert meta["sessions"][0]["steps"]["ties: post-hoc addition + negation"] == {  # ties merges nonlinear's runs
+        "state": "later", "error": "reads nonlinear runs (another part)"}
+    assert "of other parts remain (nonlinear, ties): run them with --part" in lines[-1]
+    shutil.copytree(first.root, tmp_path / "second", ignore=shutil.ignore_patterns("*.safetensors", "checkpoints"))
+    second = Store(tmp_path / "second")
+    trained_first = {r.id for r in first.runs()}
+    lines.clear()
+    meta = run_suite("tiny", second, scale="mini", methods=methods, posthoc=posthoc, part=["nonlinear", "ties"],
+                     log=lines.append)
+    assert meta["complete"] is True and len(meta["sessions"]) == 2 and "finished in" in lines[-1]
+    assert not any(ln.endswith(" ...") and ln.split("] ")[1].startswith("talos") for ln in lines)
+    assert {r.id for r in second.runs() if (r.path / "task_vector.safetensors").is_file()}.isdisjoint(trained_first)
+    whole = Store(tmp_path / "whole")
+    run_suite("tiny", whole, scale="mini", methods=methods, posthoc=posthoc, log=lambda s: None)
+    assert _metrics(second) == _metrics(whole)
+    ours, theirs = (st.read_table("comparison", "tiny__tiny-text").set_index("method").sort_index()
+                    for st in (second, whole))
+    acc = [c for c in theirs.columns if "acc" in c or c.startswith(("addition", "negation"))]
+    assert list(ours.index) == list(theirs.index) == ["nonlinear", "talos", "ties"] and len(acc) > 6
+    pd.testing.assert_frame_equal(ours[acc], theirs[acc])  # time and memory are measurements, not results
 
 
 @pytest.mark.slow

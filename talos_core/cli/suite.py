@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stage", default="all", choices=STAGES,
                    help="all (default) or train: only the fine-tuning steps, no suite record; run one such process "
                         "per method (--methods) into one store to share a GPU, then the suite (docs/scale-out.md)")
+    p.add_argument("--part", default=None,
+                   help="comma-separated methods (fine-tuning or post-hoc) whose steps this call runs, with the "
+                        "comparison: a suite run in parts, one call each (on one machine or several, the store "
+                        "carried between them, task vectors not needed), resuming the same record until every step "
+                        "is done; implies --resume (docs/scale-out.md)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--model", default=None,
                    help="run the suite with another model where it offers one (paper-vision: clip-vit-b-16, "
@@ -84,11 +89,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _suite(args: argparse.Namespace) -> int:
     methods = [m for m in args.methods.split(",") if m] if args.methods else None
     posthoc = [m for m in args.posthoc.split(",") if m] if args.posthoc is not None else None
+    part = [m for m in args.part.split(",") if m] if args.part is not None else None
     if args.name not in SUITES:
         raise unknown("suite", args.name, SUITES)
     store = Path(args.store)
     Store(store).check_folder()
     scale = args.scale or default_scale(args.name)
+    if args.plan and part is not None:
+        raise TalosError("--plan prices the whole suite (and marks what the store has done); leave --part out")
     if args.plan:
         from talos_core.suites.costs import default_device
         from talos_core.suites.plan import plan_suite
@@ -105,7 +113,7 @@ def _suite(args: argparse.Namespace) -> int:
               log=(lambda s: None) if args.quiet else print, resume=args.resume,
               eval_precision=args.eval_precision, train_precision=args.train_precision, stage=args.stage,
               model=args.model, executor=args.executor, address=args.address, gpus_per_task=args.gpus_per_task,
-              cpus_per_task=args.cpus_per_task, jobs=args.jobs, checkpoint_every=args.checkpoint_every)
+              cpus_per_task=args.cpus_per_task, jobs=args.jobs, checkpoint_every=args.checkpoint_every, part=part)
     if args.stage == "all":
         print(results_markdown(store, args.name))
     return 0

@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from talos_core.errors import TalosError, check_int, check_number
 from talos_core.evaluation.request import EvalOutcome, EvalRequest, fmt
-from talos_core.store import Run
+from talos_core.store import Run, Store
 
 #: learning-curve interval when neither the settings nor the request's overrides give one
 DEFAULT_EVAL_EVERY = 10
@@ -117,7 +118,7 @@ class LearningCurveSettings:
         _check_tolerance(self.tolerance)
 
 
-def _has_curve(run: Run, eval_every: int) -> bool:
+def has_curve(run: Run, eval_every: int) -> bool:
     """Whether ``run`` measured its learning curve at ``eval_every`` up to its last step."""
     curve = run.manifest.curve or []
     steps = (run.manifest.config.get("train") or {}).get("steps")
@@ -125,34 +126,49 @@ def _has_curve(run: Run, eval_every: int) -> bool:
             and curve[-1].get("step") == steps)
 
 
-def curve_runs(req: EvalRequest, eval_every: int, steps: int | None) -> dict[str, Run]:
-    """``{task: run}`` of the request's method trained with a learning curve at ``eval_every`` (and ``steps``):
+def curve_overrides(overrides: Mapping[str, Any], s: LearningCurveSettings) -> dict[str, Any]:
+    """The fine-tuning overrides of a curve's runs: ``overrides`` with the curve's ``eval_every`` (the settings',
+    else the overrides', else :data:`DEFAULT_EVAL_EVERY`) and its length (the settings' ``steps`` when given).
+
+    >>> curve_overrides({"lr": 1e-4, "steps": 40}, LearningCurveSettings(eval_every=50, steps=1000))
+    {'lr': 0.0001, 'steps': 1000, 'eval_every': 50}
+    """
+    eval_every = s.eval_every or overrides.get("eval_every") or DEFAULT_EVAL_EVERY
+    check_int("eval_every", eval_every, low=1)
+    return {**overrides, "eval_every": eval_every, **({"steps": s.steps} if s.steps is not None else {})}
+
+
+def curve_run(store: Store, model: str, task: str, method: str, overrides: Mapping[str, Any], *,
+              train: bool = True, force: bool = False, progress: bool = False) -> Run:
+    """The run of ``method`` on ``task`` trained with a learning curve (``overrides`` from :func:`curve_overrides`):
     found in the store (:func:`~talos_core.evaluation.runs.find_run`), or fine-tuned now — again, when the
-    stored run has no such curve (``eval_every`` does not change the run, so it is the same run id)."""
+    stored run has no such curve (``eval_every`` does not change the run, so it is the same run id). The suites'
+    executors train each task's curve run on its own (in parallel); the step then finds them all."""
     from talos_core.evaluation.runs import build_request, find_run
     from talos_core.pipeline import run_finetune
 
-    overrides = {**req.overrides, "eval_every": eval_every}
-    if steps is not None:
-        overrides["steps"] = steps
-    out: dict[str, Run] = {}
-    for task in req.tasks:
-        run = None if req.force else find_run(req.store, req.model, task, req.method, overrides)
-        if run is None or not _has_curve(run, eval_every):
-            if not req.train:
-                raise TalosError(f"store {req.store.root} has no {req.method!r} run of {req.model!r} on {task!r} with "
-                                 f"a learning curve every {eval_every} steps; allow training to measure it")
-            run = run_finetune(build_request(req.model, task, req.method, overrides), req.store,
-                               force=req.force or run is not None, progress=req.progress)
-        out[task] = run
-    return out
+    eval_every = overrides["eval_every"]
+    run = None if force else find_run(store, model, task, method, overrides)
+    if run is None or not has_curve(run, eval_every):
+        if not train:
+            raise TalosError(f"store {store.root} has no {method!r} run of {model!r} on {task!r} with "
+                             f"a learning curve every {eval_every} steps; allow training to measure it")
+        run = run_finetune(build_request(model, task, method, overrides), store,
+                           force=force or run is not None, progress=progress)
+    return run
+
+
+def curve_runs(req: EvalRequest, s: LearningCurveSettings) -> dict[str, Run]:
+    """``{task: run}`` of the request's method trained with the learning curve of ``s`` (:func:`curve_run`)."""
+    overrides = curve_overrides(req.overrides, s)
+    return {task: curve_run(req.store, req.model, task, req.method, overrides, train=req.train, force=req.force,
+                            progress=req.progress) for task in req.tasks}
 
 
 def learning_curve(req: EvalRequest, s: LearningCurveSettings) -> EvalOutcome:
     """The ``learning-curve`` protocol (see the module docstring)."""
-    eval_every = s.eval_every or req.overrides.get("eval_every") or DEFAULT_EVAL_EVERY
-    check_int("eval_every", eval_every, low=1)
-    runs = curve_runs(req, eval_every, s.steps)
+    eval_every = curve_overrides(req.overrides, s)["eval_every"]
+    runs = curve_runs(req, s)
     rows = [{"method": req.method, "task": task, "step": int(p["step"]), "val_acc": float(p["val_acc"])}
             for task, run in runs.items() for p in run.manifest.curve or []]
     table = pd.DataFrame(rows, columns=["method", "task", "step", "val_acc"])
@@ -175,4 +191,5 @@ def learning_curve(req: EvalRequest, s: LearningCurveSettings) -> EvalOutcome:
     return EvalOutcome("learning_curve", table, [("learning_curve", name)], lines)
 
 
-__all__ = ["RULE", "DEFAULT_EVAL_EVERY", "LearningCurveSettings", "choose_budget", "curve_runs", "learning_curve"]
+__all__ = ["RULE", "DEFAULT_EVAL_EVERY", "LearningCurveSettings", "choose_budget", "curve_overrides", "curve_run",
+           "curve_runs", "has_curve", "learning_curve"]

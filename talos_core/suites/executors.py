@@ -52,8 +52,9 @@ EXECUTORS = ("local", "processes", "ray")
 """What ``talos suite --executor`` accepts."""
 
 INSTALL_RAY = "pip install -e '.[ray]' (or pip install ray)"
-STATES = ("pending", "running", "done", "failed", "blocked", "skipped")
-"""Per-step states in the suite record: ``skipped`` = done by an earlier session (``--resume``)."""
+STATES = ("pending", "running", "done", "failed", "blocked", "skipped", "later")
+"""Per-step states in the suite record: ``skipped`` = done by an earlier session (``--resume``), ``later`` = left
+to another part of the suite (``--part``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,7 +157,8 @@ class Progress:
         done = self.count("done") + self.count("skipped")
         out = f"{done}/{n} done, {self.count('running')} running"
         bad = self.count("failed") + self.count("blocked")
-        return out + (f", {self.count('failed')} failed, {self.count('blocked')} blocked" if bad else "")
+        out += f", {self.count('failed')} failed, {self.count('blocked')} blocked" if bad else ""
+        return out + (f", {self.count('later')} for other parts" if self.count("later") else "")
 
     def _set(self, label: str, **values: Any) -> None:
         self.states.setdefault(label, {}).update(values)
@@ -166,6 +168,9 @@ class Progress:
     def skip(self, label: str, seconds: float) -> None:
         self.states[label] = {"state": "skipped", "seconds": float(seconds)}
         self.log(f"{self.prefix} {label}: already done ({seconds:.1f}s), skipped")
+
+    def defer(self, label: str, why: str) -> None:
+        self.states[label] = {"state": "later", "error": why}
 
     def start(self, label: str, host: str | None = None) -> None:
         st = self.states.setdefault(label, {"state": "pending"})
@@ -266,12 +271,13 @@ def _run_in_worker(job: SuiteJob, label: str, fine_tune: str | None, progress: b
 def run_parts(step) -> list[tuple[str, str, Any]]:
     """``(key, task, candidate)`` of every run a fine-tuning step makes, each of which can be trained on its own
     (a Ray task, or a ``--stage train`` process that shares the work, :func:`fine_tune_parts`): one per task for
-    ``single`` (candidate ``None``), one per task and candidate value for ``selection`` (keys ``"<task>
+    ``single`` and ``learning-curve`` (candidate ``None``; a curve's run is the task's run to the curve's length,
+    with its validation curve), one per task and candidate value for ``selection`` (keys ``"<task>
     <param>=<value>"``, candidates in the order the selection trains them) and for ``lr-check`` (keys ``"<task>
     lr=<value>"``). Other steps: ``[]``."""
     if not step.trains:
         return []
-    if step.protocol == "single":
+    if step.protocol in ("single", "learning-curve"):
         return [(t, t, None) for t in step.tasks]
     if step.protocol in ("selection", "lr-check") and not callable(step.settings):
         s = step.settings
@@ -289,6 +295,10 @@ def part_overrides(step, store: Store, task: str, candidate: Any, model: str | N
 
     settings, ov, per_task = step.resolve(store)
     base = merge_overrides(ov, (per_task or {}).get(task))
+    if step.protocol == "learning-curve":
+        from talos_core.evaluation.learning_curve import curve_overrides
+
+        return curve_overrides(base, settings)
     if candidate is None:
         return dict(base)
     if step.protocol == "lr-check":
@@ -306,8 +316,13 @@ def fine_tune_run(step, store: Store, model: str, key: str, *, progress: bool = 
 
     for k, task, candidate in run_parts(step):
         if k == key:
-            resolve_runs(store, model, (task,), step.method,
-                         overrides=part_overrides(step, store, task, candidate, model), train=True, progress=progress)
+            ov = part_overrides(step, store, task, candidate, model)
+            if step.protocol == "learning-curve":  # the run with its curve (trained again when stored without one)
+                from talos_core.evaluation.learning_curve import curve_run
+
+                curve_run(store, model, task, step.method, ov, progress=progress)
+                return
+            resolve_runs(store, model, (task,), step.method, overrides=ov, train=True, progress=progress)
             return
     raise unknown("run of step " + repr(step.label), key, [k for k, _, _ in run_parts(step)])
 
@@ -321,12 +336,14 @@ def fine_tune_parts(step, store: Store, model: str, *, progress: bool = False,
     (:meth:`Store.run_lock`) another process holds, and the step, run afterwards, finds them all (waiting for
     the runs still in training, :func:`talos_core.pipeline.run_finetune`). One process alone trains every run,
     in the step's own order, as before."""
+    from talos_core.evaluation.learning_curve import has_curve
     from talos_core.evaluation.runs import build_request, find_run
 
     done = []
     for key, task, candidate in run_parts(step):
         ov = part_overrides(step, store, task, candidate, model)
-        if find_run(store, model, task, step.method, ov) is not None:
+        found = find_run(store, model, task, step.method, ov)
+        if found is not None and (step.protocol != "learning-curve" or has_curve(found, ov["eval_every"])):
             continue
         if store.lock_held("run", build_request(model, task, step.method, ov).run_id()):
             if log:

@@ -29,7 +29,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
               eval_precision: str | None = None, train_precision: str | None = None, stage: str = "all",
               model: str | None = None, executor: str = "local", address: str | None = None,
               gpus_per_task: float | None = None, cpus_per_task: float = 1.0, jobs: int | None = None,
-              checkpoint_every: int = 0) -> dict:
+              checkpoint_every: int = 0, part: Sequence[str] | None = None) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
@@ -56,6 +56,14 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     ``checkpoint_every=N`` (``--checkpoint-every``) makes every fine-tuning run save a resumable checkpoint every N
     steps (``store.checkpoint_dir(run_id)``): a suite cut off mid-run continues that run from its last checkpoint
     instead of from step 0, with the same task vector. It changes no run id, result or fingerprint.
+
+    ``part=[names]`` (``--part``) runs one part of the suite: the steps of these fine-tuning and post-hoc methods
+    (and the comparison), not yet done, whose runs and choices come from steps done before or run now
+    (:func:`part_steps`). The record keeps the whole suite's fingerprint and stays ``complete: false`` until every
+    step is done, so several calls — on different machines, the store carried between them — complete one suite,
+    each resuming the last (``part`` implies ``resume``). Steps that read the runs of methods of two parts (e.g.
+    TaLoS vs LoTA masks) run only in a part that names both. A later part never needs an earlier part's task
+    vectors, so the store can travel without them (``talos export``: results and run manifests).
     """
     from talos_core.suites.executors import preflight
 
@@ -79,7 +87,8 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
         spec = replace(spec, scales={**spec.scales, scale: pinned})
     with precision_block(precision):
         return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
-                          progress=progress, resume=resume, stage=stage, checkpoint_every=checkpoint_every,
+                          progress=progress, resume=resume or part is not None, stage=stage,
+                          checkpoint_every=checkpoint_every, part=part,
                           executor=dict(executor=executor, address=address, gpus_per_task=gpus_per_task,
                                         cpus_per_task=cpus_per_task, jobs=jobs))
 
@@ -87,7 +96,7 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
 def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
                methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
                progress: bool, resume: bool, stage: str = "all", executor: dict | None = None,
-               checkpoint_every: int = 0) -> dict:
+               checkpoint_every: int = 0, part: Sequence[str] | None = None) -> dict:
     import torch
 
     import talos_core.suites.executors as executors
@@ -110,6 +119,8 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
             raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
     steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device,
                         checkpoint_every=checkpoint_every)
+    if part is not None:
+        check_part(part, ft_methods, ph_methods, stage)
     store.ensure()  # after every check: a bad suite request writes nothing
     run = dict(executor or {})
     kind = executors.check_executor(run.pop("executor", "local"))
@@ -167,6 +178,10 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
         if run.get("address"):
             session["address"] = run["address"]
     todo = [st for st in steps if not (st.label in done and not st.always)]
+    later: dict[str, str] = {}  # steps another part runs: label -> why not this one
+    if part is not None:
+        todo, later = part_steps(todo, steps, set(done), part)
+        session["part"] = list(part)
     failed: dict[str, str] = {}
 
     def changed(label: str) -> None:  # a step changed state: the record follows (per-step states in the session)
@@ -183,7 +198,9 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     display = executors.Progress(f"[{name}/{scale}]", [st.label for st in steps], log=log)
     session["steps"] = display.states
     for st in steps:
-        if st not in todo:
+        if st.label in later:
+            display.defer(st.label, later[st.label])
+        elif st not in todo:
             display.skip(st.label, done[st.label])
     display.on_change = changed
     if kind == "ray":
@@ -194,15 +211,84 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
         executors.run_local(job, todo, store, display, progress=progress)
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     session["wall_time_s"] = time.perf_counter() - t_start
-    meta = write_meta(complete=not failed)
+    meta = write_meta(complete=not failed and not later)
     for line in display.summary() if kind != "local" or failed else ():
         log(line)
     if failed:
         raise TalosError(f"suite {name!r}: {len(failed)} step{'s' if len(failed) != 1 else ''} did not finish "
                          f"({'; '.join(f'{k}: {v}' for k, v in failed.items())}); the suite record "
                          f"{store.result_path('suite', name)} lists them; fix the cause and rerun with --resume")
+    if later:
+        rest = sorted({st.method for st in steps if st.label in later and not st.always})
+        log(f"[{name}/{scale}] part {','.join(part or ())} done; {len(later)} step{'s' if len(later) != 1 else ''} "
+            f"of other parts remain ({', '.join(rest)}): run them with --part, the store carried along")
+        return meta
     log(f"[{name}/{scale}] finished in {meta['wall_time_s'] / 60:.1f} min")
     return meta
+
+
+def check_part(part: Sequence[str], ft_methods: Sequence[str], ph_methods: Sequence[str], stage: str) -> None:
+    """``part`` when it names at least one of the run's fine-tuning or post-hoc methods and nothing else, with
+    ``stage="all"``; else one :class:`TalosError` sentence."""
+    allowed = [*ft_methods, *ph_methods]
+    if stage != "all":
+        raise TalosError("--part goes with the whole suite (--stage all): a part evaluates what it trains; leave "
+                         "--stage out")
+    if not part:
+        raise TalosError(f"--part needs at least one method; choose among: {', '.join(allowed)}")
+    for m in part:
+        if m not in allowed:
+            raise unknown("method of this suite run (--part)", m, allowed)
+
+
+def part_steps(todo: Sequence[Step], steps: Sequence[Step], done: set[str],
+               part: Sequence[str]) -> tuple[list[Step], dict[str, str]]:
+    """The steps of ``todo`` that a call running ``part`` runs, and ``{label: why not}`` for the others.
+
+    A step belongs to the method it is listed under (a post-hoc step to its post-hoc method; the comparison, which
+    gathers the stored results, to every part), and runs in a part that names its method and every fine-tuning
+    method whose runs it reads (:func:`~talos_core.suites.executors.step_methods`: TaLoS vs LoTA masks needs
+    both, a post-hoc method its base method), so a part never fine-tunes another part's runs a second time nor
+    needs the task vectors an earlier part made. A step also waits while a step whose runs or choices it reads
+    (:func:`~talos_core.suites.executors.step_graph` with ``results=False``) is neither done nor run now.
+
+    >>> from talos_core.suites import get_suite, suite_steps
+    >>> steps = suite_steps(get_suite("text"), "mini", ["talos", "lota", "nonlinear"], ["ties"], seed=0,
+    ...                     device="cpu")
+    >>> run, later = part_steps(steps, steps, set(), ["talos", "ties"])
+    >>> [st.label for st in run][:2], later["talos vs lota masks"]
+    (['talos: fine-tune + single', 'talos: efficiency'], 'reads lota runs (another part)')
+    >>> later["ties: post-hoc addition + negation"]
+    'reads nonlinear runs (another part)'
+    >>> later["lota: addition"], run[-1].label
+    ('another part (lota)', 'comparison')
+    """
+    from talos_core.suites.executors import step_graph, step_methods
+
+    needs = step_graph(steps, results=False)
+    chosen, later = set(), {}
+    for st in todo:
+        outside = sorted(step_methods(st) - set(part))
+        if st.always:
+            chosen.add(st.label)
+        elif st.method not in part:
+            later[st.label] = f"another part ({st.method})"
+        elif outside:
+            later[st.label] = f"reads {', '.join(outside)} runs (another part)"
+        else:
+            chosen.add(st.label)
+    changed = True
+    while changed:  # a step waiting for a step no part of this call runs waits too
+        changed = False
+        for st in todo:
+            if st.label not in chosen or st.always:
+                continue
+            missing = [d for d in needs[st.label] if d not in done and d not in chosen]
+            if missing:
+                chosen.discard(st.label)
+                later[st.label] = f"needs {', '.join(missing)} (another part)"
+                changed = True
+    return [st for st in todo if st.label in chosen], later
 
 
 def _train_stage(spec: SuiteSpec, scale: str, store: Store, steps: Sequence[Step], *, log: Callable[[str], None],

