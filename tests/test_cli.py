@@ -63,3 +63,18 @@ def test_finetune_talos_end_to_end(model, task, tmp_path, capsys):
     # the same request is served from the store without re-training
     assert main(argv) == 0
     assert len(list(Store(tmp_path).runs())) == 1
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """``talos report ... | head``: the reader goes away before the table is written; the command stops without an
+    error line or traceback (exit 141, as a shell reports SIGPIPE)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_results"
+    proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "report", "tiny", "--store", str(shipped)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command has written anything (it imports torch first)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141 and err == "", err

@@ -36,6 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TalosError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`talos report ... | head`): stop quietly, as Unix tools do
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return 141
     except OSError as exc:  # a folder that cannot be written or read (read-only store, a file where a folder goes)
         where = f" {exc.filename}" if exc.filename else ""
         print(f"error: cannot use{where}: {exc.strerror or exc}; check --store and the paths given", file=sys.stderr)
