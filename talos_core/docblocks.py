@@ -7,8 +7,9 @@ A block is
     <!-- /talos:report -->
 
 ``<!-- talos:KIND ARGS... -->`` opens it and ``<!-- /talos:KIND -->`` closes it; everything between is replaced.
-Kinds (:data:`KINDS`): ``report SUITE`` (:func:`talos_core.suites.report_markdown`, the ``talos report`` table)
-and ``claims SUITE...`` (:func:`talos_core.evaluation.claims.claims_markdown`, the paper's claims with verdicts).
+Kinds (:data:`KINDS`): ``report SUITE`` (:func:`talos_core.suites.report_markdown`, the ``talos report`` table),
+``claims SUITE...`` (:func:`talos_core.evaluation.claims.claims_markdown`, the paper's claims with verdicts) and
+``alpha-rule SUITE`` (:func:`talos_core.evaluation.claims.alpha_rule_markdown`, claim (a) under each α-grid rule).
 :func:`rewrite` and :func:`stale_blocks` are pure (a ``render(kind, args)`` callable gives each block's text);
 :func:`store_renderer` binds them to a store; ``talos docs [--check]`` (:mod:`talos_core.cli.docs`) runs them over
 files.
@@ -32,7 +33,7 @@ from pathlib import Path
 from talos_core.errors import TalosError
 
 #: block kinds and how many arguments each takes (min, max; None: any number)
-KINDS: dict[str, tuple[int, int | None]] = {"report": (1, 1), "claims": (1, None)}
+KINDS: dict[str, tuple[int, int | None]] = {"report": (1, 1), "claims": (1, None), "alpha-rule": (1, 1)}
 
 Render = Callable[[str, tuple[str, ...]], str]
 
@@ -123,6 +124,10 @@ def store_renderer(store: str | Path) -> Render:
                 from talos_core.evaluation.claims import claims_markdown
 
                 cache[kind, args] = claims_markdown(store, args)
+            elif kind == "alpha-rule":
+                from talos_core.evaluation.claims import alpha_rule_markdown
+
+                cache[kind, args] = alpha_rule_markdown(store, args[0])
             else:
                 raise TalosError(f"unknown generated block kind {kind!r} (known: {', '.join(KINDS)})")
         return cache[kind, args]

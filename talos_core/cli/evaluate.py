@@ -59,8 +59,8 @@ def numbers(text: str) -> tuple[float, ...]:
 #: the flags of protocol settings: (flag, the settings field it sets, type, help, the protocols it applies to
 #: (None: every protocol whose settings have that field)); a flag not given leaves the protocol's default
 SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] | None], ...] = (
-    ("--control-task", "control_task", str, "control task of negation, posthoc, sparsity-ablation and selection "
-                                            "(default: the registered control task)", None),
+    ("--control-task", "control_task", str, "control task of negation, posthoc, sparsity-ablation, alpha-rule and "
+                                            "selection (default: the registered control task)", None),
     ("--grid", "grid", positive_int, "disentanglement grid size per axis (default: 20, as the paper)", None),
     ("--range", "alpha_range", number, "disentanglement alpha range [-R, R] (default: 3, as the paper)", None),
     ("--points", "points", positive_int, "disentanglement test points per task (default: 2048)",

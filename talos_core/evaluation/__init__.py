@@ -18,6 +18,7 @@ lazily, so ``import talos_core.evaluation.preview`` stays light):
 * :mod:`~talos_core.evaluation.request` — :class:`EvalRequest` / :class:`EvalOutcome`, per-model table upserts;
 * :mod:`~talos_core.evaluation.posthoc` — the ``posthoc`` protocol (post-hoc methods, hyperparameters on val);
 * :mod:`~talos_core.evaluation.ablation` — the ``sparsity-ablation`` protocol;
+* :mod:`~talos_core.evaluation.alpha_rule` — the ``alpha-rule`` protocol (addition and negation under both α grids);
 * :mod:`~talos_core.evaluation.selection` — the ``selection`` protocol (per-task hyperparameters by validation
   task negation) and :func:`selected_overrides`;
 * :mod:`~talos_core.evaluation.protocols` — the protocol registry and :func:`evaluate`, used by

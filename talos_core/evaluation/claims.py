@@ -101,7 +101,11 @@ def _off_diagonal(matrix: Sequence[Sequence[float]]) -> list[float]:
 # the checks: (numbers, reproduced?)
 # --------------------------------------------------------------------------------------------
 def _best_in_addition_and_negation(s: _Suite) -> tuple[str, bool]:
-    table = s.table("comparison").set_index("method")
+    return _best_in(s.table("comparison").set_index("method"))
+
+
+def _best_in(table: pd.DataFrame) -> tuple[str, bool]:
+    """Claim (a) on a comparison table indexed by method."""
     if "talos" not in table.index:
         raise _Missing("no talos row in the comparison")
     own, parts, holds = table.loc["talos"], [], []
@@ -266,3 +270,55 @@ def claims_markdown(store: Store | str, suites: Sequence[str]) -> str:
                   "lacks the results it needs or it does not apply):", ""]
     lines += [f"- ({c.key}) {c.rule}." for c in CLAIMS]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# the α-grid rule: claim (a) again with the rows of the ``alpha-rule`` protocol (issue 29)
+# --------------------------------------------------------------------------------------------
+def alpha_rule_markdown(store: Store | str, suite: str) -> str:
+    """The ``alpha_rule`` results of ``suite`` (one table row per result row and rule) and claim (a) judged under
+    each rule: under ``unit`` every row with an ``alpha_rule`` result takes that rule's addition and negation
+    numbers; the other rows (dense methods, post-hoc merges of dense vectors) search ``0…1`` under both rules.
+    ``n/a`` when the store has no such result."""
+    from talos_core.evaluation.runs import ALPHA_RULES
+    from talos_core.schema import method_label
+
+    store = store if isinstance(store, Store) else Store(store)
+    if suite not in store.results("suite"):
+        raise TalosError(f"no results of suite {suite!r} in {store.root}; pass --store with the store that holds them")
+    meta = store.read_result("suite", suite)
+    prefix = result_name(suite, meta["model"]) + "__"
+    names = sorted(n for n in store.results("alpha_rule") if n.startswith(prefix))
+    if not names:
+        return (f"n/a: no alpha_rule results of suite {suite!r} in this store "
+                f"(`talos evaluate alpha-rule --suite {suite} ...`)")
+    lines = ["| row | α grid | searched up to | addition α | add. abs | add. norm | neg. target ↓ | neg. control |",
+             "|---|---|---|---|---|---|---|---|"]
+    by_rule: dict[str, dict[str, dict]] = {rule: {} for rule in ALPHA_RULES}
+    for name in names:
+        row_id = name[len(prefix):]
+        for r in store.read_table("alpha_rule", name).to_dict(orient="records"):
+            by_rule.setdefault(str(r["rule"]), {})[row_id] = r
+            lines.append(f"| {method_label(row_id)} | {r['rule']} | {r['alpha_max']:g} | {r['addition_alpha']:g} | "
+                         f"{_pct(r['addition_abs'])} | {_pct(r['addition_norm'])} | {_pct(r['negation_target'])} | "
+                         f"{_pct(r['negation_control'])} |")
+    lines.append("")
+    s = _Suite(store, suite, meta["model"], str(meta.get("scale", "?")))
+    try:
+        base = s.table("comparison").set_index("method")
+    except _Missing as why:
+        return "\n".join([*lines, f"Claim (a): n/a ({why})."])
+    for rule in ALPHA_RULES:
+        table = base.copy()
+        for row_id, r in by_rule.get(rule, {}).items():
+            if row_id in table.index:
+                for col in ("addition_abs", "addition_norm", "negation_target", "negation_control"):
+                    table.loc[row_id, col] = r[col]
+        try:
+            numbers, holds = _best_in(table)
+            verdict = VERDICTS[0] if holds else VERDICTS[1]
+        except _Missing as why:
+            numbers, verdict = f"n/a: {why}", VERDICTS[2]
+        lines.append(f"- Claim (a) with the `{rule}` grid: {numbers} → **{verdict}**.")
+    return "\n".join(lines)
+

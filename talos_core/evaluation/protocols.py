@@ -35,6 +35,7 @@ import pandas as pd
 from talos_core.errors import TalosError, check_int, check_range, unknown
 from talos_core.evaluation import arithmetic as arith
 from talos_core.evaluation.ablation import AblationSettings, sparsity_ablation
+from talos_core.evaluation.alpha_rule import AlphaRuleSettings, alpha_rule
 from talos_core.evaluation.context import EvalContext
 from talos_core.evaluation.learning_curve import LearningCurveSettings, learning_curve
 from talos_core.evaluation.lr_check import LrCheckSettings, run_lr_check
@@ -580,6 +581,9 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
              method_kind="posthoc", min_tasks=2, upserts=("single",)),
     Protocol("sparsity-ablation", "addition, negation and single-task summaries of a sparse method at several "
              "sparsities", AblationSettings, sparsity_ablation, min_tasks=2),
+    Protocol("alpha-rule", "addition and negation of one row's runs under each alpha-grid rule side by side: the "
+             "paper's (x 1/(1 - k) for sparse methods) and 0..1 for every method (the official code's)",
+             AlphaRuleSettings, alpha_rule, min_tasks=2),
     Protocol("selection", "per task, choose a hyperparameter (sparsity, rank or lr) by validation task negation: "
              "lowest target acc with the control at >= 95% of zero-shot", SelectionSettings, run_selection),
     Protocol("learning-curve", "validation accuracy every eval_every steps while fine-tuning each task, and the "
