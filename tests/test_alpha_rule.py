@@ -91,3 +91,30 @@ def test_claim_a_under_each_rule(tmp_path):
     empty = Store(tmp_path / "e")
     empty.write_result("suite", "s", {"model": "m"})
     assert alpha_rule_markdown(empty, "s").startswith("n/a: no alpha_rule results of suite 's'")
+
+
+@pytest.mark.slow
+def test_a_suite_row_is_evaluated_on_the_suites_own_runs(tmp_path, capsys):
+    """``--suite-row``: the row's runs, settings and choices come from the suite's record; nothing is trained
+    (``--no-train``) and the paper row is the suite's own addition and negation."""
+    from talos_core.suites import run_suite
+
+    store = Store(tmp_path / "s")
+    run_suite("tiny", store, scale="mini", methods=["talos"], posthoc=[], log=lambda s: None)
+    runs = {r.id for r in store.runs()}
+    base = ["evaluate", "alpha-rule", "--suite", "tiny", "--model", "tiny-text", "--store", str(store.root)]
+    assert main([*base, "--suite-row", "talos", "--no-train", "--quiet"]) == 0
+    capsys.readouterr()
+    assert {r.id for r in store.runs()} == runs
+    payload = store.read_result("alpha_rule", "tiny__tiny-text__talos")
+    assert payload["reused"] == ["paper"]
+    assert payload["runs"] == store.read_result("addition", "tiny__tiny-text__talos")["runs"]
+    for argv, said in ((["--suite-row", "nope"], "unknown row of suite 'tiny' 'nope'"),
+                       (["--suite-row", "talos", "--steps", "3"], "leave --steps out"),
+                       (["--suite-row", "talos", "--tasks", "tweets,wordnet-verbs"], "leave --tasks out")):
+        assert main([*base, *argv]) == 2
+        assert said in capsys.readouterr().err
+    assert main([*base[:4], "--model", "tiny-clip", *base[6:], "--suite-row", "talos"]) == 2
+    assert "ran model 'tiny-text', not 'tiny-clip'" in capsys.readouterr().err
+    assert main([*base[:2], "--suite", "other", *base[4:], "--suite-row", "talos"]) == 2
+    assert "no record of suite 'other'" in capsys.readouterr().err

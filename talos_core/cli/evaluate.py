@@ -126,6 +126,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--use-selection", action="store_true",
                    help="evaluate the run chosen per task by the stored selection of this method, suite and model "
                         "(talos evaluate selection)")
+    p.add_argument("--suite-row", default=None,
+                   help="evaluate the runs of this row of the suite named by --suite (talos, talos-k0.9, ...), with "
+                        "the suite's own settings and per-task choices read from its record in --store: e.g. "
+                        "`talos evaluate alpha-rule --suite vision --suite-row talos --model efficientnet-lite0`")
     p.add_argument("--result-method", default=None,
                    help="write the results under this id instead of the method: a variant id such as talos-k0.9 "
                         "(a separate, labelled row)")
@@ -166,23 +170,44 @@ def _evaluate(args: argparse.Namespace) -> int:
     protocol = get_protocol(args.protocol)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     tasks = [canonical_task(t) for t in tasks]  # csv:PATH, images:DIR, hf:ID → named with their content hash
-    if protocol.needs_tasks and not tasks:
+    if protocol.needs_tasks and not tasks and args.suite_row is None:
         raise TalosError("--tasks is required: a comma-separated list such as tweets,wordnet-verbs")
     settings = settings_from_args(protocol, args)
     overrides = overrides_from_args(args, tasks[0] if tasks else "tweets")
     t0 = time.perf_counter()
     store = Store(args.store)
     task_overrides = None
+    method, result_method = args.method, args.result_method
+    if args.suite_row is not None:
+        from talos_core.suites import suite_row
+
+        given = [flag for flag, on in (("--tasks", bool(tasks)), ("--use-selection", args.use_selection),
+                                       ("--result-method", args.result_method is not None),
+                                       ("--method", args.method != "talos")) if on]
+        given += [f"--{k.replace('_', '-')}" for k in overrides]
+        if given:
+            raise TalosError(f"--suite-row takes the method, tasks, run settings and choices from the suite; leave "
+                             f"{', '.join(given)} out")
+        row = suite_row(store, args.suite, args.suite_row)
+        if row.model != args.model:
+            raise TalosError(f"suite {args.suite!r} in {store.root} ran model {row.model!r}, not {args.model!r}; pass "
+                             f"--model {row.model}")
+        tasks, method, overrides = list(row.tasks), row.method, row.overrides
+        task_overrides, result_method = row.task_overrides, row.result_method
+        names = {f.name for f in fields(protocol.settings)}  # the suite's α step and control task, unless given
+        flagged = {name: getattr(args, _dest(flag)) for flag, name in _flags_of(protocol)
+                   if getattr(args, _dest(flag)) is not None}
+        settings = protocol.settings(**{**{k: v for k, v in row.settings.items() if k in names}, **flagged})
     if args.use_selection:
         from talos_core.evaluation.selection import selected_overrides
         from talos_core.methods.posthoc import BASE_METHOD
 
         of = BASE_METHOD if protocol.method_kind == "posthoc" else args.method  # post-hoc merges its runs
         task_overrides = selected_overrides(store, args.suite, args.model, of, tasks)
-    out = evaluate(store, protocol.name, args.model, tasks, args.method, suite=args.suite, settings=settings,
+    out = evaluate(store, protocol.name, args.model, tasks, method, suite=args.suite, settings=settings,
                    overrides=overrides, train=not args.no_train, progress=not args.quiet, force=args.force,
-                   task_overrides=task_overrides, result_method=args.result_method)
-    print(f"{protocol.name} | {args.model} | {args.method} | tasks: {', '.join(tasks) or '-'}")
+                   task_overrides=task_overrides, result_method=result_method)
+    print(f"{protocol.name} | {args.model} | {result_method or method} | tasks: {', '.join(tasks) or '-'}")
     print(out.summary())
     for kind, name in out.results:
         print(f"wrote {store.result_path(kind, name)}")

@@ -262,3 +262,46 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
                                            alpha_step=sc.alpha_step), overrides("talos")))
     steps.append(Step("comparison", "comparison", "talos", tasks, NoSettings(), {}, always=True))
     return steps
+
+
+@dataclass(frozen=True)
+class SuiteRow:
+    """How a suite evaluated one of its rows (:func:`suite_row`): what ``evaluate`` needs to evaluate the same runs
+    again under another protocol."""
+
+    model: str
+    method: str
+    tasks: tuple[str, ...]
+    overrides: dict
+    task_overrides: dict | None
+    result_method: str | None
+    settings: dict  # the suite's evaluation settings of the row (``alpha_step``, ``control_task``)
+
+
+def suite_row(store: Store, suite: str, row: str) -> SuiteRow:
+    """Row ``row`` (``talos``, ``talos-k0.9``, …) of the suite whose record ``store`` holds, as the suite's own
+    ``<row>: addition`` step resolves it from the store (its runs' settings, per-task choices and result id), so a
+    protocol run with it (``talos evaluate PROTOCOL --suite S --suite-row R``) finds the suite's runs. A suite the
+    store has no record of, or a row it did not evaluate, is one :class:`TalosError` sentence."""
+    from talos_core.errors import unknown
+    from talos_core.suites.specs import get_suite, with_model
+
+    if suite not in store.results("suite"):
+        raise TalosError(f"no record of suite {suite!r} in {store.root}; --suite-row needs the store a suite ran into")
+    meta = store.read_result("suite", suite)
+    spec = get_suite(suite)
+    spec = with_model(spec, meta.get("model") if meta.get("model") != spec.model else None)
+    scale = str(meta.get("scale"))
+    if scale not in spec.scales:
+        raise unknown(f"scale of suite {suite!r} (its record)", scale, spec.scales)
+    steps = suite_steps(spec, scale, list(meta.get("methods") or spec.methods),
+                        list(spec.posthoc if meta.get("posthoc") is None else meta["posthoc"]),
+                        seed=int(meta.get("seed", 0)), device="auto")
+    rows = {st.label[:-len(": addition")]: st for st in steps if st.label.endswith(": addition")}
+    if row not in rows:
+        raise unknown(f"row of suite {suite!r}", row, rows)
+    st = rows[row]
+    settings, ov, per_task = st.resolve(store)
+    return SuiteRow(spec.model, st.method, tuple(st.tasks), ov, per_task, st.result_method,
+                    {"alpha_step": settings.alpha_step, "control_task": spec.control_task})
+
