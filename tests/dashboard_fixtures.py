@@ -274,6 +274,14 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
                       means=[{"lr": 1e-4, "val_acc": 0.65}, {"lr": 1e-3, "val_acc": 0.75}], rule="synthetic fixture",
                       budget=50, values=[1e-4, 1e-3], tasks=list(TASKS[:2]), row="talos-k0.9", method="talos",
                       model=MODEL, suite=SUITE)
+    # TaLoS's rows under both α grids (issue 29: the paper's stretched grid against the official code's 0…1)
+    store.write_table("alpha_rule", _name("talos"), pd.DataFrame([
+        {"rule": "paper", "alpha_max": 100.0, "addition_alpha": 1.0, "addition_abs": 0.74, "addition_norm": 0.95,
+         "negation_target": 0.16, "negation_control": 0.62},
+        {"rule": "unit", "alpha_max": 1.0, "addition_alpha": 0.95, "addition_abs": 0.74, "addition_norm": 0.95,
+         "negation_target": 0.66, "negation_control": 0.67}]),
+        negation_alphas={"paper": {t: 10.0 for t in TASKS}, "unit": {t: 1.0 for t in TASKS}},
+        runs={t: f"run-{t}-0.9" for t in TASKS}, control_task=CONTROL, method="talos", model=MODEL, suite=SUITE)
     store.write_result("suite", SUITE, {"model": MODEL, "tasks": list(TASKS), "control_task": CONTROL,
                                         "methods": list(METHODS), "command": "synthetic fixture (tests)",
                                         "wall_time_s": 0.0, "device": "cpu", "created": "2025-01-01T00:00:00"})
