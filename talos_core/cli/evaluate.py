@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -144,11 +144,13 @@ def _protocols_help(protocols: dict) -> str:
     return "\n".join(lines)
 
 
-def settings_from_args(protocol, args: argparse.Namespace):
-    """The protocol's settings: each field from its flag when given, else the protocol's default."""
+def settings_from_args(protocol, args: argparse.Namespace, defaults: Mapping[str, Any] | None = None):
+    """The protocol's settings: each field from its flag when given, else from ``defaults`` (those of its fields
+    there: a suite row's α step and control task), else the protocol's default."""
+    names = {f.name for f in fields(protocol.settings)}
     given = {name: getattr(args, _dest(flag)) for flag, name in _flags_of(protocol)
              if getattr(args, _dest(flag)) is not None}
-    return protocol.settings(**given)
+    return protocol.settings(**{**{k: v for k, v in (defaults or {}).items() if k in names}, **given})
 
 
 def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
@@ -194,10 +196,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                              f"--model {row.model}")
         tasks, method, overrides = list(row.tasks), row.method, row.overrides
         task_overrides, result_method = row.task_overrides, row.result_method
-        names = {f.name for f in fields(protocol.settings)}  # the suite's α step and control task, unless given
-        flagged = {name: getattr(args, _dest(flag)) for flag, name in _flags_of(protocol)
-                   if getattr(args, _dest(flag)) is not None}
-        settings = protocol.settings(**{**{k: v for k, v in row.settings.items() if k in names}, **flagged})
+        settings = settings_from_args(protocol, args, defaults=row.settings)  # the suite's, unless flags say else
     if args.use_selection:
         from talos_core.evaluation.selection import selected_overrides
         from talos_core.methods.posthoc import BASE_METHOD

@@ -10,7 +10,7 @@ validation; negation: lowest target with the control ≥ 95 % of zero-shot, per 
 
 Where the store already holds the row's ``addition`` / ``negation`` results for exactly these runs and grid (the
 suite's, under the paper's rule), their numbers are taken instead of evaluating again (evaluation is
-deterministic). :func:`talos_core.evaluation.claims.alpha_rule_findings` re-judges claim (a) with these rows.
+deterministic). :func:`talos_core.evaluation.claims.alpha_rule_markdown` re-judges claim (a) with these rows.
 """
 
 from __future__ import annotations
