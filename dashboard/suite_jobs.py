@@ -91,8 +91,8 @@ def suite_job_problem(spec: SuiteJobSpec, limits) -> str | None:
     return None
 
 
-#: a suite whose plan estimates more device-hours of training than this (or has runs it cannot estimate) is launched
-#: only after the visitor confirms its cost
+#: a suite whose plan estimates more device-hours (training and evaluation) than this (or has runs it cannot
+#: estimate) is launched only after the visitor confirms its cost
 CONFIRM_HOURS = 0.25
 
 
@@ -111,8 +111,9 @@ def needs_confirmation(plan) -> bool:
 
 
 def plan_hours(plan) -> float:
-    """The plan's training device-hours, with the runs whose budget a learning curve chooses at their upper bound."""
-    return plan.cost["hours"] + plan.cost.get("max_hours", 0.0)
+    """The plan's device-hours: training, with the runs whose budget a learning curve chooses at their upper bound, and
+    the evaluation it counts where its cells are measured."""
+    return plan.cost["hours"] + plan.cost.get("max_hours", 0.0) + (plan.cost.get("evaluation") or {}).get("hours", 0.0)
 
 
 def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, python: str | None = None,
@@ -121,8 +122,8 @@ def start_suite_job(spec: SuiteJobSpec, store: str | Path, *, limits=None, pytho
     (:func:`suite_plan`), one that :func:`needs_confirmation` is refused unless ``confirmed``."""
     if plan is not None and needs_confirmation(plan) and not confirmed:
         raise TalosError(f"suite {spec.suite!r} at scale {spec.resolved_scale()!r} is estimated at "
-                         f"{plan_hours(plan):.2f} device-hours of training ({plan.counts()['finetune_runs']} runs); "
-                         f"confirm its cost to launch it")
+                         f"{plan_hours(plan):.2f} device-hours of training and evaluation "
+                         f"({plan.counts()['finetune_runs']} runs); confirm its cost to launch it")
     import fcntl
 
     from dashboard import jobs

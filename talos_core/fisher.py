@@ -25,6 +25,7 @@ from torch.func import functional_call, grad, vmap
 from torch.overrides import TorchFunctionMode
 
 from talos_core.errors import TalosError
+from talos_core.inference import tally
 from talos_core.inference.attention import differentiable_attention
 from talos_core.models.base import Batch, TaskModel, iter_batches
 from talos_core.tasks.base import Split, TaskSpec
@@ -512,6 +513,7 @@ def fisher_scores(model: TaskModel, split: Split, task: TaskSpec, names: list[st
                     scores[name] += g.to(SCORE_DTYPE).pow(2).sum(0)
     finally:
         model.train(was_training)
+    tally.add("grad", len(split))
     return scores
 
 

@@ -413,6 +413,7 @@ def validation_accuracy(model: TaskModel, split: Split, task: TaskSpec, logits_f
     pads less and changes no prediction); the grad mode, the train/eval mode and every parameter are as
     before afterwards — nothing is written, so the trained vector is the same with or without it.
     """
+    from talos_core.inference import tally
     from talos_core.inference.forward import eval_order
     from talos_core.inference.precision import autocast
     from talos_core.models.base import iter_batches
@@ -430,6 +431,8 @@ def validation_accuracy(model: TaskModel, split: Split, task: TaskSpec, logits_f
                 preds.append(logits_fn(model, batch).float().argmax(-1).cpu())
     finally:
         model.train(was_training)
+    linear = logits_fn is not default_logits or getattr(model, "linearized", False)
+    tally.add("jvp" if linear else "forward", len(split))
     return float((torch.cat(preds) == labels).float().mean())
 
 

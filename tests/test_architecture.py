@@ -100,7 +100,7 @@ def test_no_import_cycles():
 
 #: the orchestration package ``talos_core/suites/``, bottom to top: each module imports only modules before it (its
 #: ``__init__`` re-exports the public names of specs, steps, run and report)
-SUITES_LAYERS = ("costs", "specs", "steps", "executors", "plan", "run", "report")
+SUITES_LAYERS = ("costs", "specs", "steps", "workload", "executors", "plan", "run", "report")
 
 
 def test_suites_package_imports_point_down_its_layers():

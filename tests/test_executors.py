@@ -17,7 +17,7 @@ from talos_core.suites import get_suite, suite_steps
 from talos_core.suites.executors import Progress, step_graph, step_methods, step_writes
 
 # fields that hold times, hosts or commands (they differ between any two runs); everything else must be equal
-TIMING = {"wall_time_s", "step_times_s", "sessions", "created", "time_per_step_s", "peak_memory_mb",
+TIMING = {"wall_time_s", "step_times_s", "step_work", "sessions", "created", "time_per_step_s", "peak_memory_mb",
           "fwd_bwd_s_mean", "fwd_bwd_s_std", "opt_s_mean", "opt_s_std", "calibration_s", "total_s", "eval_s",
           "train_s", "step_s_mean", "command", "finished", "started", "torch_threads", "summary_timing",
           "calibration_s_mean"}

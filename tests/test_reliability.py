@@ -163,7 +163,7 @@ def test_suite_cost_needs_confirmation(tmp_path):
     spec = SuiteJobSpec("vision")
     plan = suite_plan(spec, tmp_path / "s", gpu=False)
     assert needs_confirmation(plan) and not needs_confirmation(suite_plan(SuiteJobSpec("tiny"), tmp_path, gpu=False))
-    with pytest.raises(TalosError, match="device-hours of training .* confirm its cost to launch it"):
+    with pytest.raises(TalosError, match="device-hours of training and evaluation .* confirm its cost to launch it"):
         start_suite_job(spec, tmp_path / "s", plan=plan)
     assert _files(tmp_path / "s") == []
 

@@ -266,12 +266,13 @@ with st.expander("A suite (every method and analysis of `talos suite`), here or 
         ui.show_problem(sproblem)
     else:
         st.code(jobs.display_command(scmd), language="bash")
-    if splan is not None:  # what `talos suite --plan` says it costs (training only, from measured cells)
+    if splan is not None:  # what `talos suite --plan` says it costs (training and evaluation, from measured cells)
         st.caption(ui.md(f"{splan.counts()['finetune_runs']} fine-tuning runs, {len(splan.steps)} steps. "
                          + " ".join(line.strip() for line in splan.cost_lines()[1:])))
         if not sproblem and suite_jobs.needs_confirmation(splan):
             confirmed = st.checkbox(f"I understand this suite takes up to {suite_jobs.plan_hours(splan):.2f} "
-                                    "device-hours of training here, plus what the estimate cannot include",
+                                    "device-hours of training and evaluation here, plus what the estimate "
+                                    "cannot include",
                                     key="suite_confirm")
     if st.button("Launch suite in background", disabled=sproblem is not None, key="suite_launch"):
         try:

@@ -18,6 +18,7 @@ import torch
 from torch.func import functional_call, jvp
 
 from talos_core.errors import TalosError
+from talos_core.inference import tally
 from talos_core.inference.attention import differentiable_attention
 from talos_core.inference.precision import autocast as eval_autocast
 from talos_core.models.base import Batch, TaskModel, iter_batches
@@ -114,6 +115,12 @@ def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Ten
 def predict_logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms = (), *,
                    mode: Mode = "nonlinear", batch_size: int = 128) -> torch.Tensor:
     """Logits ``[N, C]`` (float32, CPU) of the edited model on ``split``; the model is left unchanged."""
+    return _logits(model, task, split, terms, mode, batch_size, edited=False)
+
+
+def _logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms, mode: Mode, batch_size: int, *,
+            edited: bool) -> torch.Tensor:
+    """:func:`predict_logits`; ``edited``: the caller has applied an edit already (how the pass is counted)."""
     if model.head_task != task.name:
         raise RuntimeError(f"model carries the head of {model.head_task!r}, not {task.name!r}")
     terms = [(tv, a) for tv, a in terms if a != 0.0]
@@ -126,12 +133,14 @@ def predict_logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms 
             with apply_vectors(model, terms), torch.inference_mode(), eval_autocast(model):
                 for batch in iter_batches(model, split, task, batch_size, order):
                     outs.append(model(**batch).float().cpu())
+            tally.add("forward" if terms or edited else "forward0", len(split))
         elif mode == "linearized":
             delta = {n: v.to(model.device) for n, v in sum_vectors([tv for tv, _ in terms],
                                                                      [a for _, a in terms]).to_dense().items()}
             with torch.no_grad(), eval_autocast(model):
                 for batch in iter_batches(model, split, task, batch_size, order):
                     outs.append(linearized_logits(model, batch, delta).float().cpu())
+            tally.add("jvp", len(split))
         else:
             raise ValueError(f"unknown evaluation mode {mode!r}")
     finally:
@@ -184,7 +193,7 @@ def predict_logits_many(model: TaskModel, evals: Sequence[Evaluation], terms: Te
             for task, split, head in evals:
                 if model.head_task != task.name:
                     model.set_head(head, task.name)
-                outs.append(predict_logits(model, task, split, (), mode="nonlinear", batch_size=batch_size))
+                outs.append(_logits(model, task, split, (), "nonlinear", batch_size, edited=bool(terms)))
     elif mode == "linearized":
         merged = sum_vectors([tv for tv, _ in terms], [a for _, a in terms]) if terms else None
         for task, split, head in evals:
@@ -224,6 +233,8 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
                     jvp_parts[i].append(_jvp_only(model, batch, delta).float().cpu())
     finally:
         model.train(was_training)
+    tally.add("base", len(split))
+    tally.add("jvp", len(split) * len(vectors))
     if not base_parts:
         empty = torch.zeros(0, task.num_classes)
         return empty, [empty.clone() for _ in vectors]

@@ -113,6 +113,8 @@ class LoraAdapter(nn.Module):
     model, so it can be passed to :func:`talos_core.training.finetune` as the model being trained.
     """
 
+    linearized = True  # each forward is one JVP at θ0 (how its validation passes are counted)
+
     def __init__(self, base: nn.Module, targets: list[LoraTarget], rank: int, alpha: float, seed: int) -> None:
         super().__init__()
         if not targets:

@@ -29,13 +29,23 @@ TABLE = Path(__file__).with_name("plan_costs.json")
 
 @lru_cache(maxsize=1)
 def table() -> dict:
-    """The parsed table: ``{"devices": {name: description}, "cells": [...]}``."""
+    """The parsed table: ``{"devices": {name: description}, "cells": [...], "eval_cells": [...]}``."""
     data = json.loads(TABLE.read_text())
     for c in data["cells"]:
         for key in ("model", "method", "device", "batch_size", "s_per_iter", "ref", "source"):
             if key not in c:
                 raise TalosError(f"{TABLE}: a cell lacks {key!r}: {c}")
+    for c in data.setdefault("eval_cells", []):
+        for key in ("model", "kind", "device", "s_per_example", "ref", "source"):
+            if key not in c:
+                raise TalosError(f"{TABLE}: an evaluation cell lacks {key!r}: {c}")
+        if c["kind"] not in EVAL_KINDS:
+            raise TalosError(f"{TABLE}: evaluation cell kind {c['kind']!r} is not one of {', '.join(EVAL_KINDS)}")
     return data
+
+
+EVAL_KINDS = ("forward", "jvp", "grad")
+"""The measured evaluation cells (seconds per example); ``base`` and ``forward0`` passes are priced as ``forward``."""
 
 
 def devices() -> dict[str, str]:
@@ -115,6 +125,47 @@ def estimate(runs, device: str) -> dict:
         out.append(g)
     return {"device": device, "device_name": devices()[device], "groups": out, "hours": hours,
             "max_hours": max_hours, "unmeasured_runs": unmeasured}
+
+
+def eval_cell(model: str, device: str, kind: str) -> dict | None:
+    """The measured seconds per example of pass ``kind`` (:mod:`talos_core.inference.tally`) for this model's
+    architecture on ``device``, or ``None``."""
+    kind = "forward" if kind in ("base", "forward0") else kind
+    for c in table()["eval_cells"]:
+        if (c["model"], c["device"], c["kind"]) == (arch(model), device, kind):
+            return c
+    return None
+
+
+def estimate_eval(work: dict, model: str, device: str, *, lota_iterations: int = 0,
+                  lota_batch_size: int | None = None) -> dict:
+    """Device-hours of the evaluation work ``work`` (``{kind: examples}``, :mod:`talos_core.suites.workload`) and of
+    LoTA's dense calibration iterations (priced as non-linear fine-tuning iterations): one row per kind, priced from
+    its cell or reported as not measured."""
+    rows, hours, unmeasured = [], 0.0, []
+    for kind in ("forward", "base", "jvp", "grad", "forward0"):
+        n = int(work.get(kind, 0))
+        if not n:
+            continue
+        c = eval_cell(model, device, kind)
+        if c is None:
+            rows.append({"kind": kind, "examples": n, "s_per_example": None, "hours": None, "ref": None})
+            unmeasured.append(kind)
+            continue
+        h = n * c["s_per_example"] / 3600
+        rows.append({"kind": kind, "examples": n, "s_per_example": c["s_per_example"], "hours": h, "ref": c["ref"]})
+        hours += h
+    if lota_iterations:
+        c = cell(model, "nonlinear", device, lota_batch_size)
+        h = None if c is None else lota_iterations * c["s_per_iter"] / 3600
+        rows.append({"kind": "lota-calibration", "examples": lota_iterations,
+                     "s_per_example": None if c is None else c["s_per_iter"], "hours": h,
+                     "ref": None if c is None else c.get("ref", c["source"])})
+        if h is None:
+            unmeasured.append("lota-calibration")
+        else:
+            hours += h
+    return {"rows": rows, "hours": hours, "unmeasured": unmeasured}
 
 
 def default_device() -> str:

@@ -134,7 +134,8 @@ def step_graph(steps: Sequence, *, results: bool = True) -> dict[str, tuple[str,
 class Progress:
     """Per-step state of a suite run and its display: one line per state change, a summary at the end.
 
-    ``states[label]`` is ``{"state": one of STATES, "seconds": ..., "error": ..., "host": ..., "attempts": ...}``;
+    ``states[label]`` is ``{"state": one of STATES, "seconds": ..., "error": ..., "host": ..., "attempts": ...,
+    "work": ...}`` (``work``: the examples the step pushed through the model, :mod:`talos_core.inference.tally`);
     ``on_change(label)`` is called after every change (the suite record is rewritten there).
     """
 
@@ -181,10 +182,10 @@ class Progress:
         self._set(label, state="running", attempts=attempts, **({"host": host} if host else {}),
                   started_s=round(time.perf_counter() - self.t0, 3))
 
-    def done(self, label: str, seconds: float) -> None:
+    def done(self, label: str, seconds: float, work: Mapping[str, int] | None = None) -> None:
         self.states[label]["state"] = "done"  # counted before the line is printed
         self.log(f"{self.prefix} {label} done in {seconds:.1f}s [{self.counts()}]")
-        self._set(label, state="done", seconds=float(seconds))
+        self._set(label, state="done", seconds=float(seconds), **({"work": dict(work)} if work is not None else {}))
 
     def fail(self, label: str, error: str) -> None:
         self.states[label]["state"] = "failed"
@@ -241,9 +242,10 @@ class SuiteJob:
 
 def _run_in_worker(job: SuiteJob, label: str, fine_tune: str | None, progress: bool) -> dict:
     """Body of one Ray task: fine-tune one run of step ``label`` (``fine_tune`` = its :func:`run_parts` key), or
-    run the step; returns its time and host."""
+    run the step; returns its time, host and work (:func:`talos_core.inference.tally.since`)."""
     import torch
 
+    from talos_core.inference import tally
     from talos_core.inference.precision import eval_precision
 
     if job.threads:
@@ -253,13 +255,13 @@ def _run_in_worker(job: SuiteJob, label: str, fine_tune: str | None, progress: b
     try:
         store = job.open_store()
         st = job.steps()[label]
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), tally.snapshot()
         with eval_precision(job.precision):
             if fine_tune is None:
                 st.run(store, job.model, job.suite, progress=progress)
             else:
                 fine_tune_run(st, store, job.model, fine_tune, progress=progress)
-        return {"seconds": time.perf_counter() - t0, "host": socket.gethostname()}
+        return {"seconds": time.perf_counter() - t0, "host": socket.gethostname(), "work": tally.since(before)}
     finally:
         for k, v in saved.items():
             if v is None:
@@ -364,15 +366,17 @@ def splits_runs(step) -> bool:
 # --------------------------------------------------------------------------------------------
 def run_local(job: SuiteJob, steps: Sequence, store: Store, display: Progress, *, progress: bool = False) -> None:
     """Run ``steps`` in order in this process (an exception stops the suite, as it always did)."""
+    from talos_core.inference import tally
+
     for st in steps:
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), tally.snapshot()
         display.start(st.label)
         try:
             st.run(store, job.model, job.suite, progress=progress)
         except BaseException as exc:
             display.fail(st.label, _one_line(exc))
             raise
-        display.done(st.label, time.perf_counter() - t0)
+        display.done(st.label, time.perf_counter() - t0, tally.since(before))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -521,6 +525,7 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         needs[st.label] = deps
 
     times: dict[str, float] = {}
+    work: dict[str, dict[str, int]] = {}
     settled: dict[str, bool] = {}  # display label -> succeeded
 
     def settle(lab: str) -> bool:
@@ -543,8 +548,8 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         if display.states.get(lab, {}).get("state") != "running":
             display.start(lab, out.get("host"))
         secs = float(out["seconds"]) + sum(times.get(p, 0.0) for p in parts.get(lab, []))
-        times[lab] = secs
-        display.done(lab, secs)
+        times[lab], work[lab] = secs, _with_parts(out, parts.get(lab, []), work)
+        display.done(lab, secs, work[lab])
         settled[lab] = True
         return True
 
@@ -572,6 +577,15 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
     finally:
         ray.kill(reporter)
     return {lab: t for lab, t in times.items() if lab in labels}
+
+
+def _with_parts(out: Mapping[str, Any], parts: Sequence[str], work: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """A unit's work (:mod:`talos_core.inference.tally` counts) plus that of its fine-tuning parts."""
+    total = dict(out.get("work") or {})
+    for p in parts:
+        for k, n in (work.get(p) or {}).items():
+            total[k] = total.get(k, 0) + n
+    return total
 
 
 def _run_label(label: str, key: str) -> str:
@@ -607,6 +621,7 @@ def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: in
             deps = deps + parts[st.label]
         units[st.label], needs[st.label] = (st.label, None), deps
     times: dict[str, float] = {}
+    work: dict[str, dict[str, int]] = {}
     state: dict[str, bool] = {}  # display label -> succeeded
     running: dict[Any, str] = {}
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no inherited CUDA or thread state
@@ -634,8 +649,8 @@ def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: in
                     state[lab] = False
                     continue
                 secs = float(out["seconds"]) + sum(times.get(p, 0.0) for p in parts.get(lab, []))
-                times[lab] = secs
-                display.done(lab, secs)
+                times[lab], work[lab] = secs, _with_parts(out, parts.get(lab, []), work)
+                display.done(lab, secs, work[lab])
                 state[lab] = True
     return {lab: t for lab, t in times.items() if lab in labels}
 

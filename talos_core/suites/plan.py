@@ -59,6 +59,12 @@ class PlannedRun:
     calib_samples: int | None = None
     in_store: bool = False
     max_steps: int | None = None  # a budget chosen later: its largest value (the scale's ``curve_steps``)
+    sparsity: float | None = None  # sparse methods' (the α grid's stretch)
+    eval_every: int = 0  # validation accuracy every N steps (learning curves, early stopping)
+    calib_rounds: int = 0  # calibration rounds (TaLoS: Fisher rounds; LoTA: its dense iterations, see lota_steps)
+    calib_batch: int = 0
+    lota_steps: int = 0  # LoTA's dense calibration iterations when fixed by an option (else rounds × batches)
+    eval_mode: str = "nonlinear"
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,9 @@ class Plan:
     cost: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     kept: list[dict] = field(default_factory=list)  # Store.kept_work: what interrupted runs left for --resume
+    # the evaluation work of the steps to do (talos_core.suites.workload): {"steps": {label: {kind: examples}},
+    # "total", "theta0", "lota_calibration_iterations"}, or {"why": ...} when the data sizes are not known here
+    work: dict = field(default_factory=dict)
 
     @property
     def edges(self) -> list[tuple[str, str]]:
@@ -166,9 +175,29 @@ class Plan:
                    + (f" + at most {bound:.2f} for the runs whose budget a learning curve chooses" if bound else "")
                    + (f"; {cost['unmeasured_runs']} runs have no measured cell and are not included"
                       if cost["unmeasured_runs"] else ""))
-        out.append("  not included: mask calibration (TaLoS, LoTA), validation evaluations during training and the "
-                   "evaluation steps (their cost depends on data set sizes known only after download)"
-                   if cost["groups"] else "  evaluation steps are not included in the estimate")
+        ev = cost.get("evaluation")
+        if ev is None:
+            out.append(f"  evaluation not included: {self.work.get('why') or 'no data sizes'}")
+            return out
+        out.append("  evaluation: examples through the model counted from the step table (talos_core/suites/"
+                   "workload.py; validation during training and TaLoS calibration included) × measured seconds per "
+                   "example:")
+        names = {"forward": "forward (edited model)", "base": "base f(x, θ0)", "jvp": "JVP at θ0",
+                 "grad": "calibration gradient", "forward0": "θ0 (zero-shot)",
+                 "lota-calibration": "LoTA dense calibration"}
+        for r in ev["rows"]:
+            unit = "iterations" if r["kind"] == "lota-calibration" else "examples"
+            what = f"  {names[r['kind']]:<24} {r['examples']:>11,} {unit}"
+            out.append(f"  {what} × {r['s_per_example']:.4f} s = {r['hours']:.2f} device-hours  [{r['ref']}]"
+                       if r["hours"] is not None else f"  {what}: not measured for {self.model} on '{self.device}'")
+        bound = " (a bound: runs that stop early evaluate less)" if any(r.early_stopping for r in
+                                                                       self.runs.values()) else ""
+        out.append(f"  evaluation, measured cells: {ev['hours']:.2f} device-hours{bound}"
+                   + (f"; not measured: {', '.join(ev['unmeasured'])}" if ev["unmeasured"] else ""))
+        low = cost["hours"] + ev["hours"]
+        out.append(f"  in all: {low:.2f} device-hours"
+                   + (f" + at most {bound_h:.2f} for budgets a learning curve chooses" if (bound_h := cost.get(
+                       "max_hours") or 0.0) else ""))
         return out
 
     def to_dict(self) -> dict:
@@ -177,7 +206,7 @@ class Plan:
         return {"suite": self.suite, "model": self.model, "scale": self.scale, "device": self.device,
                 "store": self.store, "counts": self.counts(), "settings": self.settings,
                 "steps": [asdict(s) for s in self.steps], "runs": {k: asdict(r) for k, r in self.runs.items()},
-                "edges": self.edges, "cost": self.cost, "kept": self.kept}
+                "edges": self.edges, "cost": self.cost, "kept": self.kept, "work": self.work}
 
 
 _TRAIN_ONLY = ("learning-curve",)  # steps that only fine-tune (and measure curves) count as runs, not evaluations
@@ -231,12 +260,17 @@ def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None
     steps = suite_steps(spec, scale, ft, ph, seed=seed, device="auto")
     if not isinstance(store, StoreListing):
         store = listing(store, spec.name, {"model": spec.model, "scale": scale})
-    return build_plan(spec, scale, steps, store, device=device)
+    from talos_core.suites.workload import load_sizes
+
+    sc = spec.scales[scale]
+    sizes = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
+    return build_plan(spec, scale, steps, store, device=device, sizes=sizes)
 
 
-def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device: str = "h100") -> Plan:
+def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device: str = "h100",
+               sizes: tuple | None = None) -> Plan:
     """The plan of ``steps`` (:func:`~talos_core.suites.steps.suite_steps` of ``spec`` at ``scale``) against a
-    listing."""
+    listing; with ``sizes`` (:func:`~talos_core.suites.workload.load_sizes`' answer) its evaluation work too."""
     from talos_core.suites.costs import estimate
 
     model = spec.model
@@ -286,7 +320,38 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings,
                 kept=store.store.kept_work() if store.store is not None else [])
     plan.cost = estimate([r for r in runs.values() if not r.in_store], device)
+    if sizes is not None:
+        _add_work(plan, steps, spec, sizes)
     return plan
+
+
+def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
+    """The evaluation work of the plan's steps still to do (:mod:`talos_core.suites.workload`), and its cost."""
+    from collections import Counter
+
+    from talos_core.suites.costs import estimate_eval
+    from talos_core.suites.workload import lota_calibration_iterations, plan_views, step_work, theta0_work
+
+    found, why = sizes
+    if found is None:
+        plan.work = {"why": why}
+        return
+    per, total = {}, Counter()
+    for view, ps in zip(plan_views(plan, steps, spec.control_task), plan.steps):
+        if ps.done:
+            continue
+        w = step_work(view, found)
+        per[ps.label] = dict(w)
+        total += w
+    todo = [r for r in plan.runs.values() if not r.in_store]
+    lota = sum(lota_calibration_iterations(r, found) for r in todo)
+    theta0 = theta0_work([*spec.tasks, spec.control_task], found, 1)
+    plan.work = {"steps": per, "total": dict(total), "theta0": dict(theta0), "lota_calibration_iterations": lota}
+    counted = {k: v for k, v in total.items() if k != "forward0"}
+    plan.cost["evaluation"] = estimate_eval({**counted, "forward0": total.get("forward0", 0) + theta0["forward0"]},
+                                            plan.model, plan.device, lota_iterations=lota,
+                                            lota_batch_size=next((r.batch_size for r in todo if r.method == "lota"),
+                                                                 None))
 
 
 def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tuple[list | None, list[str]]:
@@ -383,12 +448,52 @@ def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], stor
 
         rest = {k: v for k, v in ov.items() if k != "steps"}
         tag = hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        bound = max_steps if budget_from is not None else None
+        req = build_request(model, task, method, {**rest, "steps": max(bound or 1, int(rest.get("eval_every") or 1))})
         return PlannedRun(f"{method}/{task}/{tag}: steps from {budget_from}", model, task, method, None,
-                          rest.get("batch_size"), calibrates=info.calibrates,
-                          max_steps=max_steps if budget_from is not None else None)
+                          rest.get("batch_size"), calibrates=info.calibrates, max_steps=bound,
+                          early_stopping=bool(rest.get("early_stopping_patience")), **_run_work(req, info))
     req = build_request(model, task, method, ov)
     cfg = req.train_config()
     return PlannedRun(req.run_id(), model, task, method, cfg.steps, cfg.batch_size,
                       early_stopping=bool(cfg.early_stopping_patience), calibrates=info.calibrates,
-                      calib_samples=req.calib_config().samples if info.calibrates else None,
-                      in_store=store.has_run(model, task, method, ov))
+                      in_store=store.has_run(model, task, method, ov), **_run_work(req, info))
+
+
+def _run_work(req, info) -> dict:
+    """The fields of a :class:`PlannedRun` that its evaluation work depends on (:mod:`talos_core.suites.workload`)."""
+    out = {"sparsity": req.sparsity if info.sparse else None, "eval_every": req.eval_every,
+           "eval_mode": info.eval_mode, "calib_samples": req.calib_config().samples if info.calibrates else None}
+    if info.calibrates:
+        cal = req.calib_config()
+        out.update(calib_rounds=cal.rounds, calib_batch=cal.batch_size)
+        if req.method == "lota":
+            out["lota_steps"] = int(dict(req.options).get("calib_steps") or 0)
+    return out
+
+
+def recount(store: Store | str, suite: str) -> list[dict]:
+    """Every step of the suite run recorded in ``store``: ``{"label", "counted", "seconds", "recorded", "trains"}``,
+    the work :mod:`talos_core.suites.workload` counts for it (its runs' fine-tuning included, as the run made them),
+    the step's recorded time and work (``step_work``; ``None`` where the record has none) and whether it fine-tuned
+    runs. The tests hold counted and recorded equal; ``python -m bench.plan_costs --fit`` divides seconds by counted
+    examples."""
+    from talos_core.suites.specs import get_suite
+    from talos_core.suites.steps import suite_steps
+    from talos_core.suites.workload import load_sizes, plan_views, step_work
+
+    store = store if isinstance(store, Store) else Store(store)
+    meta = store.read_result("suite", suite)
+    spec, scale = get_suite(suite), str(meta["scale"])
+    methods, posthoc = list(meta["methods"]), list(meta["posthoc"])
+    plan = plan_suite(spec, scale, store, device="cpu-2core", methods=methods, posthoc=posthoc,
+                      seed=int(meta.get("seed", 0)))
+    steps = suite_steps(spec, scale, methods, posthoc, seed=int(meta.get("seed", 0)), device="auto")
+    sc = spec.scales[scale]
+    sizes, why = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
+    if sizes is None:
+        raise TalosError(f"cannot count the work of suite {suite!r} here: {why}")
+    times, work = meta.get("step_times_s") or {}, meta.get("step_work") or {}
+    return [{"label": st.label, "counted": dict(step_work(view, sizes)), "seconds": times.get(st.label),
+             "recorded": work.get(st.label), "trains": bool(view.trains)}
+            for view, st in zip(plan_views(plan, steps, spec.control_task, stored=True), steps)]

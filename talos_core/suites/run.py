@@ -150,11 +150,13 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     log(f"[{name}/{scale}] evaluation precision: {precision}"
         + (f" ({requested})" if requested != precision else ""))
     done: dict[str, float] = {}
+    work: dict[str, dict[str, int]] = {}  # examples through the model per step (talos_core.inference.tally)
     sessions: list[dict] = []
     if resume and name in store.results("suite"):
         old = store.read_result("suite", name)
         if {k: old.get(k) for k in fingerprint} == fingerprint and not old.get("complete", True):
             done = dict(old.get("step_times_s") or {})
+            work.update({k: v for k, v in (old.get("step_work") or {}).items() if k in done})
             sessions = list(old.get("sessions") or [])
             log(f"[{name}/{scale}] resuming: {len(done)} steps already done")
         elif old.get("complete", True) is False:
@@ -167,7 +169,7 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     def write_meta(complete: bool) -> dict:
         meta = {**fingerprint, "command": command, "complete": complete, **({"failed": failed} if failed else {}),
                 "wall_time_s": float(sum(timings.values())), "step_times_s": _in_order(timings, order),
-                "sessions": sessions,
+                "step_work": _in_order(work, order), "sessions": sessions,
                 "device": session["device"], "torch_threads": session["torch_threads"],
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         store.write_result("suite", name, meta)
@@ -188,6 +190,8 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
         state = display.states[label]
         if state["state"] == "done" and label in by_label:
             timings[label] = state["seconds"]
+            if state.get("work") is not None:
+                work[label] = state["work"]
             session["steps_run"].append(label)
         elif state["state"] in ("failed", "blocked"):
             failed[label] = state.get("error", "")
