@@ -163,29 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fit", nargs=2, metavar=("STORE", "SUITE"), default=None,
                    help="fit the evaluation cells from a suite run's record instead (fit_record)")
     a = p.parse_args(argv)
-    cells = []
+    tasks = a.tasks.split(",") if a.tasks else None
     if a.fit:
-        for c in fit_record(*a.fit):
-            print(json.dumps({**c, "device": a.name}), flush=True)
-        return 0
-    if a.eval:
-        for model in a.models.split(","):
-            for c in measure_eval(model, tasks=a.tasks.split(",") if a.tasks else None, device=a.device,
-                                  examples=a.examples):
-                c = {**c, "device": a.name}
-                print(json.dumps(c), flush=True)
-                cells.append(c)
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(cells, f, indent=1)
-        return 0
-    for model in a.models.split(","):
-        for method in a.methods.split(","):
-            c = {**measure(model, method, batch=a.batch, steps=a.steps, device=a.device,
-                           tasks=a.tasks.split(",") if a.tasks else None, batching=a.batching,
-                           max_train=a.max_train), "device": a.name}
-            print(json.dumps(c), flush=True)
-            cells.append(c)
+        found = fit_record(*a.fit)
+    elif a.eval:
+        found = [c for model in a.models.split(",")
+                 for c in measure_eval(model, tasks=tasks, device=a.device, examples=a.examples)]
+    else:
+        found = (measure(model, method, batch=a.batch, steps=a.steps, device=a.device, tasks=tasks,
+                         batching=a.batching, max_train=a.max_train)
+                 for model in a.models.split(",") for method in a.methods.split(","))
+    cells = []
+    for c in found:  # printed as each is measured
+        cells.append({**c, "device": a.name})
+        print(json.dumps(cells[-1]), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(cells, f, indent=1)
