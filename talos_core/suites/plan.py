@@ -190,14 +190,12 @@ class Plan:
             what = f"  {names[r['kind']]:<24} {r['examples']:>11,} {unit}"
             out.append(f"  {what} × {r['s_per_example']:.4f} s = {r['hours']:.2f} device-hours  [{r['ref']}]"
                        if r["hours"] is not None else f"  {what}: not measured for {self.model} on '{self.device}'")
-        bound = " (a bound: runs that stop early evaluate less)" if any(r.early_stopping for r in
-                                                                       self.runs.values()) else ""
-        out.append(f"  evaluation, measured cells: {ev['hours']:.2f} device-hours{bound}"
+        early = any(r.early_stopping for r in self.runs.values())
+        out.append(f"  evaluation, measured cells: {ev['hours']:.2f} device-hours"
+                   + (" (a bound: runs that stop early evaluate less)" if early else "")
                    + (f"; not measured: {', '.join(ev['unmeasured'])}" if ev["unmeasured"] else ""))
-        low = cost["hours"] + ev["hours"]
-        out.append(f"  in all: {low:.2f} device-hours"
-                   + (f" + at most {bound_h:.2f} for budgets a learning curve chooses" if (bound_h := cost.get(
-                       "max_hours") or 0.0) else ""))
+        out.append(f"  in all: {cost['hours'] + ev['hours']:.2f} device-hours"
+                   + (f" + at most {bound:.2f} for budgets a learning curve chooses" if bound else ""))
         return out
 
     def to_dict(self) -> dict:
@@ -463,10 +461,10 @@ def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], stor
 def _run_work(req, info) -> dict:
     """The fields of a :class:`PlannedRun` that its evaluation work depends on (:mod:`talos_core.suites.workload`)."""
     out = {"sparsity": req.sparsity if info.sparse else None, "eval_every": req.eval_every,
-           "eval_mode": info.eval_mode, "calib_samples": req.calib_config().samples if info.calibrates else None}
+           "eval_mode": info.eval_mode, "calib_samples": None}
     if info.calibrates:
         cal = req.calib_config()
-        out.update(calib_rounds=cal.rounds, calib_batch=cal.batch_size)
+        out.update(calib_samples=cal.samples, calib_rounds=cal.rounds, calib_batch=cal.batch_size)
         if req.method == "lota":
             out["lota_steps"] = int(dict(req.options).get("calib_steps") or 0)
     return out
@@ -485,10 +483,11 @@ def recount(store: Store | str, suite: str) -> list[dict]:
     store = store if isinstance(store, Store) else Store(store)
     meta = store.read_result("suite", suite)
     spec, scale = get_suite(suite), str(meta["scale"])
-    methods, posthoc = list(meta["methods"]), list(meta["posthoc"])
-    plan = plan_suite(spec, scale, store, device="cpu-2core", methods=methods, posthoc=posthoc,
-                      seed=int(meta.get("seed", 0)))
-    steps = suite_steps(spec, scale, methods, posthoc, seed=int(meta.get("seed", 0)), device="auto")
+    steps = suite_steps(spec, scale, list(meta["methods"]), list(meta["posthoc"]), seed=int(meta.get("seed", 0)),
+                        device="auto")
+    # the plan of the whole table against the store (its own work estimate is for the steps still to do: not needed)
+    plan = build_plan(spec, scale, steps, listing(store, suite, {"model": spec.model, "scale": scale}),
+                      device="cpu-2core")
     sc = spec.scales[scale]
     sizes, why = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
     if sizes is None:
