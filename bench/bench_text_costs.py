@@ -1,6 +1,7 @@
 """Benchmark: what a MiniLM fine-tuning step and an evaluation pass cost, before and after issue 30's batching.
 
-``python -m bench.bench_text_costs [--tasks tweets,drug-reviews,fortune-topics] [--steps 8] [--examples 400]``
+``python -m bench.bench_text_costs [--tasks tweets,drug-reviews,fortune-topics] [--steps 8] [--examples 400]
+[--batch 32] [--no-steps]``
 
 Measured side by side in one process, one CPU thread, on all-MiniLM-L6-v2 with the text suite's real data:
 
@@ -8,9 +9,10 @@ Measured side by side in one process, one CPU thread, on all-MiniLM-L6-v2 with t
   batches (before: ``batching="random"``) and as many with length-grouped batches (after: ``batching="length"``), the
   two runs alternated ``--reps`` times; the cell is the median over runs of ``finetune``'s mean forward+backward +
   optimizer time per step. Both draw batch ``s`` of the same seed's epoch, so they see the same examples per epoch.
-* **Evaluation pass** (``predict`` over ``--examples`` test examples, batch 128): in the split's stored order
-  (before) and in :func:`talos_core.inference.forward.eval_order` (after: by length); predictions are compared
-  (they must be equal: padding is masked).
+* **Evaluation pass** (``predict`` over ``--examples`` test examples, batch ``--batch``, 32 by default as the suites
+  evaluate on CPU): in the split's stored order, by character count (the order of 2026-11-25) and by token count
+  (:func:`talos_core.inference.forward.eval_order` since 2026-11-26); predictions are compared (they must be
+  equal: padding is masked).
 
 A step costs its padded tokens, so the ratios follow ``bench.bench_batching``'s token counts; this measures them.
 """
@@ -43,18 +45,22 @@ def step_seconds(model, task, data, *, batching: str, steps: int) -> float:
     return t["fwd_bwd_s_mean"] + t["opt_s_mean"]
 
 
-def eval_seconds(model, task, split, *, by_length: bool) -> tuple[float, object]:
-    """Seconds of one evaluation pass and its predictions, in stored order or by length."""
+def eval_seconds(model, task, split, *, order: str, batch: int) -> tuple[float, object]:
+    """Seconds of one evaluation pass and its predictions, visiting ``split`` in ``order``: ``"stored"``,
+    ``"chars"`` (by character count, the evaluation order before 2026-11-26) or ``"tokens"`` (by the model's token
+    count: :func:`talos_core.inference.forward.eval_order` now)."""
     import numpy as np
 
     from talos_core.inference import forward
 
     original = forward.eval_order
-    if not by_length:
-        forward.eval_order = lambda s: np.arange(len(s))
+    if order == "stored":
+        forward.eval_order = lambda s, m=None, t=None: np.arange(len(s))
+    elif order == "chars":
+        forward.eval_order = lambda s, m=None, t=None: original(s)
     try:
         t0 = time.perf_counter()
-        preds = forward.predict(model, task, split)
+        preds = forward.predict(model, task, split, batch_size=batch)
         return time.perf_counter() - t0, preds
     finally:
         forward.eval_order = original
@@ -72,27 +78,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--examples", type=int, default=400)
     p.add_argument("--max-train", type=int, default=20000)
+    p.add_argument("--batch", type=int, default=32, help="evaluation batch size (32: the suites' default on CPU)")
+    p.add_argument("--no-steps", action="store_true", help="measure the evaluation pass only")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     print(machine_line("cpu"), "| all-MiniLM-L6-v2")
     print("\n| task | step, random batches (s) | step, length-grouped (s) | ratio | eval pass, stored order (s) "
-          "| eval pass, by length (s) | ratio | same predictions |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| eval pass, by characters (s) | eval pass, by tokens (s) | ratio stored / tokens | ratio characters / "
+          "tokens | same predictions |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in a.tasks.split(","):
         model, task, data = _setup(name, a.max_train, a.examples)
-        rand, grouped, ev_before, ev_after = [], [], [], []
+        rand, grouped = [], []
+        ev: dict[str, list[float]] = {"stored": [], "chars": [], "tokens": []}
         same = True
         for _ in range(a.reps):
-            rand.append(step_seconds(model, task, data, batching="random", steps=a.steps))
-            grouped.append(step_seconds(model, task, data, batching="length", steps=a.steps))
-            tb, pb = eval_seconds(model, task, data.test, by_length=False)
-            ta, pa = eval_seconds(model, task, data.test, by_length=True)
-            ev_before.append(tb)
-            ev_after.append(ta)
-            same = same and bool(np.array_equal(pb, pa))
-        r, g = statistics.median(rand), statistics.median(grouped)
-        eb, ea = statistics.median(ev_before), statistics.median(ev_after)
-        print(f"| {name} | {r:.3f} | {g:.3f} | {r / g:.2f}× | {eb:.2f} | {ea:.2f} | {eb / ea:.2f}× | {same} |",
+            if not a.no_steps:
+                rand.append(step_seconds(model, task, data, batching="random", steps=a.steps))
+                grouped.append(step_seconds(model, task, data, batching="length", steps=a.steps))
+            preds = []
+            for order in ev:
+                t, pr = eval_seconds(model, task, data.test, order=order, batch=a.batch)
+                ev[order].append(t)
+                preds.append(pr)
+            same = same and all(bool(np.array_equal(preds[0], pr)) for pr in preds[1:])
+        if rand:
+            r, g = statistics.median(rand), statistics.median(grouped)
+            step = f"{r:.3f} | {g:.3f} | {r / g:.2f}×"
+        else:
+            step = "– | – | –"
+        es, ec, et = (statistics.median(ev[k]) for k in ("stored", "chars", "tokens"))
+        print(f"| {name} | {step} | {es:.2f} | {ec:.2f} | {et:.2f} | {es / et:.2f}× | {ec / et:.2f}× | {same} |",
               flush=True)
     return 0
 

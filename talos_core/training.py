@@ -409,7 +409,7 @@ def validation_accuracy(model: TaskModel, split: Split, task: TaskSpec, logits_f
     (so linearized FT and L-LoRA are evaluated as their linearized models, at the current ``θ``/factors).
 
     Runs in eval mode under ``no_grad`` and in the evaluation precision
-    (:func:`talos_core.inference.precision.autocast`), in the evaluation order (texts by length, which
+    (:func:`talos_core.inference.precision.autocast`), in the evaluation order (texts by token count, which
     pads less and changes no prediction); the grad mode, the train/eval mode and every parameter are as
     before afterwards — nothing is written, so the trained vector is the same with or without it.
     """
@@ -420,7 +420,7 @@ def validation_accuracy(model: TaskModel, split: Split, task: TaskSpec, logits_f
 
     if len(split) == 0:
         return float("nan")
-    order = eval_order(split)
+    order = eval_order(split, model, task)
     labels = torch.as_tensor(np.asarray(split.labels)[order])
     was_training = model.training
     model.eval()

@@ -421,3 +421,21 @@ def test_all_registered_suites_plan_offline(offline):
     for name, spec in SUITES.items():
         for scale in spec.scales:
             assert plan_suite(name, scale, None).steps
+
+
+def test_text_full_meets_the_shipping_floors_of_issue_30():
+    """text `full` evaluates at least 400 test examples per task (fewer only where the data has fewer), a 21-point α
+    grid and 20×20 ξ grids on at least 128 points per task; learning curves run to at least 200 steps."""
+    from talos_core.evaluation.arithmetic import alpha_grid
+    from talos_core.suites.workload import load_sizes
+
+    spec = get_suite("text")
+    sc = spec.scales["full"]
+    assert sc.max_test >= 400 and sc.xi_grid == 20 and sc.xi_points >= 128 and sc.curve_steps >= 200
+    assert len(alpha_grid(None, step=sc.alpha_step)) == 21 == len(alpha_grid(0.9, sparse=True, step=sc.alpha_step))
+    sizes, why = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
+    assert why is None
+    unlimited, _ = load_sizes([*spec.tasks, spec.control_task], sc.max_val, None)
+    for task, n in sizes.test.items():
+        assert n == min(sc.max_test, unlimited.test[task]) and n >= min(400, unlimited.test[task]), task
+        assert n >= sc.xi_points, task  # every ξ point a distinct test example

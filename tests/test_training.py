@@ -326,3 +326,32 @@ def test_length_grouped_fine_tuning_runs_and_refuses_images(tiny_setup):
     model, task, data = tiny_setup["tiny-clip"]
     with pytest.raises(TalosError, match="length-grouped batching needs inputs of varying length"):
         finetune(model, data.train, task, {n: None for n, _ in model.named_parameters()}, cfg)
+
+
+def test_evaluation_visits_texts_by_token_count_and_predicts_as_in_stored_order(tiny_setup):
+    """Evaluation orders texts by the model's token counts (what a batch pads to), so a batch of the order pads no
+    more than one of character order; logits are those of the stored order (padding is masked)."""
+    import numpy as np
+
+    from bench.bench_batching import padded_tokens
+    from talos_core.inference import forward
+    from talos_core.inference.forward import eval_order, predict_logits
+
+    model, task, data = tiny_setup["tiny-text"]
+    split = data.test
+    tokens = model.input_lengths(split.inputs, task)
+    order = eval_order(split, model, task)
+    assert np.all(np.diff(tokens[order]) >= 0)
+    by_chars = eval_order(split)
+    cut = [order[i:i + 8] for i in range(0, len(order), 8)]
+    cut_chars = [by_chars[i:i + 8] for i in range(0, len(by_chars), 8)]
+    assert padded_tokens(tokens, cut) <= padded_tokens(tokens, cut_chars)
+    sorted_logits = predict_logits(model, task, split, batch_size=8)
+    original = forward.eval_order
+    forward.eval_order = lambda s, m=None, t=None: np.arange(len(s))
+    try:
+        stored = predict_logits(model, task, split, batch_size=8)
+    finally:
+        forward.eval_order = original
+    assert torch.allclose(sorted_logits, stored, atol=1e-5)
+    assert torch.equal(sorted_logits.argmax(-1), stored.argmax(-1))

@@ -29,21 +29,26 @@ Mode = Literal["nonlinear", "linearized"]
 Terms = Sequence[tuple[TaskVector, float]]
 
 
-def eval_order(split: Split) -> np.ndarray:
-    """The order in which evaluation visits ``split``: by text length for text inputs, else as stored.
+def eval_order(split: Split, model: TaskModel | None = None, task: TaskSpec | None = None) -> np.ndarray:
+    """The order in which evaluation visits ``split``: shortest input first for text, else as stored.
 
     Batches of similar-length texts pad less (each batch pads to its longest member), which makes an
-    evaluation pass over mixed-length texts (reviews, fortunes) markedly cheaper. Padding is masked
-    out of attention and pooling, so the order changes no prediction; outputs are put back in the
-    split's order by :func:`_in_split_order`.
+    evaluation pass over mixed-length texts (reviews, fortunes) markedly cheaper. With ``model``, texts
+    are ordered by their token counts (:meth:`TaskModel.input_lengths`, what a batch is really padded
+    to); without it, or for a model that does not count tokens, by characters. Padding is masked out
+    of attention and pooling, so the order changes no prediction; outputs are put back in the split's
+    order by :func:`_in_split_order`.
 
     >>> eval_order(Split(["ccc", "a", "bb"], np.array([0, 1, 2]))).tolist()
     [1, 2, 0]
     """
     inputs = split.inputs
-    if isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs):
-        return np.argsort(np.fromiter((len(x) for x in inputs), dtype=np.int64, count=len(inputs)), kind="stable")
-    return np.arange(len(split))
+    if not (isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs)):
+        return np.arange(len(split))
+    lengths = model.input_lengths(inputs, task) if model is not None else None
+    if lengths is None:
+        lengths = np.fromiter((len(x) for x in inputs), dtype=np.int64, count=len(inputs))
+    return np.argsort(np.asarray(lengths), kind="stable")
 
 
 def _in_split_order(parts: list[torch.Tensor], order: np.ndarray) -> torch.Tensor:
@@ -125,7 +130,7 @@ def _logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms, mode: 
         raise RuntimeError(f"model carries the head of {model.head_task!r}, not {task.name!r}")
     terms = [(tv, a) for tv, a in terms if a != 0.0]
     outs: list[torch.Tensor] = []
-    order = eval_order(split)
+    order = eval_order(split, model, task)
     was_training = model.training
     model.eval()
     try:
@@ -221,7 +226,7 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
     deltas = [{n: v.to(model.device) for n, v in tv.to_dense().items()} for tv in vectors]
     base_parts: list[torch.Tensor] = []
     jvp_parts: list[list[torch.Tensor]] = [[] for _ in vectors]
-    order = eval_order(split)
+    order = eval_order(split, model, task)
     was_training = model.training
     model.eval()
     try:
