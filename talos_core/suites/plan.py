@@ -345,8 +345,7 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
     lota = sum(lota_calibration_iterations(r, found) for r in todo)
     theta0 = theta0_work([*spec.tasks, spec.control_task], found, 1)
     plan.work = {"steps": per, "total": dict(total), "theta0": dict(theta0), "lota_calibration_iterations": lota}
-    counted = {k: v for k, v in total.items() if k != "forward0"}
-    plan.cost["evaluation"] = estimate_eval({**counted, "forward0": total.get("forward0", 0) + theta0["forward0"]},
+    plan.cost["evaluation"] = estimate_eval({**total, "forward0": total["forward0"] + theta0["forward0"]},
                                             plan.model, plan.device, lota_iterations=lota,
                                             lota_batch_size=next((r.batch_size for r in todo if r.method == "lota"),
                                                                  None))
