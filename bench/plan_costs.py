@@ -107,6 +107,12 @@ def measure_eval(model: str, *, tasks: list[str] | None, device: str, examples: 
     return out
 
 
+def _computed(counted: dict, recorded: dict | None) -> dict:
+    """``counted`` with the forwards the run's logits cache served (``recorded["cached"]``) taken off."""
+    hits = (recorded or {}).get("cached", 0)
+    return {**counted, "forward": counted.get("forward", 0) - hits} if hits else counted
+
+
 def fit_record(store: str, suite: str) -> list[dict]:
     """Evaluation cells fitted from a finished (or partial) suite run: the record's step times divided by the
     examples :mod:`talos_core.suites.workload` counts for each step (the same counts ``--plan`` prices), over the
@@ -123,7 +129,8 @@ def fit_record(store: str, suite: str) -> list[dict]:
     st = Store(store)
     meta = st.read_result("suite", suite)
     spec, scale = get_suite(suite), meta["scale"]
-    done = [(r["label"], r["seconds"], r["counted"]) for r in recount(st, suite)
+    # the forwards the logits cache served cost no model pass: they are left out of the step's count
+    done = [(r["label"], r["seconds"], _computed(r["counted"], r["recorded"])) for r in recount(st, suite)
             if r["seconds"] is not None and not r["trains"]]
     fwd = [t / w["forward"] for _, t, w in done
            if w.get("forward", 0) >= 1000 and not (w.get("base") or w.get("jvp") or w.get("grad"))]

@@ -15,6 +15,7 @@ from talos_core.evaluation.posthoc import _thin
 from talos_core.evaluation.protocols import evaluate
 from talos_core.store import Store
 from talos_core.suites import SUITES, get_suite, results_markdown, run_suite
+from talos_core.suites.steps import logits_cache_dir
 
 
 def test_registry_and_specs():
@@ -300,6 +301,7 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     ca = a.read_table("comparison", "tiny__tiny-text").drop(columns=timing, errors="ignore")
     cb = b.read_table("comparison", "tiny__tiny-text").drop(columns=timing, errors="ignore")
     assert ca.equals(cb)
+    assert not logits_cache_dir(a).exists()  # a complete suite leaves no logits cache behind
     meta = a.read_result("suite", "tiny")  # the resolved evaluation precision is part of the record
     assert meta["eval_precision"] == "fp32" and meta["sessions"][-1]["eval_precision"] == "fp32"
     single = a.read_result("single", "tiny__tiny-text")  # post-hoc rows were upserted without losing `data`
@@ -330,6 +332,20 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     add = a.read_result("addition", "tiny__tiny-text__talos")
     assert original(a, "tiny", spec.model, "talos", add["runs"], add["alpha_grid"], spec.control_task) is not None
     pd.testing.assert_frame_equal(reused, recomputed)
+
+    # a step run again (as after a cut) reads the logits it computed from the store's logits cache
+    from talos_core.inference import tally
+    from talos_core.suites.steps import suite_steps
+
+    neg = next(st for st in suite_steps(spec, "mini", ["talos", "nonlinear"], ["ties"], seed=0, device="auto")
+               if st.label == "talos: negation")
+    work = []
+    for _ in range(2):
+        before = tally.snapshot()
+        neg.run(a, spec.model, "tiny")
+        work.append(tally.since(before))
+    assert work[0]["forward"] > 0 and work[1]["forward"] == 0
+    assert work[1]["cached"] == work[0]["forward"] + work[0]["cached"]
 
 
 @pytest.mark.slow

@@ -22,9 +22,13 @@ def test_plan_counts_the_passes_a_suite_run_makes(tmp_path, scale):
     meta = store.read_result("suite", "tiny")
     assert set(meta["step_work"]) == set(meta["step_times_s"])
     assert sum(w["forward"] for w in meta["step_work"].values()) > 0
-    bad = {r["label"]: (r["counted"], r["recorded"]) for r in recount(store, "tiny")
-           if any(r["counted"].get(k, 0) != r["recorded"].get(k, 0) for k in COUNTED)}
+    # a forward the logits cache served (the same edit on the same split earlier in the run) is counted as cached
+    rows = recount(store, "tiny")
+    bad = {r["label"]: (r["counted"], r["recorded"]) for r in rows
+           if any(r["counted"].get(k, 0) != r["recorded"].get(k, 0) + (r["recorded"].get("cached", 0)
+                                                                       if k == "forward" else 0) for k in COUNTED)}
     assert bad == {}
+    assert sum(r["recorded"].get("cached", 0) for r in rows) > 0  # later steps reuse the fine-tuned accuracies
 
 
 def test_plan_prices_the_evaluation_work_or_says_why_not(tmp_path):

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from talos_core.errors import TalosError, check_int
+from talos_core.inference import cache
 from talos_core.inference.forward import Mode, Terms, base_and_jvps, predict_logits, predict_logits_many
 from talos_core.inference.runtime import head_for, memoized_zero_shot, prepared_model, resolve_device
 from talos_core.models.base import Head, TaskModel
@@ -39,6 +40,7 @@ class EvalContext:
     batch_size: int = 128
     limits: dict = field(default_factory=dict)  # {"max_val": ..., "max_test": ...} used to load data
     _zero_shot: dict = field(default_factory=dict, repr=False)
+    _digests: dict = field(default_factory=dict, repr=False)  # the logits cache's keys of θ0, heads and splits
     share_zero_shot: bool = field(default=False, repr=False)  # for_model: θ0 is the cached registered model
 
     def __post_init__(self) -> None:
@@ -113,7 +115,55 @@ class EvalContext:
                     mode: Mode = "nonlinear") -> list[torch.Tensor]:
         """Logits on several ``(task, split)`` with ONE in-place edit (see ``predict_logits_many``)."""
         evals = [(self.spec(t), self.split(t, s), self.heads[t]) for t, s in items]
-        return predict_logits_many(self.model, evals, terms, mode=mode, batch_size=self.batch_size)
+        terms = [(tv, float(a)) for tv, a in terms if a != 0.0]
+        if cache.active() is None or mode != "nonlinear" or not terms:
+            return predict_logits_many(self.model, evals, terms, mode=mode, batch_size=self.batch_size)
+        return self._cached_logits(items, evals, terms)
+
+    def _cached_logits(self, items: Sequence[tuple[str, "str | Split"]], evals: list,
+                       terms: Terms) -> list[torch.Tensor]:
+        """:meth:`logits_many` of a non-linear edit through the logits cache (:mod:`talos_core.inference.cache`):
+        the splits evaluated under this very edit before come from it, the others are computed (one edit) and
+        added to it."""
+        from talos_core.inference import tally
+        from talos_core.inference.precision import model_precision
+
+        key = cache.edit_key(model=self.model_name, theta0=self._theta0_digest(), device=self.model.device.type,
+                             precision=model_precision(self.model), batch_size=self.batch_size,
+                             terms=[(cache.vector_digest(tv), a) for tv, a in terms])
+        names = [cache.item_key(t, self._head_digest(t), self._split_digest(t, s)) for t, s in items]
+        kept = cache.read(key)
+        todo = [i for i, n in enumerate(names) if n not in kept]
+        for i in range(len(names)):
+            if i not in todo:
+                tally.add("cached", len(evals[i][1]))
+        if todo:
+            fresh = predict_logits_many(self.model, [evals[i] for i in todo], terms, mode="nonlinear",
+                                        batch_size=self.batch_size)
+            kept.update({names[i]: lg for i, lg in zip(todo, fresh)})
+            cache.write(key, kept)
+        return [kept[n] for n in names]
+
+    def _theta0_digest(self) -> str:
+        """SHA-256 of the model's weights and buffers at θ0, the installed head left out (read when no edit is
+        applied: between evaluations)."""
+        if "theta0" not in self._digests:
+            state = {f"p:{n}": p for n, p in self.model.named_parameters()}
+            state.update({f"b:{n}": b for n, b in self.model.named_buffers() if not n.startswith("head_")})
+            self._digests["theta0"] = cache.tensors_digest(state)
+        return self._digests["theta0"]
+
+    def _head_digest(self, task: str) -> str:
+        if ("head", task) not in self._digests:
+            self._digests[("head", task)] = cache.tensors_digest(dict(self.heads[task]))
+        return self._digests[("head", task)]
+
+    def _split_digest(self, task: str, split: "str | Split") -> str:
+        obj = self.split(task, split)
+        key = ("split", id(obj))
+        if key not in self._digests or self._digests[key][0] is not obj:
+            self._digests[key] = (obj, cache.split_digest(obj))  # the split is kept alive: its id stays its own
+        return self._digests[key][1]
 
     def accuracy(self, task: str, split: "str | Split", terms: Terms = (), mode: Mode = "nonlinear") -> float:
         """Top-1 accuracy in [0, 1] of ``θ0 + Σ α τ`` on ``task``'s split."""

@@ -10,19 +10,21 @@ Kinds (:data:`KINDS`):
 * ``base`` — one example's ``f(x, θ0)`` in :func:`~talos_core.inference.forward.base_and_jvps`;
 * ``jvp`` — one example through one Jacobian-vector product at θ0 (its primal output comes with it:
   a linearized prediction, or one vector's term of ``base_and_jvps``);
-* ``grad`` — one example's gradient in a Fisher calibration round (:func:`talos_core.fisher.fisher_scores`).
+* ``grad`` — one example's gradient in a Fisher calibration round (:func:`talos_core.fisher.fisher_scores`);
+* ``cached`` — one example of an edited model's forward pass served by the logits cache instead
+  (:mod:`talos_core.inference.cache`: the same edit evaluated on the same split earlier in the suite run).
 
 Training steps are not counted here (the plan prices them per iteration). Counting costs one integer
 addition per batch; the counts only grow, so a caller takes the difference of two :func:`snapshot` s:
 
 >>> before = snapshot(); add("forward", 32); add("jvp", 8)
 >>> since(before)
-{'forward': 32, 'forward0': 0, 'base': 0, 'jvp': 8, 'grad': 0}
+{'forward': 32, 'forward0': 0, 'base': 0, 'jvp': 8, 'grad': 0, 'cached': 0}
 """
 
 from __future__ import annotations
 
-KINDS = ("forward", "forward0", "base", "jvp", "grad")
+KINDS = ("forward", "forward0", "base", "jvp", "grad", "cached")
 
 _counts = dict.fromkeys(KINDS, 0)
 

@@ -192,7 +192,9 @@ class Plan:
                        if r["hours"] is not None else f"  {what}: not measured for {self.model} on '{self.device}'")
         early = any(r.early_stopping for r in self.runs.values())
         out.append(f"  evaluation, measured cells: {ev['hours']:.2f} device-hours"
-                   + (" (a bound: runs that stop early evaluate less)" if early else "")
+                   + (" (a bound: runs that stop early evaluate less, and the logits cache serves an edit a step "
+                      "evaluated before)" if early else " (a bound: the logits cache serves an edit a step evaluated "
+                      "before)")
                    + (f"; not measured: {', '.join(ev['unmeasured'])}" if ev["unmeasured"] else ""))
         out.append(f"  in all: {cost['hours'] + ev['hours']:.2f} device-hours"
                    + (f" + at most {bound:.2f} for budgets a learning curve chooses" if bound else ""))

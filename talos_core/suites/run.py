@@ -8,6 +8,7 @@ fine-tuning steps and writes no record.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -17,7 +18,7 @@ from talos_core.atomic import json_ready
 from talos_core.errors import TalosError, check_int, check_seed, unknown
 from talos_core.store import Store
 from talos_core.suites.specs import SuiteSpec, get_suite, with_model
-from talos_core.suites.steps import Step, suite_steps
+from talos_core.suites.steps import Step, logits_cache_dir, suite_steps
 
 STAGES = ("all", "train")
 """What ``talos suite --stage`` runs: every step, or only the fine-tuning ones (see :func:`run_suite`)."""
@@ -216,6 +217,8 @@ def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, de
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     session["wall_time_s"] = time.perf_counter() - t_start
     meta = write_meta(complete=not failed and not later)
+    if meta["complete"]:  # nothing left to resume: the logits a cut-off step would have reused go
+        shutil.rmtree(logits_cache_dir(store), ignore_errors=True)
     for line in display.summary() if kind != "local" or failed else ():
         log(line)
     if failed:

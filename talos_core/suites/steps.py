@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from talos_core.errors import TalosError, is_int
@@ -53,12 +54,23 @@ class Step:
 
 
     def run(self, store: Store, model: str, suite: str, *, progress: bool = False) -> Any:
-        """Resolve the step against ``store`` and evaluate it (its protocol writes its results)."""
+        """Resolve the step against ``store`` and evaluate it (its protocol writes its results), with the store's
+        logits cache (:func:`logits_cache_dir`): a step cut off and run again, or a later step evaluating the same
+        edit on the same split, reads what was computed."""
         from talos_core.evaluation.protocols import evaluate
+        from talos_core.inference.cache import logits_cache
 
         settings, ov, per_task = self.resolve(store)
-        return evaluate(store, self.protocol, model, self.tasks, self.method, suite=suite, settings=settings,
-                        overrides=ov, task_overrides=per_task, result_method=self.result_method, progress=progress)
+        with logits_cache(logits_cache_dir(store)):
+            return evaluate(store, self.protocol, model, self.tasks, self.method, suite=suite, settings=settings,
+                            overrides=ov, task_overrides=per_task, result_method=self.result_method,
+                            progress=progress)
+
+
+def logits_cache_dir(store: Store) -> Path:
+    """The folder of a suite run's logits cache (:mod:`talos_core.inference.cache`) in ``store``; the suite removes
+    it once complete."""
+    return store.root / "checkpoints" / "logits"
 
 
 def _resolved(value: Any, store: Store) -> Any:
