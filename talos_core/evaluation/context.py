@@ -134,9 +134,7 @@ class EvalContext:
         names = [cache.item_key(t, self._head_digest(t), self._split_digest(t, s)) for t, s in items]
         kept = cache.read(key)
         todo = [i for i, n in enumerate(names) if n not in kept]
-        for i in range(len(names)):
-            if i not in todo:
-                tally.add("cached", len(evals[i][1]))
+        tally.add("cached", sum(len(ev[1]) for n, ev in zip(names, evals) if n in kept))
         if todo:
             fresh = predict_logits_many(self.model, [evals[i] for i in todo], terms, mode="nonlinear",
                                         batch_size=self.batch_size)

@@ -90,10 +90,7 @@ def vector_digest(tv) -> str:
             _update_tensor(h, idx)
         _update_tensor(h, tv.values[name])
     digest = h.hexdigest()
-    try:
-        _vector_digests[key] = (weakref.ref(tv, lambda _r, k=key: _vector_digests.pop(k, None)), digest)
-    except TypeError:  # an object without weak references: not remembered
-        pass
+    _vector_digests[key] = (weakref.ref(tv, lambda _r, k=key: _vector_digests.pop(k, None)), digest)
     return digest
 
 
@@ -135,14 +132,12 @@ def _path(key: str) -> Path:
 
 def read(key: str) -> dict[str, torch.Tensor]:
     """The logits kept for edit ``key`` (``{item: tensor}``; ``{}`` with none, or for a damaged file)."""
-    path = _path(key)
-    if not path.exists():
-        return {}
-    from safetensors.torch import load_file
+    from talos_core.atomic import load_safetensors
+    from talos_core.errors import TalosError
 
     try:
-        return dict(load_file(str(path)))
-    except Exception:  # a damaged file (a writer killed mid-way cannot leave one: writes are atomic) is a miss
+        return load_safetensors(_path(key))[0]
+    except TalosError:  # none yet, or a damaged file (a killed writer cannot leave one: writes are atomic): a miss
         return {}
 
 

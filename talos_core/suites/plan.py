@@ -191,10 +191,9 @@ class Plan:
             out.append(f"  {what} × {r['s_per_example']:.4f} s = {r['hours']:.2f} device-hours  [{r['ref']}]"
                        if r["hours"] is not None else f"  {what}: not measured for {self.model} on '{self.device}'")
         early = any(r.early_stopping for r in self.runs.values())
-        out.append(f"  evaluation, measured cells: {ev['hours']:.2f} device-hours"
-                   + (" (a bound: runs that stop early evaluate less, and the logits cache serves an edit a step "
-                      "evaluated before)" if early else " (a bound: the logits cache serves an edit a step evaluated "
-                      "before)")
+        why = ["runs that stop early evaluate less"] if early else []
+        why.append("the logits cache serves an edit a step evaluated before")
+        out.append(f"  evaluation, measured cells: {ev['hours']:.2f} device-hours (a bound: {', and '.join(why)})"
                    + (f"; not measured: {', '.join(ev['unmeasured'])}" if ev["unmeasured"] else ""))
         out.append(f"  in all: {cost['hours'] + ev['hours']:.2f} device-hours"
                    + (f" + at most {bound:.2f} for budgets a learning curve chooses" if bound else ""))
