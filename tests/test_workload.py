@@ -44,3 +44,40 @@ def test_plan_prices_the_evaluation_work_or_says_why_not(tmp_path):
     paper = plan_suite("paper-vision", "full", None, device="h100")
     assert "downloaded" in paper.work["why"]
     assert "evaluation not included: task" in paper.text()
+
+
+@pytest.mark.slow
+def test_the_text_full_step_graph_runs_on_the_tiny_model_and_its_plan_counts_every_pass(tmp_path, monkeypatch,
+                                                                                        one_thread):
+    """``text`` ``full`` has steps no other suite runs (L-LoRA's learning curve, lr check and per-task rank selection
+    with every step that follows it) and a CPU run of many hours: its whole step graph — learning curves with budgets
+    and early stopping, the three per-task selections, the fixed-sparsity and lr rows, the eight post-hoc merges, the
+    ablation, ξ grids, examples — runs here on the tiny random-init text model at tiny sizes, and ``--plan``'s count of
+    every step equals what the run recorded. Same structure, smaller numbers: four of its tasks (its ξ pairs), two
+    candidates per selection, two ablation sparsities."""
+    from dataclasses import replace
+
+    from talos_core.suites import specs
+
+    text = specs.get_suite("text")
+    full = text.scales["full"]
+    small = {"sparsity": (0.5, 0.9), "rank": (2, 4)}
+    tiny = replace(full, steps=4, max_train=48, max_val=12, max_test=16, calib_samples=8, batch_size=8,
+                   alpha_step=0.5, xi_grid=3, xi_points=6, preview_points=6, sharing_samples=6, posthoc_points=1,
+                   ablation=(0.5, 0.9), curve_steps=4, curve_every=2, examples=3,
+                   selection=tuple((m, p, small[p]) for m, p, _ in full.selection))
+    tasks = tuple(t for pair in text.xi_pairs for t in pair)
+    monkeypatch.setitem(specs.SUITES, "text", replace(text, model="tiny-text", tasks=tasks, scales={"full": tiny}))
+    store = Store(tmp_path / "text")
+    run_suite("text", store, scale="full", log=lambda s: None)
+    meta = store.read_result("suite", "text")
+    assert meta["complete"] and {m for m, *_ in full.selection} == {"talos", "lota", "llora"}
+    for method, param, values in tiny.selection:  # every selection chose among its candidates, per task
+        chosen = store.read_result("selection", f"text__tiny-text__{method}")["choices"]
+        assert set(chosen) == set(tasks) and {c[param] for c in chosen.values()} <= set(values), (method, chosen)
+    rows = recount(store, "text")
+    assert {r["label"] for r in rows} == set(meta["step_work"])
+    bad = {r["label"]: (r["counted"], r["recorded"]) for r in rows
+           if any(r["counted"].get(k, 0) != r["recorded"].get(k, 0) + (r["recorded"].get("cached", 0)
+                                                                       if k == "forward" else 0) for k in COUNTED)}
+    assert bad == {}
