@@ -107,8 +107,9 @@ def measure_eval(model: str, *, tasks: list[str] | None, device: str, examples: 
     return out
 
 
-def _computed(counted: dict, recorded: dict | None) -> dict:
-    """``counted`` with the forwards the run's logits cache served (``recorded["cached"]``) taken off."""
+def computed_work(counted: dict, recorded: dict | None) -> dict:
+    """``counted`` (a step's work as :mod:`talos_core.suites.workload` counts it) with the forwards the run's logits
+    cache served (``recorded["cached"]``) taken off: what the step computed, to compare with ``recorded``."""
     hits = (recorded or {}).get("cached", 0)
     return {**counted, "forward": counted.get("forward", 0) - hits} if hits else counted
 
@@ -130,7 +131,7 @@ def fit_record(store: str, suite: str) -> list[dict]:
     meta = st.read_result("suite", suite)
     spec, scale = get_suite(suite), meta["scale"]
     # the forwards the logits cache served cost no model pass: they are left out of the step's count
-    done = [(r["label"], r["seconds"], _computed(r["counted"], r["recorded"])) for r in recount(st, suite)
+    done = [(r["label"], r["seconds"], computed_work(r["counted"], r["recorded"])) for r in recount(st, suite)
             if r["seconds"] is not None and not r["trains"]]
     fwd = [t / w["forward"] for _, t, w in done
            if w.get("forward", 0) >= 1000 and not (w.get("base") or w.get("jvp") or w.get("grad"))]
