@@ -211,7 +211,7 @@ def find_merge_runs(store, req: MergeRequest, run_ids: Mapping[str, str] | None 
                 raise TalosError(f"run {rid} is a {run.manifest.method!r} run of {run.manifest.model!r} on "
                                  f"{run.manifest.task!r}, not {req.run_method!r} of {req.model!r} on {t!r}")
         else:
-            run = find_run(store, req.model, t, req.run_method, dict(req.overrides))
+            run = find_run(store, req.model, t, req.run_method, dict(req.overrides), weights=False)
         if run is None:
             flags = "".join(f" --{k} {v}" for k, v in req.overrides.items() if k != "options") + "".join(
                 f" --option {k}={v}" for k, v in dict(req.overrides.get("options") or {}).items())

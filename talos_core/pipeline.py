@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -244,20 +245,42 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     The request and the store are checked before any work (one :class:`TalosError` each; nothing written).
     Fine-tuning and publishing hold the store's lock on the run id (:meth:`Store.run_lock`): a second process
     asking for the same run waits, then finds the first one's run and reuses it (``force`` re-runs it). The
-    manifest records the SHA-256 of every artifact (``RunManifest.artifacts``)."""
+    manifest records the SHA-256 of every artifact (``RunManifest.artifacts``).
+
+    A run whose manifest is in the store without its weights (a store carried as JSON, ``talos export``) is
+    trained again: the new manifest's ``info["retrained"]`` keeps the old one's date and artifact SHA-256 and
+    says whether the new artifacts are the same bytes (training is deterministic on one kind of machine; another
+    CPU or GPU rounds differently). Results computed earlier from the old weights stay as they were."""
     req.validate()
     store.check_folder()
     if not get_method(req.method).trains:
         raise not_trained(req.method, req.model, req.task, store)
     rid = req.run_id()
-    if store.has_run(rid) and not force:
-        return store.get_run(rid)
+    if not force and (found := _usable_run(store, rid)) is not None:
+        return found
     preflight(req)
     store.ensure()
     with store.run_lock(rid):
-        if store.has_run(rid) and not force:
-            return store.get_run(rid)  # another process published it while this one waited
-        return _finetune_and_publish(req, store, rid, progress=progress, on_step=on_step)
+        if not force and (found := _usable_run(store, rid)) is not None:
+            return found  # another process published it while this one waited
+        previous = store.get_run(rid).manifest if store.has_run(rid) and not force else None
+        return _finetune_and_publish(req, store, rid, progress=progress, on_step=on_step, previous=previous)
+
+
+def _usable_run(store: Store, rid: str) -> Run | None:
+    """The run ``rid`` when it is in the store with its weights, else ``None``."""
+    if not store.has_run(rid):
+        return None
+    run = store.get_run(rid)
+    return run if run.has_weights else None
+
+
+def retrained_info(previous: RunManifest, artifacts: dict[str, str]) -> dict:
+    """What a run's manifest records when the run was trained again because only its manifest was here: the
+    earlier manifest's date and artifact SHA-256, and whether the new artifacts have the same bytes."""
+    before = dict(previous.artifacts or {})
+    return {"previous_created": previous.created, "previous_artifacts": before,
+            "same_artifacts": bool(before) and all(artifacts.get(k) == v for k, v in before.items())}
 
 
 def preflight(req: FinetuneRequest) -> None:
@@ -272,7 +295,7 @@ def preflight(req: FinetuneRequest) -> None:
 
 
 def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progress: bool,
-                          on_step: Callable[[int, dict], None] | None) -> Run:
+                          on_step: Callable[[int, dict], None] | None, previous: RunManifest | None = None) -> Run:
     from talos_core.inference.forward import accuracy  # looked up per call (tests count its calls)
     from talos_core.inference.precision import model_precision
     from talos_core.inference.runtime import memoized_zero_shot
@@ -320,6 +343,13 @@ def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progr
         save_mask(out.mask, staging / "mask.safetensors")
     out.vector.save(staging / "task_vector.safetensors")
     artifacts = artifact_checksums(staging)
+    info = dict(out.info)
+    if previous is not None:
+        info["retrained"] = retrained_info(previous, artifacts)
+        if not info["retrained"]["same_artifacts"]:
+            print(f"run {rid} was trained again (its store held only its manifest) and its task vector differs from "
+                  f"the one recorded on {previous.created}: results computed from that one stay as they were",
+                  file=sys.stderr)
     every = max(1, len(out.history) // 200)
     manifest = RunManifest(
         run_id=rid, model=req.model, task=req.task, method=req.method, family=model.family,
@@ -327,7 +357,7 @@ def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progr
         sparse_method=method.sparse, config=req.config_dict(),
         request={k: v for k, v in asdict(req).items() if k != "options"},
         data_sizes={"train": len(data.train), "val": len(data.val), "test": len(data.test)},
-        metrics=metrics, timings=timings, info=out.info, history=out.history[::every], device=str(device),
+        metrics=metrics, timings=timings, info=info, history=out.history[::every], device=str(device),
         versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), train_precision=train_config.precision,
         curve=out.curve, artifacts=artifacts)
     atomic_write_json(staging / "manifest.json", manifest.to_dict())

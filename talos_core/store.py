@@ -313,6 +313,13 @@ class Run:
         info = schema.METHODS.get(self.manifest.method)
         return info.sparse if info is not None else self.manifest.sparse_method
 
+    @property
+    def has_weights(self) -> bool:
+        """Whether the run's task vector is here. A manifest exported without its weights (``cached_results/``,
+        or a store carried between machines as JSON, ``talos export``) has none: it describes the run but cannot
+        be evaluated; :func:`talos_core.pipeline.run_finetune` re-trains such a run when a step needs it."""
+        return (self.path / "task_vector.safetensors").is_file()
+
     def artifact(self, name: str) -> Path:
         """The path of artifact ``name`` after checking it: present, and (when the manifest records its SHA-256)
         unchanged. A missing or altered file is one :class:`TalosError` naming it."""

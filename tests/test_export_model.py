@@ -277,6 +277,19 @@ def test_bad_input_is_one_sentence_and_writes_nothing(argv, needle, stores, tmp_
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
+def test_a_run_kept_without_its_weights_is_named_as_such(stores, tmp_path, capsys):
+    import shutil
+
+    bare = tmp_path / "bare"  # the store as JSON only (cached_results/, a snapshot): manifests, no task vectors
+    shutil.copytree(stores["tiny-text"].root, bare, ignore=shutil.ignore_patterns("*.safetensors"))
+    out = tmp_path / "never"
+    assert main(["merge", "--model", "tiny-text", "--store", str(bare), "--out", str(out), "--tasks", "drug-reviews",
+                 "--alpha", "0.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "has no task vector (a manifest exported without its weights" in err and "\n" not in err
+    assert not out.exists()
+
+
 def test_existing_out_is_refused(stores, tmp_path, capsys):
     out = tmp_path / "full"
     out.mkdir()

@@ -25,7 +25,7 @@ from bench.server import free_port, health
 pytestmark = pytest.mark.slow
 
 #: top-level entries of the checkout that the wheel does not need (data, tests, caches)
-_NOT_BUILT = {".git", "cached_results", "runs", "build", "dist", ".venv", "tests", "bench", "logs"}
+_NOT_BUILT = {".git", "cached_results", "snapshots", "runs", "build", "dist", ".venv", "tests", "bench", "logs"}
 
 
 def _run(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:

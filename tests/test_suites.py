@@ -409,6 +409,42 @@ def test_interrupted_suite_resumes_where_it_stopped(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_cut_off_suite_resumes_from_its_json_snapshot_training_again_only_the_runs_it_still_reads(tmp_path):
+    """A long run survives losing its machine through a JSON snapshot of its store (``talos export``: results and
+    run manifests, no task vectors), committed and restored: ``--resume`` skips the finished steps and trains again
+    only the runs a remaining step reads (the finished steps' other runs stay manifests). Training is deterministic
+    here, so each new task vector is the one its manifest described, and the results equal one uninterrupted run's."""
+    from talos_core.store import export_store
+    from talos_core.suites.plan import plan_suite
+
+    def stop_at_negation(line: str) -> None:
+        if line.endswith(" ...") and "talos: negation" in line:
+            raise _Stop
+
+    kw = dict(scale="mini", methods=["talos", "nonlinear"], posthoc=["ties"])
+    store = Store(tmp_path / "lost")
+    with pytest.raises(_Stop):
+        run_suite("tiny", store, log=stop_at_negation, **kw)
+    export_store(store.root, tmp_path / "snapshot")
+    snapshot = Store(tmp_path / "snapshot")
+    assert not list(snapshot.root.rglob("*.safetensors")) and not (snapshot.root / "checkpoints").exists()
+    before = {r.id: r.manifest.artifacts for r in snapshot.runs()}
+    to_train = {r.key for r in plan_suite("tiny", "mini", snapshot, **{k: kw[k] for k in ("methods", "posthoc")})
+                .to_train()}
+    lines: list[str] = []
+    meta = run_suite("tiny", snapshot, resume=True, log=lines.append, **kw)
+    assert meta["complete"] is True and len([ln for ln in lines if ln.endswith("skipped")]) == 4
+    again = {r.id: r.manifest.info["retrained"] for r in snapshot.runs() if "retrained" in r.manifest.info}
+    assert again and set(again) <= set(before)
+    assert all(v["same_artifacts"] and v["previous_artifacts"] == before[k] for k, v in again.items())
+    assert all(r.has_weights == (r.id in again or r.id not in before) for r in snapshot.runs())
+    assert to_train == {r.id for r in snapshot.runs() if r.has_weights}  # --plan counted what resuming trained
+    fresh = Store(tmp_path / "fresh")
+    run_suite("tiny", fresh, log=lambda s: None, **kw)
+    assert _metrics(snapshot) == _metrics(fresh)
+
+
+@pytest.mark.slow
 def test_a_suite_cut_off_mid_run_continues_the_run_from_its_checkpoint(tmp_path, monkeypatch):
     """``checkpoint_every`` (``talos suite --checkpoint-every``): a suite stopped inside a fine-tuning run resumes
     that run from its last checkpoint, and ends with the same run ids and metrics as a run without checkpoints."""

@@ -8,6 +8,10 @@ For each task the run is, in order of preference:
    options, e.g. the L-LoRA rank);
 3. otherwise it is fine-tuned now with :func:`talos_core.pipeline.run_finetune` (unless ``train=False``).
 
+A run whose manifest is here without its weights (exported as JSON, ``talos export`` without ``--artifacts``) is
+not found: it cannot be evaluated, so ``run_finetune`` trains it again (and records whether the new task vector
+is the one the manifest describes).
+
 Runs of ``imported`` (checkpoints brought in with ``talos import``) are never fine-tuned here: one is found by
 model, task and its ``label`` option alone (any label when none is given, an error when several labels
 compete), and a missing one is one sentence saying how to import it.
@@ -92,13 +96,19 @@ def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
 
 
 def find_run(store: Store, model: str, task: str, method: str,
-             overrides: Mapping[str, Any] | None = None) -> Run | None:
-    """The run for this request already in ``store`` (exact id first, then newest compatible), or ``None``."""
+             overrides: Mapping[str, Any] | None = None, *, weights: bool = True) -> Run | None:
+    """The run for this request already in ``store`` (exact id first, then newest compatible), or ``None``.
+    With ``weights`` (the default) a run of a method that fine-tunes counts only with its task vector here (a
+    manifest alone cannot be evaluated: it is trained again); ``weights=False`` finds such a manifest too."""
+    from talos_core.methods import get_method
+
     req = build_request(model, task, method, overrides)
     rid = req.run_id()
-    if store.has_run(rid):
-        return _complete(store.get_run(rid))
-    cands = [r for r in store.find_runs(model=model, task=task, method=method) if _matches(r, req, overrides or {})]
+    usable = (lambda r: r.has_weights) if weights and get_method(method).trains else (lambda r: True)
+    if store.has_run(rid) and usable(run := store.get_run(rid)):
+        return _complete(run)
+    cands = [r for r in store.find_runs(model=model, task=task, method=method) if _matches(r, req, overrides or {})
+             and usable(r)]
     if not cands:
         prefix = rid.rsplit("__", 1)[0] + "__"  # <model>__<task>__<method>__: a corrupt run of this kind is named
         corrupt = [problem for name, problem in store.corrupt_runs() if name.startswith(prefix)]

@@ -107,8 +107,15 @@ class Plan:
         """``(step, needed step)`` pairs: the dependency graph."""
         return [(s.label, n) for s in self.steps for n in s.needs]
 
+    def to_train(self) -> list[PlannedRun]:
+        """The runs still to fine-tune: not in the store with their weights, and read by a step still to do. A
+        finished step's runs kept as manifests only (a store restored from its JSON snapshot) are not trained
+        again for that step; a step to do trains again the ones it reads."""
+        read = {k for s in self.steps if not s.done for k in s.runs}
+        return [r for r in self.runs.values() if not r.in_store and r.key in read]
+
     def counts(self) -> dict[str, int]:
-        new = [r for r in self.runs.values() if not r.in_store]
+        new = self.to_train()
         return {"steps": len(self.steps), "steps_done": sum(s.done for s in self.steps),
                 "finetune_runs": len(self.runs), "finetune_runs_in_store": len(self.runs) - len(new),
                 "evaluations": sum(1 for s in self.steps if s.protocol not in _TRAIN_ONLY),
@@ -318,7 +325,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
         settings["lr by method"] = dict(sc.lr_by_method)
     plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings,
                 kept=store.store.kept_work() if store.store is not None else [])
-    plan.cost = estimate([r for r in runs.values() if not r.in_store], device)
+    plan.cost = estimate(plan.to_train(), device)
     if sizes is not None:
         _add_work(plan, steps, spec, sizes)
     return plan
@@ -342,7 +349,7 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
         w = step_work(view, found)
         per[ps.label] = dict(w)
         total += w
-    todo = [r for r in plan.runs.values() if not r.in_store]
+    todo = plan.to_train()
     lota = sum(lota_calibration_iterations(r, found) for r in todo)
     theta0 = theta0_work([*spec.tasks, spec.control_task], found, 1)
     plan.work = {"steps": per, "total": dict(total), "theta0": dict(theta0), "lota_calibration_iterations": lota}
