@@ -111,6 +111,12 @@ def test_learning_curve_protocol_end_to_end(tmp_path, monkeypatch):
     again = evaluate(store, "learning-curve", "tiny-text", TASKS, "nonlinear", suite="t",
                      settings={"eval_every": 2, "tolerance": 0.05}, overrides=OVERRIDES, train=False)
     assert calls == [] and again.table.equals(out.table)
+    # a curve is read from the manifest: runs kept without their weights (a store carried as JSON) train nothing
+    for f in (tmp_path / "runs").rglob("*.safetensors"):
+        f.unlink()
+    bare = evaluate(store, "learning-curve", "tiny-text", TASKS, "nonlinear", suite="t",
+                    settings={"eval_every": 2, "tolerance": 0.05}, overrides=OVERRIDES, train=False)
+    assert calls == [] and bare.table.equals(out.table)
     # another interval needs new curves, which train=False refuses in one sentence
     with pytest.raises(TalosError, match="learning curve every 3 steps"):
         evaluate(store, "learning-curve", "tiny-text", TASKS, "nonlinear", suite="t", settings={"eval_every": 3},

@@ -147,8 +147,8 @@ def curve_run(store: Store, model: str, task: str, method: str, overrides: Mappi
     from talos_core.evaluation.runs import build_request, find_run
     from talos_core.pipeline import run_finetune
 
-    eval_every = overrides["eval_every"]
-    run = None if force else find_run(store, model, task, method, overrides)
+    eval_every = overrides["eval_every"]  # the curve is in the manifest: one kept without its weights will do
+    run = None if force else find_run(store, model, task, method, overrides, weights=False)
     if run is None or not has_curve(run, eval_every):
         if not train:
             raise TalosError(f"store {store.root} has no {method!r} run of {model!r} on {task!r} with "

@@ -344,8 +344,9 @@ def fine_tune_parts(step, store: Store, model: str, *, progress: bool = False,
     done = []
     for key, task, candidate in run_parts(step):
         ov = part_overrides(step, store, task, candidate, model)
-        found = find_run(store, model, task, step.method, ov)
-        if found is not None and (step.protocol != "learning-curve" or has_curve(found, ov["eval_every"])):
+        curve = step.protocol == "learning-curve"  # reads the run's manifest only
+        found = find_run(store, model, task, step.method, ov, weights=not curve)
+        if found is not None and (not curve or has_curve(found, ov["eval_every"])):
             continue
         if store.lock_held("run", build_request(model, task, step.method, ov).run_id()):
             if log:

@@ -34,13 +34,15 @@ class StoreListing:
     complete: bool = False
     store: Store | None = None
 
-    def has_run(self, model: str, task: str, method: str, overrides: Mapping[str, Any]) -> bool:
-        """Whether a run of this request (same run id, or a compatible one ``find_run`` reuses) is in the store."""
+    def has_run(self, model: str, task: str, method: str, overrides: Mapping[str, Any], *,
+                weights: bool = True) -> bool:
+        """Whether a run of this request (same run id, or a compatible one ``find_run`` reuses) is in the store
+        (``weights``: with its task vector; a learning curve reads the manifest alone)."""
         if self.store is None:
             return False
         from talos_core.evaluation.runs import find_run
 
-        return find_run(self.store, model, task, method, overrides) is not None
+        return find_run(self.store, model, task, method, overrides, weights=weights) is not None
 
 
 @dataclass(frozen=True)
@@ -307,7 +309,8 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
             needs.append(chosen_by)
         keys, trains = [], []
         for task, method, ov, budget_from in requests or ():
-            run = _planned_run(model, task, method, ov, store, budget_from, spec.scales[scale].curve_steps)
+            run = _planned_run(model, task, method, ov, store, budget_from, spec.scales[scale].curve_steps,
+                               weights=st.protocol != "learning-curve")
             keys.append(run.key)
             if run.key not in runs:
                 runs[run.key] = run
@@ -442,7 +445,7 @@ class _BudgetProbe:
 
 
 def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], store: StoreListing,
-                 budget_from: str | None, max_steps: int | None = None) -> PlannedRun:
+                 budget_from: str | None, max_steps: int | None = None, *, weights: bool = True) -> PlannedRun:
     from talos_core.evaluation.runs import build_request
     from talos_core.methods import get_method
 
@@ -462,7 +465,7 @@ def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], stor
     cfg = req.train_config()
     return PlannedRun(req.run_id(), model, task, method, cfg.steps, cfg.batch_size,
                       early_stopping=bool(cfg.early_stopping_patience), calibrates=info.calibrates,
-                      in_store=store.has_run(model, task, method, ov), **_run_work(req, info))
+                      in_store=store.has_run(model, task, method, ov, weights=weights), **_run_work(req, info))
 
 
 def _run_work(req, info) -> dict:
