@@ -315,10 +315,13 @@ class Run:
 
     @property
     def has_weights(self) -> bool:
-        """Whether the run's task vector is here. A manifest exported without its weights (``cached_results/``,
-        or a store carried between machines as JSON, ``talos export``) has none: it describes the run but cannot
-        be evaluated; :func:`talos_core.pipeline.run_finetune` re-trains such a run when a step needs it."""
-        return (self.path / "task_vector.safetensors").is_file()
+        """Whether any of the run's artifacts is here (task vector, mask, or another its manifest records). A
+        manifest exported without its weights (``cached_results/``, or a store carried between machines as JSON,
+        ``talos export``) has none: it describes the run but cannot be evaluated, and
+        :func:`talos_core.pipeline.run_finetune` trains such a run again when a step needs it. A run with only
+        some of them is damaged, not kept without weights (:meth:`require_artifacts` names the missing file)."""
+        names = {"task_vector.safetensors", "mask.safetensors", *(self.manifest.artifacts or {})}
+        return any((self.path / name).is_file() for name in names)
 
     def artifact(self, name: str) -> Path:
         """The path of artifact ``name`` after checking it: present, and (when the manifest records its SHA-256)
