@@ -427,6 +427,15 @@ def test_corrupted_store(kind, how, checksums, good_store, tmp_path, capsys):
     assert code == 1 and f"CORRUPT {run.id}" in out
 
 
+def test_a_run_kept_without_its_weights_is_named_when_training_is_not_allowed(good_store, tmp_path, capsys):
+    root = tmp_path / "store"  # the store as JSON only (talos export): manifests, no artifacts
+    shutil.copytree(good_store, root, ignore=shutil.ignore_patterns("*.safetensors"))
+    before = _files(root / "results")
+    code = main(["evaluate", "single", "--model", MODEL, "--tasks", TASK, "--store", str(root), "--no-train", *TINY])
+    line = _one_sentence(capsys, code, "is a manifest without its weights")
+    assert "allow training to train it again" in line and _files(root / "results") == before
+
+
 def test_missing_mask_of_a_sparse_run_is_an_error_not_the_vector_support(good_store, tmp_path, capsys):
     from talos_core.evaluation.maskstats import run_mask
 

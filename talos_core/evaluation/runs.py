@@ -153,6 +153,10 @@ def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
                 label = _options_dict((overrides or {}).get("options")).get("label")
                 raise not_trained(method, model, task, store, label)
             if not train:
+                kept = find_run(store, model, task, method, overrides, weights=False)
+                if kept is not None:
+                    raise TalosError(f"run {kept.id} in {store.root} is a manifest without its weights (exported "
+                                     f"as JSON, like cached_results/); allow training to train it again")
                 raise TalosError(f"store {store.root} has no {method!r} run of {model!r} on {task!r}; "
                                  f"fine-tune it first (talos finetune) or allow training")
             run = run_finetune(build_request(model, task, method, overrides), store, progress=progress)
