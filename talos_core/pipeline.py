@@ -256,23 +256,21 @@ def run_finetune(req: FinetuneRequest, store: Store, *, force: bool = False, pro
     if not get_method(req.method).trains:
         raise not_trained(req.method, req.model, req.task, store)
     rid = req.run_id()
-    if not force and (found := _usable_run(store, rid)) is not None:
+    if not force and (found := _stored_run(store, rid)) is not None and found.has_weights:
         return found
     preflight(req)
     store.ensure()
     with store.run_lock(rid):
-        if not force and (found := _usable_run(store, rid)) is not None:
+        found = None if force else _stored_run(store, rid)
+        if found is not None and found.has_weights:
             return found  # another process published it while this one waited
-        previous = store.get_run(rid).manifest if store.has_run(rid) and not force else None
-        return _finetune_and_publish(req, store, rid, progress=progress, on_step=on_step, previous=previous)
+        return _finetune_and_publish(req, store, rid, progress=progress, on_step=on_step,
+                                     previous=found.manifest if found is not None else None)
 
 
-def _usable_run(store: Store, rid: str) -> Run | None:
-    """The run ``rid`` when it is in the store with its weights, else ``None``."""
-    if not store.has_run(rid):
-        return None
-    run = store.get_run(rid)
-    return run if run.has_weights else None
+def _stored_run(store: Store, rid: str) -> Run | None:
+    """The run ``rid`` in the store (with its weights or as a manifest alone), else ``None``."""
+    return store.get_run(rid) if store.has_run(rid) else None
 
 
 def retrained_info(previous: RunManifest, artifacts: dict[str, str]) -> dict:

@@ -320,8 +320,13 @@ class Run:
         ``talos export``) has none: it describes the run but cannot be evaluated, and
         :func:`talos_core.pipeline.run_finetune` trains such a run again when a step needs it. A run with only
         some of them is damaged, not kept without weights (:meth:`require_artifacts` names the missing file)."""
-        names = {"task_vector.safetensors", "mask.safetensors", *(self.manifest.artifacts or {})}
-        return any((self.path / name).is_file() for name in names)
+        return any((self.path / name).is_file() for name in self.artifact_names())
+
+    def artifact_names(self) -> list[str]:
+        """The artifact files the run has when whole: its task vector, every artifact its manifest records and,
+        for a sparse method, its mask (sorted)."""
+        return sorted({"task_vector.safetensors", *(self.manifest.artifacts or {}),
+                       *(["mask.safetensors"] if self.sparse else [])})
 
     def artifact(self, name: str) -> Path:
         """The path of artifact ``name`` after checking it: present, and (when the manifest records its SHA-256)
@@ -341,8 +346,7 @@ class Run:
         records and, for a sparse method, its mask (:meth:`artifact`'s sentence for the first missing one); a
         manifest exported without its weights (``cached_results/``) has none of them and passes. Only checks that
         the files exist."""
-        names = sorted({"task_vector.safetensors", *(self.manifest.artifacts or {}),
-                        *(["mask.safetensors"] if self.sparse else [])})
+        names = self.artifact_names()
         here = [(self.path / name).is_file() for name in names]
         if any(here) and not all(here):
             self.artifact(names[here.index(False)])
