@@ -1,0 +1,65 @@
+"""The shipped results keep the paper-protocol floors they claim (issue 30's "done when"), read from the results
+themselves rather than from the suite's settings: every addition and negation result of a suite shipped at a paper
+scale has at least a 21-point α grid and rests on runs trained for at least 200 steps, and the suite ships at least one
+20×20 ξ grid on at least 128 points per task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from talos_core.store import Store
+
+SHIPPED = Path(__file__).resolve().parent.parent / "cached_results"
+# the suites the README and the Learn page say ship at a paper scale; a suite listed here that ships at `mini`
+# fails the test below (text joins when its `full` run lands: issue 30)
+PAPER_SCALE_SUITES = ("vision",)
+PAPER_SCALES = ("full", "paper")
+
+
+def _store() -> Store:
+    return Store(SHIPPED)
+
+
+def _suites_at_a_paper_scale(store: Store) -> list[str]:
+    return sorted(n for n in store.results("suite") if store.read_result("suite", n).get("scale") in PAPER_SCALES)
+
+
+def _trained_steps(store: Store, rid: str) -> int:
+    """The last optimizer step the run recorded (an early-stopped run's last evaluated step, not its budget)."""
+    m = store.get_run(rid).manifest
+    return max(int(h["step"]) for h in m.history) if m.history else 0
+
+
+@pytest.mark.parametrize("suite", PAPER_SCALE_SUITES)
+def test_suites_the_docs_call_paper_scale_ship_at_it(suite):
+    record = _store().read_result("suite", suite)
+    assert record.get("scale") in PAPER_SCALES and record.get("complete"), (suite, record.get("scale"))
+    assert record["scale_settings"]["max_test"] >= 400
+
+
+def test_every_shipped_paper_scale_result_has_the_papers_alpha_grid_and_training_length():
+    store = _store()
+    suites = _suites_at_a_paper_scale(store)
+    assert set(PAPER_SCALE_SUITES) <= set(suites)
+    checked = 0
+    for suite in suites:
+        for kind in ("addition", "negation"):
+            for name in (n for n in store.results(kind) if n.startswith(f"{suite}__")):
+                payload = store.read_result(kind, name)
+                assert len(payload["alpha_grid"]) >= 21, (kind, name, len(payload["alpha_grid"]))
+                for task, rid in payload["runs"].items():
+                    assert _trained_steps(store, rid) >= 200, (kind, name, task, rid)
+                checked += 1
+    assert checked >= 2 * len(suites)
+
+
+def test_every_shipped_paper_scale_suite_has_a_full_xi_grid():
+    store = _store()
+    for suite in _suites_at_a_paper_scale(store):
+        grids = [store.read_result("disentanglement", n) for n in store.results("disentanglement")
+                 if n.startswith(f"{suite}__")]
+        full = [g for g in grids if len(g["alphas1"]) >= 20 and len(g["alphas2"]) >= 20
+                and len(g["xi"]) == len(g["alphas1"]) and min(g["points"].values()) >= 128]
+        assert full, suite
