@@ -27,7 +27,9 @@ def _suites_at_a_paper_scale(store: Store) -> list[str]:
 
 
 def _trained_steps(store: Store, rid: str) -> int:
-    """The last optimizer step the run recorded (an early-stopped run's last evaluated step, not its budget)."""
+    """The last step in the run's saved history: a lower bound on the steps it trained (the pipeline keeps every
+    k-th step, so the count can fall short by less than k, never exceed it); an early-stopped run counts where it
+    stopped, not its budget."""
     m = store.get_run(rid).manifest
     return max(int(h["step"]) for h in m.history) if m.history else 0
 
