@@ -36,6 +36,11 @@ Per-sample Fisher (:func:`talos_core.fisher.fisher_scores`, the calibration engi
 (:func:`~talos_core.fisher.fisher_scores_loop`) on ViT-B/32, same examples and sampled labels: times, speed-up
 (goal ≥ 5×) and agreement.
 
+``--bound`` adds, per model, the exact-gradient bound of the same TaLoS mask at the same batch
+(:func:`bench.bound.exact_bound`: the multiply-adds and tensor bytes one step must cost with exact gradients): the
+best fwd+bwd speed-up over non-linear FT any implementation computing those gradients can reach, and the measured
+fwd+bwd speed-up as a fraction of it (goal ≥ 0.9). Its memory ratio counts fp32 activations.
+
 Sizes: CUDA — both CLIPs, batch 128, 3 warm-up + 10 timed steps, 64 Fisher samples; CPU — ViT-B/32 at batch 8,
 1 + 3 steps; ``--quick`` — tiny-clip at batch 32, 1 + 2 steps (a smoke test of every code path).
 """
@@ -346,8 +351,14 @@ def _time_left(timeout: float, deadline: float | None) -> float | None:
     return None if left <= 0 else min(timeout, max(left, 30.0))
 
 
+def run_bound(case: Case, device: str, batch: int, mask_path: str, timeout: float) -> dict:
+    """The exact-gradient bound (``bench.bound.exact_bound``) of ``mask_path`` on the case's model at ``batch``."""
+    return run_worker("bound", {"model": case.model, "task": case.task, "device": device, "batch": batch,
+                                "mask": mask_path}, timeout=timeout)
+
+
 def run_model(model: str, device: str, s: dict, precision: str, timeout: float, name: str,
-              methods: list[str], *, deadline: float | None = None, on_row=None) -> dict:
+              methods: list[str], *, deadline: float | None = None, on_row=None, bound: bool = False) -> dict:
     """Every method on ``model``, one worker each; a failing method becomes an error row, and so does one that
     the time budget (``deadline``, a ``perf_counter`` value) leaves no time for. ``on_row(result)`` is called
     with the (partial) result after each method."""
@@ -363,6 +374,16 @@ def run_model(model: str, device: str, s: dict, precision: str, timeout: float, 
         except Exception as exc:  # noqa: BLE001 - report and go on with the other methods
             out["mask_error"] = _short(exc)
             print(f"  TaLoS mask FAILED: {out['mask_error']}", flush=True)
+    if bound and mask is not None and _time_left(timeout, deadline) is not None:
+        try:
+            b = run_bound(case, device, s["batch"], mask["path"], _time_left(timeout, deadline))
+            out["bound"] = {k: b[k] for k in ("speedup", "speedup_rows", "memory_ratio", "forward_floor")}
+            print(f"  exact-gradient bound at batch {s['batch']}: fwd+bwd speed-up ≤ {b['speedup']:.3f} "
+                  f"(row-split weight gradients {b['speedup_rows']:.3f}), memory ratio {b['memory_ratio']:.3f} "
+                  f"(fp32 activations), forward floor {b['forward_floor']:.2f}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - the bound is an extra row, never the end of the run
+            out["bound"] = {"error": _short(exc)}
+            print(f"  exact-gradient bound FAILED: {out['bound']['error']}", flush=True)
     for method in methods:
         args = {"model": model, "task": case.task, "device": device, "method": method, "batch": s["batch"],
                 "warmup": s["warmup"], "iters": s["iters"], "precision": precision,
@@ -481,15 +502,20 @@ def goals_table(results: list[dict]) -> str:
                      "mem": mem, "goal_m": goal_m,
                      "ok_m": None if goal_m is None or mem is None else mem <= goal_m + 5e-3,
                      "fb": ratio(nl["fwd_bwd_s"], ts["fwd_bwd_s"]), "opt": ratio(ts["opt_s"], nl["opt_s"])})
+        b = res.get("bound") or {}
+        if "speedup" in b:
+            rows[-1].update(bound=b["speedup"], of_bound=ratio(rows[-1]["fb"], b["speedup"]))
     if not rows:
         return ""
+    keys = ["device", "model", "speed", "goal_s", "ok_s", "mem", "goal_m", "ok_m", "fb", "opt"]
+    heads = ["device", "model", "TaLoS iteration speed-up", "published (goal ≥)", "met", "TaLoS peak memory / NL",
+             "published (goal ≤)", "met", "fwd+bwd speed-up", "optimizer step TaLoS / NL"]
+    if any("bound" in r for r in rows):
+        keys += ["bound", "of_bound"]
+        heads += ["exact-gradient bound (fwd+bwd)", "measured / bound (goal ≥ 0.9)"]
     return "\n".join(["### TaLoS vs non-linear FT against the paper (goals: at least its speed-up, at most its "
                       "memory ratio)", "",
-                      markdown_table(rows, ["device", "model", "speed", "goal_s", "ok_s", "mem", "goal_m", "ok_m", "fb",
-                                            "opt"],
-                                     ["device", "model", "TaLoS iteration speed-up", "published (goal ≥)", "met",
-                                      "TaLoS peak memory / NL", "published (goal ≤)", "met",
-                                      "fwd+bwd speed-up", "optimizer step TaLoS / NL"])])
+                      markdown_table(rows, keys, heads)])
 
 
 def fisher_table(f: dict, name: str) -> str:
@@ -529,6 +555,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                         help="training precision (default auto: bf16 autocast on CUDA, fp32 on CPU)")
     parser.add_argument("--no-fisher", action="store_true", help="skip the per-sample Fisher comparison")
+    parser.add_argument("--bound", action="store_true",
+                        help="also compute the exact-gradient bound of the TaLoS mask at the same batch (bench.bound)")
     parser.add_argument("--budget", type=float,
                         help="seconds for the whole run: configurations that would start later are reported as "
                              "skipped (default: no limit; results are written to --json as they come)")
@@ -577,7 +605,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"- {model} at batch {s['batch']} on {name} …", flush=True)
         try:
             on_row(run_model(model, device, s, args.precision, timeout, name, args.methods, deadline=deadline,
-                             on_row=on_row))
+                             on_row=on_row, bound=args.bound))
         except Exception as exc:  # noqa: BLE001
             print(f"  {model} FAILED: {_short(exc)}", flush=True)
             payload.setdefault("errors", []).append({"model": model, "error": _short(exc)})

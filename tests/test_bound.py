@@ -131,3 +131,22 @@ def test_bound_on_registry_models(tiny_setup, name):
     assert 1.0 < out["speedup"] <= out["forward_floor"]
     assert out["talos"]["memory_bytes"] < out["nonlinear"]["memory_bytes"]
     assert out["talos"]["activation_bytes"] < out["nonlinear"]["activation_bytes"]
+
+
+def test_table3_goals_table_reports_the_measured_fraction_of_the_bound():
+    """``bench_table3 --bound``: the goals table gains the bound and measured / bound (fwd+bwd speed-ups)."""
+    from bench.bench_table3 import goals_table
+
+    row = {"iter_s": 0.2, "fwd_bwd_s": 0.19, "opt_s": 0.01, "peak_mb": 1000.0}
+    res = {"device_name": "GPU", "model": "clip-vit-l-14-random",
+           "methods": {"nonlinear": row, "talos": {**row, "iter_s": 0.16, "fwd_bwd_s": 0.152, "opt_s": 0.008,
+                                                   "peak_mb": 700.0}}}
+    plain = goals_table([res])
+    assert "exact-gradient bound" not in plain
+    table = goals_table([{**res, "bound": {"speedup": 1.25, "speedup_rows": 1.3, "memory_ratio": 0.6,
+                                           "forward_floor": 3.0}}])
+    header, _, line = table.splitlines()[2:5]
+    assert header.endswith("| exact-gradient bound (fwd+bwd) | measured / bound (goal ≥ 0.9) |")
+    assert line.endswith("| 1.250 | 1.000 |")  # 0.19 / 0.152 = 1.25 measured, all of the bound
+    failed = goals_table([{**res, "bound": {"error": "worker timed out"}}])
+    assert "exact-gradient bound" not in failed
