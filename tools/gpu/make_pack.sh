@@ -7,12 +7,7 @@
 #   .gpupack1 as store.tgz and call 1 unpacks it into /root/store, where the next part resumes the record.
 #   STORE may also be a folder: that snapshot unpacked and committed (snapshots/<name>/, which is how it outlives
 #   the session: docs/scale-out.md).
-set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
-grep -qx '/.gpupack\*/' .git/info/exclude 2>/dev/null || echo '/.gpupack*/' >> .git/info/exclude
-PY=${PY:-.venv/bin/python}
-SITE=$($PY -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-MODEL=$($PY -c "from talos_core.models.text import minilm_path; print(minilm_path())")
+source "$(dirname "$0")/pack_env.sh"
 rm -rf .gpupack1 .gpupack2 && mkdir -p .gpupack1 .gpupack2
 # the text tasks' offline data: WordNet and fortunes from Debian, tweets and drug reviews from PyPI packages
 tar czf .gpupack1/data.tgz -C / usr/share/wordnet/data.noun usr/share/wordnet/data.verb usr/share/games/fortunes \
