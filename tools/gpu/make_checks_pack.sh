@@ -12,5 +12,5 @@ rm -rf .gpupack3 && mkdir -p .gpupack3
 echo "$SITE" > .gpupack3/site.txt
 (cd "$MODEL" && tar czf - --exclude model.safetensors .) > .gpupack3/modelrest.tgz
 tar czf .gpupack3/oc.tgz -C "$SITE" open_clip ftfy wcwidth
-cp tools/gpu/gpu_checks.sh .gpupack3/
+cp tools/gpu/gpu_checks.sh tools/gpu/device_minilm.sh .gpupack3/
 du -sh .gpupack3

@@ -26,5 +26,5 @@ sha256sum "$MODEL/model.safetensors" | awk '{print $1}' > .gpupack2/model.sha256
 head -c 42000000 "$MODEL/model.safetensors" > .gpupack1/model.part1
 tail -c +42000001 "$MODEL/model.safetensors" > .gpupack2/model.part2
 (cd "$MODEL" && tar czf - --exclude model.safetensors .) > .gpupack2/modelrest.tgz
-cp tools/gpu/device_start.sh tools/gpu/device_watch.sh .gpupack2/
+cp tools/gpu/device_start.sh tools/gpu/device_watch.sh tools/gpu/device_minilm.sh .gpupack2/
 du -sh .gpupack1 .gpupack2
