@@ -35,7 +35,9 @@ def test_payload_reproduces_preview_accuracy_exactly_on_the_shipped_stores(name)
     size = LP.payload_bytes(payload)
     n_floats = sum(cache.base[e].size * (1 + len(cache.tasks)) for e in cache.eval_tasks)
     assert size < 1.4 * 4 * n_floats + 4096
-    assert size < 256 * 1024, f"{name}: {size} bytes"
+    # page weight, sent once per session: the text `full` preview (256 points of 5 tasks, 59 classes in all, logits at
+    # θ0 and 5 JVPs each) is 480 KiB; a store of this shape must not grow past twice the largest shipped one
+    assert size < 1024 * 1024, f"{name}: {size} bytes"
 
 
 def test_payload_on_the_fixture_store(fixture_store):
