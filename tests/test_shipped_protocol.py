@@ -13,7 +13,7 @@ from talos_core.store import Store
 
 SHIPPED = Path(__file__).resolve().parent.parent / "cached_results"
 # the suites the README and the Learn page say ship at a paper scale; a suite listed here that ships at `mini`
-# fails the test below (text joins when its `full` run lands: issue 30)
+# fails the test below
 PAPER_SCALE_SUITES = ("vision", "text")
 PAPER_SCALES = ("full", "paper")
 
