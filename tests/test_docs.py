@@ -134,6 +134,9 @@ def _claims_store(root: Path, *, talos_best: bool) -> Store:
         {"method": "nonlinear", "task": "a", "finetuned_acc": 0.8, "linearized_acc": 0.7},
         {"method": "linearized", "task": "a", "finetuned_acc": 0.7, "linearized_acc": 0.7},  # not compared
     ]))
+    store.write_table("single", "s__m", pd.DataFrame([
+        {"method": m, "task": "a", "zero_shot_acc": 0.5, "finetuned_acc": 0.8, "split": "test"}
+        for m in ("talos", "nonlinear")]))
     store.write_table("sparsity_ablation", "s__m__talos", pd.DataFrame(
         {"sparsity": [0.5, 0.9, 0.99], "addition_abs": [0.6, 0.7 if talos_best else 0.5, 0.55],
          "addition_norm": [0.8, 0.8, 0.8], "negation_target": [0.3, 0.3, 0.3], "single_task_acc": [0.9, 0.85, 0.8]}))
@@ -146,10 +149,11 @@ def test_claims_reproduced_when_every_rule_holds(tmp_path):
     assert {f.claim.key: f.verdict for f in found} == dict.fromkeys("abcdef", "reproduced")
     by_key = {f.claim.key: f.numbers for f in found}
     assert "addition abs 90.0 vs 70.0 (nonlinear)" in by_key["a"]
-    assert "negation target 50.0 vs 60.0 (lota)" in by_key["a"]
+    assert "negation target 50.0 vs 60.0 (lota)" in by_key["a"] and "(normalized 90.0, not decisive)" in by_key["a"]
     assert "talos 0.600 vs lota 0.050" in by_key["b"] and "bottom 10 %" in by_key["b"]
     assert "60.0 % Q, 30.0 % K" in by_key["c"]
-    assert by_key["d"] == "mean fine-tuned → linearized: talos 80.0 → 79.0, nonlinear 80.0 → 70.0"
+    assert by_key["d"] == ("share of the fine-tuning gain kept linearized (mean gain over zero-shot): talos 97 % "
+                           "(+30.0 points), nonlinear 67 % (+30.0 points)")
     assert "sparsity 0.5 / 0.9 / 0.99: addition abs 60.0 / 70.0 / 55.0" in by_key["e"]
     assert by_key["f"] == "single-task TaLoS 80.0 vs lota 81.0"
 
@@ -167,6 +171,53 @@ def test_claims_not_reproduced_and_missing_inputs(tmp_path):
     assert found["c"].numbers == "n/a: m has no attention projections"
     with pytest.raises(TalosError, match="no results of suite 'other'"):
         check_claims(store, ["other"])
+
+
+def _negation(store: Store, row: str, control_test: float) -> None:
+    store.write_table("negation", f"s__m__{row}", pd.DataFrame(
+        [{"target": "a", "alpha": 0.5, "split": sp, "target_acc": 0.3, "control_acc": control_test}
+         for sp in ("val", "test")]), selected={"a": 0.5}, control_zero_shot_acc={"val": 0.8, "test": 0.8},
+        threshold=0.95, alpha_grid=[0.0, 0.5, 1.0], control_task="c")
+
+
+def test_claim_a_counts_negation_only_where_the_control_holds_on_test(tmp_path):
+    store = _claims_store(tmp_path, talos_best=True)
+    table = store.read_table("comparison", "s__m")
+    table.loc[table["method"] == "lota", "negation_target"] = 0.1   # lower than TaLoS's 0.5 ...
+    table["negation_control"] = 0.8
+    table.loc[table["method"] == "lota", "negation_control"] = 0.6  # ... bought by breaking the control
+    store.write_table("comparison", "s__m", table)
+    _negation(store, "lota", 0.6)
+    a = next(f for f in check_claims(store, ["s"]) if f.claim.key == "a")
+    assert "not counted for a control broken on test: lota" in a.numbers and a.rule_verdict == "reproduced"
+    assert a.verdict == "reproduced"  # lota's flagged negation is not the evidence: it was not counted
+    table.loc[table["method"] == "talos", "negation_control"] = 0.6  # TaLoS's own control broken: never best
+    store.write_table("comparison", "s__m", table)
+    _negation(store, "talos", 0.6)
+    a = next(f for f in check_claims(store, ["s"]) if f.claim.key == "a")
+    assert "negation target 50.0 (control broken on test)" in a.numbers and a.rule_verdict == "not reproduced"
+
+
+def test_claim_d_cannot_be_won_by_learning_nothing(tmp_path):
+    store = _claims_store(tmp_path, talos_best=True)
+    store.write_table("single", "s__m", pd.DataFrame([
+        {"method": m, "task": "a", "zero_shot_acc": 0.78, "finetuned_acc": 0.8, "split": "test"}
+        for m in ("talos", "nonlinear")]))  # TaLoS gains 2 points: nothing to keep
+    d = next(f for f in check_claims(store, ["s"]) if f.claim.key == "d")
+    assert d.verdict == "n/a" and "must gain 5 points" in d.numbers
+
+
+def test_flagged_evidence_makes_a_claim_inconclusive(tmp_path):
+    store = _claims_store(tmp_path, talos_best=True)
+    store.write_table("addition", "s__m__nonlinear", pd.DataFrame(
+        [{"alpha": a, "split": "test", "task": "a", "accuracy": 0.7, "normalized_accuracy": 0.8} for a in (0, 1)]),
+        selected_alpha=1.0, alpha_grid=[0.0, 1.0], summary={"abs_acc": 0.7, "norm_acc": 0.8}, tasks=["a"])
+    found = {f.claim.key: f for f in check_claims(store, ["s"])}
+    assert found["a"].verdict == "inconclusive" and found["a"].rule_verdict == "reproduced"
+    assert [f.check for f in found["a"].flags] == ["alpha-at-edge"]
+    assert found["f"].verdict == "reproduced"  # nonlinear's α says nothing about single-task accuracy
+    text = claims_markdown(store, ["s"])
+    assert "**inconclusive** (rule alone: reproduced; flagged: alpha-at-edge: nonlinear)" in text
 
 
 def test_claims_markdown_lists_each_claim_once_and_its_rule(tmp_path):

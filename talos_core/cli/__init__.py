@@ -10,11 +10,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from talos_core.cli import catalog, dashboard, docs, evaluate, examples, imports, merge, runs, suite
+from talos_core.cli import audit, catalog, dashboard, docs, evaluate, examples, imports, merge, runs, suite
 from talos_core.errors import TalosError
 
 #: command groups, in the order ``talos --help`` lists them; each has ``register(subparsers)``
-COMMAND_GROUPS = (catalog, runs, imports, evaluate, examples, merge, suite, dashboard, docs)
+COMMAND_GROUPS = (catalog, runs, imports, evaluate, examples, merge, suite, audit, dashboard, docs)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from talos_core.errors import TalosError
+from talos_core.evaluation.audit import audit_suite, footnotes, number_ranges
 from talos_core.store import Store
 
 
@@ -69,17 +70,27 @@ def results_markdown(store: Store | str, suite: str) -> str:
              f"{md(meta['control_task'])}); scale `{md(meta['scale'])}`, seed {meta['seed']}, "
              f"{meta['wall_time_s'] / 60:.1f} min on {md(meta['device'])}",
              "", "| method | add. abs | add. norm | neg. target ↓ | neg. control | single-task | zero-shot "
-             "| time/step (s) | peak memory (MiB) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| time/step (s) | peak memory (MiB) | audit flags |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     order = [*meta["methods"], *meta.get("posthoc", [])]
     rank = {m: i for i, m in enumerate(order)}
     records = sorted(table.to_dict(orient="records"), key=lambda r: (rank.get(r["method"], len(rank)), r["method"]))
+    flags = audit_suite(store, suite)
+    by_row, notes = footnotes(flags, [str(r["method"]) for r in records])
+    refs = lambda row: number_ranges(by_row.get(row, []) + by_row.get("", [])) or "–"  # noqa: E731
     for r in records:
         lines.append(f"| {md(r['method'])} | {acc(r, 'addition_abs')} | {acc(r, 'addition_norm')} | "
                      f"{acc(r, 'negation_target')} | {acc(r, 'negation_control')} | "
                      f"{acc(r, 'single_task_acc')} | {acc(r, 'zero_shot_acc')} | "
-                     f"{num(r.get('time_per_step_s'), '.3f')} | {num(r.get('peak_memory_mb'), '.0f')} |")
+                     f"{num(r.get('time_per_step_s'), '.3f')} | {num(r.get('peak_memory_mb'), '.0f')} | "
+                     f"{refs(str(r['method']))} |")
     if any(c.endswith("_lo") and table[c].notna().any() for c in table.columns):
         lines += ["", "Accuracies in %; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples "
                       "within each task)."]
+    if notes:
+        lines += ["", f"Audit flags (`talos audit {md(suite)}`: {len(flags)} flags; what each check means: "
+                      "docs/audit.md):", ""]
+        lines += [f"- {md(n)}" for n in notes]
+    else:
+        lines += ["", "Audit: no flags."]
     return "\n".join(lines)

@@ -1,0 +1,736 @@
+"""The audit: named checks that read a suite's stored results and flag the numbers a sceptical reviewer would not
+trust as they stand.
+
+Pure and torch-free: it reads result files (SCHEMA.md kinds) and run manifests of any store — the shipped one, a
+user's own, a test store — and computes nothing new. Each check of :data:`CHECKS` has an id, a title and one
+sentence a student can read; :func:`audit_suite` returns its :class:`Flag` s, each naming the comparison row it
+concerns, the metrics (comparison columns) whose number it casts doubt on, the result or run it comes from, one
+sentence with the numbers behind it and those numbers. ``talos audit`` prints them, ``talos report`` and the docs
+tables carry them as footnotes, the dashboard as badges, and :mod:`talos_core.evaluation.claims` reads a claim whose
+evidence carries a flag as *inconclusive*.
+
+>>> [c.id for c in CHECKS][:3]
+['alpha-at-edge', 'alpha-unresolved', 'control-margin']
+>>> infer_count([0.5, 0.25, 0.75], 10)
+8
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from talos_core import schema
+from talos_core.errors import TalosError
+from talos_core.schema import base_method_of, result_name
+
+#: a selection decided by fewer validation examples than this is flagged
+MIN_EXAMPLES = 3
+#: one example deciding the negation α matters when the two candidate α differ by this much on test (points)
+MATERIAL_POINTS = 2.0
+#: a validation curve that gains more than this over its last quarter has not flattened (the learning-curve
+#: rule's tolerance)
+CONVERGENCE_TOLERANCE = 0.01
+#: negation: an edited displacement ‖α τ‖ more than this many times the median of the other rows' is an outlier
+DISPLACEMENT_RATIO = 5.0
+#: a fine-tuning run whose test accuracy gains less than this over zero-shot (points) has learned little
+MIN_GAIN_POINTS = 5.0
+#: a mask whose training moved less than this fraction of its entries has entries that never learned
+MIN_MOVED = 0.99
+
+#: every metric of a row (run-level flags: a number computed from an unsound run is unsound whatever it is)
+ALL = "*"
+ADDITION = ("addition_abs", "addition_norm")
+NEGATION = ("negation_target", "negation_control")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check: ``id`` (kebab-case, stable), ``title`` (a few words) and ``explanation`` (one sentence a
+    student who knows what fine-tuning is can read)."""
+
+    id: str
+    title: str
+    explanation: str
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("alpha-at-edge", "α at the edge of its grid",
+          "The chosen scaling α is the first or last value that was tried, so a better α may lie outside the grid "
+          "and the number may be an artifact of where the grid stops."),
+    Check("alpha-unresolved", "α grid too coarse",
+          "The chosen α is the first non-zero value of its grid, so nothing between 0 and it was tried and the "
+          "grid cannot tell where the optimum lies."),
+    Check("control-margin", "α decided by one example",
+          "A single validation example of the control task decided which α negation used (the 95 % constraint "
+          "held, or the next α failed, by one example), and the two choices differ by at least 2 points on test."),
+    Check("selection-margin", "hyperparameter chosen by a few examples",
+          "The per-task hyperparameter (sparsity or rank) won its validation comparison by fewer than three "
+          "examples, so the choice is within noise."),
+    Check("selection-at-edge", "hyperparameter at the edge of its candidates",
+          "The selected sparsity or rank is the smallest or largest candidate, so the best value may lie outside "
+          "the candidates searched."),
+    Check("control-broken-on-test", "control broken on test",
+          "Negation kept the control task above 95 % of its zero-shot accuracy on validation but not on test, so "
+          "the low target accuracy was bought by damaging the model."),
+    Check("norm-above-100", "normalized accuracy above 100 %",
+          "The merged model beats the method's own single-task models, which means those single-task models are "
+          "weak, not that the merge is strong."),
+    Check("norm-unedited", "normalized accuracy reached without editing",
+          "The unedited pre-trained model already scores a normalized accuracy at or above the median of the other "
+          "methods' merges, because normalized accuracy divides by this method's own single-task accuracy: a method "
+          "that learns little scores high by doing nothing."),
+    Check("displacement-outlier", "edit far larger than the others'",
+          "The edited weights moved ‖α τ‖ many times further from the pre-trained model than every other method's "
+          "edit on the same task, so the result reflects a much larger edit, not a better task vector."),
+    Check("not-converged", "training not converged",
+          "The run's own validation curve was still rising at its end, so its task vector is under-trained."),
+    Check("convergence-unknown", "convergence not recorded",
+          "The run recorded no validation curve of its own, so nobody can tell whether it finished learning."),
+    Check("budget-other-schedule", "budget read off another schedule",
+          "The run's number of steps was read off a learning curve trained on a longer learning-rate schedule, "
+          "and a shorter schedule does not reach the same accuracy at the same step."),
+    Check("lr-disagrees", "learning-rate check disagrees",
+          "The suite's own learning-rate check found another learning rate better on validation than the one "
+          "the method was trained with."),
+    Check("little-gain", "learned little",
+          "Fine-tuning gained less than 5 points of test accuracy over the pre-trained model on a task, so "
+          "numbers relative to that gain (normalized accuracy, what linearization keeps) say little."),
+    Check("best-not-separated", "best within noise",
+          "The best row's 95 % interval overlaps the runner-up's, so the data do not say which is better."),
+    Check("interval-inconsistent", "interval contradicts its value",
+          "The number lies outside its own 95 % interval or the interval is reversed, so one of them is wrong."),
+    Check("mask-unmoved", "mask entries never trained",
+          "More than 1 % of the mask's trainable entries did not change during training (no useful gradient on "
+          "the data the run saw), so the mask is effectively smaller than stated."),
+    Check("suite-incomplete", "suite not finished",
+          "The suite record says the run stopped before every step finished, so some numbers may be missing or "
+          "stale."),
+)
+
+_BY_ID = {c.id: c for c in CHECKS}
+
+
+def check_info(check_id: str) -> Check:
+    """The :class:`Check` of an id (one sentence naming the known ids otherwise)."""
+    try:
+        return _BY_ID[check_id]
+    except KeyError:
+        raise TalosError(f"unknown audit check {check_id!r}; known: {', '.join(_BY_ID)}") from None
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One raised check on one suite.
+
+    ``row``: the comparison row (method or variant id, e.g. ``talos-k0.9``; an ablation's ``<method> ablation``)
+    or ``None`` for the whole suite. ``metrics``: the comparison columns whose numbers it concerns (:data:`ALL`:
+    every number of the row; ``masks``: the row's mask statistics). ``source``: the result (``kind/name``) or run
+    it was read from. ``message``: one sentence with the numbers. ``numbers``: those numbers.
+    """
+
+    check: str
+    suite: str
+    row: str | None
+    metrics: tuple[str, ...]
+    source: str
+    message: str
+    numbers: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def title(self) -> str:
+        return check_info(self.check).title
+
+    @property
+    def explanation(self) -> str:
+        return check_info(self.check).explanation
+
+    def concerns(self, row: str | None, metric: str | None = None) -> bool:
+        """Whether the flag casts doubt on ``metric`` of ``row`` (any of its metrics when ``metric`` is None)."""
+        if self.row is not None and row is not None and self.row != row:
+            return False
+        return metric is None or ALL in self.metrics or metric in self.metrics
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "title": self.title, "suite": self.suite, "row": self.row,
+                "metrics": list(self.metrics), "source": self.source, "message": self.message,
+                "numbers": dict(self.numbers), "explanation": self.explanation}
+
+
+# --------------------------------------------------------------------------------------------
+# small pure helpers
+# --------------------------------------------------------------------------------------------
+def infer_count(values: Iterable[float], n_max: int) -> int | None:
+    """The example count behind accuracies stored as fractions (rounded to ~10 digits): the largest ``n ≤ n_max``
+    for which every value of ``values`` is a whole number of examples out of ``n``; ``None`` if there is none.
+
+    Every multiple of the true count fits too, so the largest one under the cap is taken: it is the true count
+    whenever the split holds more than half the cap (``max_val``), as evaluation splits capped at ``max_val`` do.
+    """
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return None
+    for n in range(max(1, int(n_max)), 0, -1):
+        if all(abs(v * n - round(v * n)) < 1e-4 * max(1.0, n / 1000) for v in vals):
+            return n
+    return None
+
+
+def needed(threshold: float, n: int) -> int:
+    """The fewest correct examples out of ``n`` that meet an accuracy ``threshold`` (``≥``)."""
+    return math.ceil(threshold * n - 1e-9)
+
+
+def still_rising(curve: Sequence[tuple[float, float]], tolerance: float = CONVERGENCE_TOLERANCE) -> float | None:
+    """How much a validation curve ``[(step, acc), ...]`` gained in its last quarter of steps over its best before
+    it, when that exceeds ``tolerance`` (the curve has not flattened); ``None`` when it has (or is too short).
+
+    >>> still_rising([(100, .5), (200, .6), (300, .7), (400, .8)])
+    0.1
+    >>> still_rising([(100, .5), (200, .8), (300, .8), (400, .805)]) is None
+    True
+    """
+    pts = sorted((float(s), float(a)) for s, a in curve)
+    if len(pts) < 3:
+        return None
+    end = pts[-1][0]
+    start = pts[0][0]
+    cut = end - (end - start) / 4
+    before = [a for s, a in pts if s < cut] or [pts[0][1]]
+    after = [a for s, a in pts if s >= cut]
+    gain = max(after) - max(before)
+    return round(gain, 6) if gain > tolerance else None
+
+
+def _fmt_alpha(a: float) -> str:
+    return f"{a:g}"
+
+
+def _pct(v: float) -> str:
+    return f"{100 * float(v):.1f}"
+
+
+def _grid_position(alpha: float, grid: Sequence[float]) -> str | None:
+    """``'last'``, ``'first'`` (α = the grid's smallest value) or ``'first non-zero'`` for a selected α, else
+    None. Grids are sets of tried values (sorted here)."""
+    g = sorted({float(x) for x in grid})
+    if len(g) < 2:
+        return None
+    if math.isclose(alpha, g[-1], rel_tol=1e-9, abs_tol=1e-12):
+        return "last"
+    if math.isclose(alpha, g[0], rel_tol=1e-9, abs_tol=1e-12):
+        return "first"
+    positive = [x for x in g if x > 0]
+    if g[0] == 0 and positive and math.isclose(alpha, positive[0], rel_tol=1e-9):
+        return "first non-zero"
+    return None
+
+
+def _records(payload: Mapping) -> list[dict]:
+    return list(payload.get("records") or [])
+
+
+# --------------------------------------------------------------------------------------------
+# the store, read once
+# --------------------------------------------------------------------------------------------
+class _Reader:
+    """The results and run manifests of one suite of a store, read lazily and cached (torch-free)."""
+
+    def __init__(self, root: Path, suite: str) -> None:
+        self.root, self.suite = Path(root), suite
+        try:
+            self.meta = schema.read_result(self.root, "suite", suite)
+        except schema.MissingResult:
+            raise TalosError(f"no results of suite {suite!r} in {self.root}; pass --store with the store that "
+                             f"holds them") from None
+        self.model = str(self.meta.get("model", ""))
+        self._results: dict[tuple[str, str], dict | None] = {}
+        self._manifests: dict[str, dict | None] = {}
+
+    def name(self, *parts: str) -> str:
+        return result_name(self.suite, self.model, *parts)
+
+    def result(self, kind: str, *parts: str) -> dict | None:
+        key = (kind, self.name(*parts))
+        if key not in self._results:
+            try:
+                self._results[key] = schema.read_result(self.root, kind, key[1])
+            except schema.MissingResult:
+                self._results[key] = None
+        return self._results[key]
+
+    def manifest(self, run_id: str) -> dict | None:
+        if run_id not in self._manifests:
+            path = self.root / "runs" / str(run_id) / "manifest.json"
+            try:
+                from talos_core.atomic import read_json
+
+                data = read_json(path) if path.is_file() else None
+            except TalosError:
+                data = None
+            self._manifests[run_id] = data if isinstance(data, dict) else None
+        return self._manifests[run_id]
+
+    def rows(self) -> list[str]:
+        comp = self.result("comparison")
+        if comp is not None:
+            return [str(r["method"]) for r in _records(comp)]
+        return [*map(str, self.meta.get("methods") or []), *map(str, self.meta.get("posthoc") or [])]
+
+    def posthoc(self) -> set[str]:
+        return {str(m) for m in self.meta.get("posthoc") or []}
+
+    def trained_by(self, row: str) -> str | None:
+        """The fine-tuning method whose runs a row's numbers come from (post-hoc rows: their base vectors')."""
+        if row in self.posthoc():
+            add = self.result("addition", row) or {}
+            return str(add.get("base_method") or "nonlinear")
+        return base_method_of(row)
+
+    def row_runs(self, row: str) -> dict[str, str]:
+        """``{task: run_id}`` of the runs behind a row (its addition result's, else its negation's)."""
+        for kind in ("addition", "negation"):
+            payload = self.result(kind, row)
+            if payload and isinstance(payload.get("runs"), dict):
+                return {str(t): str(r) for t, r in payload["runs"].items()}
+        single = self.result("single")
+        if single and isinstance(single.get("runs"), dict) and isinstance(single["runs"].get(row), dict):
+            return {str(t): str(r) for t, r in single["runs"][row].items()}
+        return {}
+
+
+# --------------------------------------------------------------------------------------------
+# the checks, each a generator of flags
+# --------------------------------------------------------------------------------------------
+def _addition_flags(r: _Reader, row: str) -> Iterable[Flag]:
+    add = r.result("addition", row)
+    if not add:
+        return
+    source = f"addition/{r.name(row)}"
+    alpha, grid = float(add.get("selected_alpha", math.nan)), add.get("alpha_grid") or []
+    where = _grid_position(alpha, grid) if math.isfinite(alpha) else None
+    if where in ("first", "last"):
+        yield Flag("alpha-at-edge", r.suite, row, ADDITION, source,
+                   f"addition chose α = {_fmt_alpha(alpha)}, the {where} point of its grid "
+                   f"{_fmt_alpha(min(grid))}…{_fmt_alpha(max(grid))}",
+                   {"alpha": alpha, "grid_min": min(grid), "grid_max": max(grid), "position": where})
+    elif where == "first non-zero":
+        yield Flag("alpha-unresolved", r.suite, row, ADDITION, source,
+                   f"addition chose α = {_fmt_alpha(alpha)}, the first non-zero point of its grid (nothing between "
+                   f"0 and {_fmt_alpha(alpha)} was tried)", {"alpha": alpha})
+    summary = add.get("summary") or {}
+    norm = summary.get("norm_acc")
+    if norm is not None and float(norm) > 1.0:
+        yield Flag("norm-above-100", r.suite, row, ("addition_norm",), source,
+                   f"normalized accuracy {_pct(norm)} % (above 100 %)", {"norm_acc": float(norm)})
+
+
+def _unedited_norm(add: Mapping) -> float | None:
+    """Mean test normalized accuracy of the unedited model (α = 0) of an addition curve, where it was evaluated."""
+    vals = [float(x["normalized_accuracy"]) for x in _records(add)
+            if x.get("split") == "test" and float(x.get("alpha", 1)) == 0.0
+            and x.get("normalized_accuracy") is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _norm_unedited_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    selected = {}
+    for row in rows:
+        add = r.result("addition", row)
+        if add and (add.get("summary") or {}).get("norm_acc") is not None:
+            selected[row] = float(add["summary"]["norm_acc"])
+    for row in rows:
+        add = r.result("addition", row)
+        unedited = _unedited_norm(add) if add else None
+        others = sorted(v for m, v in selected.items() if m != row)
+        if unedited is None or len(others) < 2:
+            continue
+        median = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1]
+                                                                    + others[len(others) // 2]) / 2
+        if unedited >= median:
+            yield Flag("norm-unedited", r.suite, row, ("addition_norm",), f"addition/{r.name(row)}",
+                       f"the unedited model (α = 0) scores {_pct(unedited)} % normalized, at or above the median "
+                       f"{_pct(median)} % of the other rows' merges", {"unedited_norm": unedited, "median": median})
+
+
+def _negation_flags(r: _Reader, row: str) -> Iterable[Flag]:
+    neg = r.result("negation", row)
+    if not neg:
+        return
+    source = f"negation/{r.name(row)}"
+    keep = float(neg.get("threshold", 0.95))
+    zs = neg.get("control_zero_shot_acc") or {}
+    recs = _records(neg)
+    grids = neg.get("alpha_grids") or {}
+    n_max = int((r.meta.get("scale_settings") or {}).get("max_val") or 5000)
+    val_controls = [x["control_acc"] for x in recs if x.get("split") == "val"]
+    n_control = infer_count(val_controls, n_max) if val_controls else None
+    for target, alpha in (neg.get("selected") or {}).items():
+        alpha = float(alpha)
+        grid = grids.get(target) or neg.get("alpha_grid") or sorted({float(x["alpha"]) for x in recs
+                                                                     if x.get("target") == target})
+        where = _grid_position(alpha, grid)
+        if where == "last":
+            yield Flag("alpha-at-edge", r.suite, row, NEGATION, source,
+                       f"negating {target} chose α = {_fmt_alpha(alpha)}, the last point of its grid",
+                       {"target": target, "alpha": alpha, "grid_max": max(grid)})
+        elif where == "first non-zero":
+            yield Flag("alpha-unresolved", r.suite, row, NEGATION, source,
+                       f"negating {target} chose α = {_fmt_alpha(alpha)}, the first non-zero point of its grid",
+                       {"target": target, "alpha": alpha})
+        at = {x.get("split"): x for x in recs if x.get("target") == target and float(x["alpha"]) == alpha}
+        curve = sorted((float(x["alpha"]), x) for x in recs if x.get("target") == target and x.get("split") == "val")
+        if "val" in at and zs.get("val") is not None and n_control and alpha > 0:
+            flag = _margin_flag(r, row, source, target, alpha, at, curve, keep * float(zs["val"]), n_control)
+            if flag is not None:
+                yield flag
+        if "test" in at and zs.get("test") is not None:
+            ctrl, limit = float(at["test"]["control_acc"]), keep * float(zs["test"])
+            if ctrl < limit:
+                yield Flag("control-broken-on-test", r.suite, row, NEGATION, source,
+                           f"negating {target} at α = {_fmt_alpha(alpha)}: test control {_pct(ctrl)} % is "
+                           f"{_pct(ctrl / float(zs['test']))} % of zero-shot {_pct(zs['test'])} % (needs ≥ "
+                           f"{100 * keep:g} %)",
+                           {"target": target, "alpha": alpha, "control_test": ctrl, "zero_shot_test": float(zs["test"]),
+                            "ratio": ctrl / float(zs["test"]) if float(zs["test"]) else math.nan})
+
+
+def _margin_flag(r: _Reader, row: str, source: str, target: str, alpha: float, at: Mapping[str, Mapping],
+                 curve: Sequence[tuple[float, Mapping]], threshold: float, n: int) -> Flag | None:
+    """``control-margin`` when one validation example of the control task decides between the selected α and a
+    neighbour whose test target accuracy differs by at least :data:`MATERIAL_POINTS`."""
+    need = needed(threshold, n)
+    kept = round(float(at["val"]["control_acc"]) * n)
+    tests = {float(x["alpha"]): x for x in _records(r.result("negation", row) or {})
+             if x.get("target") == target and x.get("split") == "test"}
+    here = tests.get(alpha)
+    if here is None:
+        return None
+    alphas = [a for a, _ in curve]
+    i = alphas.index(alpha) if alpha in alphas else None
+    cases = []
+    if kept - need == 0 and i:  # one example fewer: this α fails, a smaller one is chosen
+        cases.append(("with one example fewer it fails and negation would use", alphas[i - 1]))
+    if i is not None and i + 1 < len(alphas):
+        nxt = curve[i + 1][1]
+        if need - round(float(nxt["control_acc"]) * n) == 1 and float(nxt["target_acc"]) < float(
+                at["val"]["target_acc"]):
+            cases.append(("with one example more the next α passes and negation would use", alphas[i + 1]))
+    for why, other in cases:
+        alt = tests.get(other)
+        if alt is None:
+            continue
+        delta = 100 * (float(alt["target_acc"]) - float(here["target_acc"]))
+        if abs(delta) >= MATERIAL_POINTS:
+            return Flag("control-margin", r.suite, row, NEGATION, source,
+                        f"negating {target}: α = {_fmt_alpha(alpha)} kept {kept} of {n} control examples where "
+                        f"{need} were needed; {why} α = {_fmt_alpha(other)} instead, {delta:+.1f} points of test "
+                        f"target accuracy", {"target": target, "alpha": alpha, "other_alpha": other,
+                                                 "kept": kept, "needed": need, "n": n, "delta_points": delta})
+    return None
+
+
+def _displacement_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    """‖α τ_target‖ of each fine-tuning row's negation (α × the run's recorded vector norm) against the others'."""
+    disp: dict[str, dict[str, float]] = {}
+    for row in rows:
+        if row in r.posthoc():
+            continue
+        neg = r.result("negation", row)
+        if not neg or not isinstance(neg.get("runs"), dict):
+            continue
+        for target, alpha in (neg.get("selected") or {}).items():
+            man = r.manifest(str(neg["runs"].get(target, "")))
+            norm = ((man or {}).get("metrics") or {}).get("vector_norm")
+            if norm is not None and math.isfinite(float(norm)):
+                disp.setdefault(target, {})[row] = float(alpha) * float(norm)
+    for target, by_row in disp.items():
+        for row, d in by_row.items():
+            others = sorted(v for m, v in by_row.items() if m != row)
+            if len(others) < 2:
+                continue
+            median = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1]
+                                                                        + others[len(others) // 2]) / 2
+            if median > 0 and d > DISPLACEMENT_RATIO * median:
+                yield Flag("displacement-outlier", r.suite, row, NEGATION, f"negation/{r.name(row)}",
+                           f"negating {target} moved the weights by ‖α τ‖ = {d:.3g}, {d / median:.0f}× the median "
+                           f"{median:.3g} of the other rows ({min(others):.3g}–{max(others):.3g})",
+                           {"target": target, "displacement": d, "median_others": median})
+
+
+def _curve_of(man: Mapping) -> list[tuple[float, float]]:
+    return [(float(p["step"]), float(p["val_acc"])) for p in man.get("curve") or []
+            if isinstance(p, Mapping) and p.get("val_acc") is not None]
+
+
+def _run_flags(r: _Reader, row: str, runs: Mapping[str, str], metrics: tuple[str, ...] = (ALL,)) -> Iterable[Flag]:
+    """Convergence of the runs behind a row, one flag per check with the tasks it concerns."""
+    rising, unknown, other = {}, [], {}
+    for task, rid in runs.items():
+        man = r.manifest(rid)
+        if man is None:
+            continue
+        steps = int(((man.get("config") or {}).get("train") or {}).get("steps") or 0)
+        curve = _curve_of(man)
+        if curve:
+            gain = still_rising(curve)
+            if gain is not None:
+                rising[task] = (gain, steps)
+            continue
+        lc = r.result("learning_curve", str(man.get("method", "")))
+        lc_steps = int(lc.get("steps") or 0) if lc else 0
+        if lc and lc_steps and steps and lc_steps != steps:
+            other[task] = (steps, lc_steps)
+        else:
+            unknown.append(task)
+    src = "runs " + ", ".join(sorted(set(runs.values())))
+    if rising:
+        yield Flag("not-converged", r.suite, row, metrics, src,
+                   "validation curve still rising at its end: " + ", ".join(
+                       f"{t} +{_pct(g)} points in the last quarter of {s} steps" for t, (g, s) in rising.items()),
+                   {"tasks": {t: g for t, (g, _) in rising.items()}})
+    if other:
+        yield Flag("budget-other-schedule", r.suite, row, metrics, src,
+                   "trained " + ", ".join(f"{t} {s} steps" for t, (s, _) in other.items())
+                   + " on schedules of that length, with budgets read off a "
+                   + "/".join(sorted({f"{c:,}" for _, c in other.values()}))
+                   + "-step learning curve, and recorded no curve of their own",
+                   {"tasks": {t: {"steps": s, "curve_steps": c} for t, (s, c) in other.items()}})
+    if unknown:
+        yield Flag("convergence-unknown", r.suite, row, metrics, src,
+                   "no validation curve recorded for " + ", ".join(unknown), {"tasks": unknown})
+
+
+def _lr_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    for method in sorted({r.trained_by(row) for row in rows} - {None}):
+        check = r.result("lr_check", method)
+        if not check or check.get("agrees") is not False:
+            continue
+        means = {float(m["lr"]): float(m["val_acc"]) for m in check.get("means") or []}
+        suite_lr, best = float(check.get("suite_lr", math.nan)), float(check.get("best_lr", math.nan))
+        for row in rows:
+            parsed = schema.parse_variant(row)
+            if r.trained_by(row) != method or (parsed and "lr" in parsed[1]):
+                continue
+            yield Flag("lr-disagrees", r.suite, row, (ALL,), f"lr_check/{r.name(method)}",
+                       f"{method} trained at lr {suite_lr:g}: the suite's check finds {best:g} better "
+                       f"({means.get(best, math.nan):.3f} vs {means.get(suite_lr, math.nan):.3f} mean validation "
+                       f"accuracy at {check.get('budget')} steps)",
+                       {"suite_lr": suite_lr, "best_lr": best, "means": {str(k): v for k, v in means.items()}})
+
+
+def _selection_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    for row in rows:
+        if schema.parse_variant(row) or row in r.posthoc():
+            continue
+        sel = r.result("selection", row)
+        if not sel:
+            continue
+        param, values = str(sel.get("param", "value")), sorted(float(v) for v in sel.get("values") or [])
+        source = f"selection/{r.name(row)}"
+        edge = {t: c.get(param) for t, c in (sel.get("choices") or {}).items()
+                if c.get(param) is not None and len(values) > 1 and float(c[param]) in (values[0], values[-1])}
+        if edge:
+            yield Flag("selection-at-edge", r.suite, row, (ALL,), source,
+                       f"{param} chosen at the edge of the candidates {values[0]:g}…{values[-1]:g}: "
+                       + ", ".join(f"{t} {v:g}" for t, v in edge.items()), {"choices": edge})
+        by_task: dict[str, list[dict]] = {}
+        for x in _records(sel):
+            by_task.setdefault(str(x["task"]), []).append(x)
+        close = {}
+        for task, cands in by_task.items():
+            chosen = [x for x in cands if x.get("chosen")]
+            rest = sorted((x for x in cands if not x.get("chosen") and x.get("score") is not None),
+                          key=lambda x: float(x["score"]))
+            if not chosen or not rest:
+                continue
+            man = r.manifest(str(chosen[0].get("run_id", "")))
+            n = int(((man or {}).get("data_sizes") or {}).get("val") or 0)
+            if not n:
+                continue
+            gap = round((float(rest[0]["score"]) - float(chosen[0]["score"])) * n)
+            if 0 <= gap < MIN_EXAMPLES:
+                close[task] = (gap, float(rest[0]["value"]))
+        if close:
+            yield Flag("selection-margin", r.suite, row, (ALL,), source,
+                       f"{param} won by fewer than {MIN_EXAMPLES} validation examples: " + ", ".join(
+                           f"{t} by {g} over {v:g}" for t, (g, v) in close.items()),
+                       {"tasks": {t: g for t, (g, _) in close.items()}})
+
+
+def _single_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    single = r.result("single")
+    if not single:
+        return
+    recs = [x for x in _records(single) if x.get("split", "test") == "test"]
+    for row in rows:
+        if row in r.posthoc():
+            continue
+        small = {str(x["task"]): 100 * (float(x["finetuned_acc"]) - float(x["zero_shot_acc"]))
+                 for x in recs if x.get("method") == row}
+        small = {t: g for t, g in small.items() if g < MIN_GAIN_POINTS}
+        if small:
+            yield Flag("little-gain", r.suite, row, ("addition_norm", "linearization"), f"single/{r.name()}",
+                       "fine-tuning gained " + ", ".join(f"{g:+.1f} points on {t}" for t, g in small.items())
+                       + " over zero-shot (test)", {"gain_points": small})
+
+
+def _comparison_flags(r: _Reader) -> Iterable[Flag]:
+    comp = r.result("comparison")
+    if not comp:
+        return
+    recs = _records(comp)
+    source = f"comparison/{r.name()}"
+    for x in recs:
+        for col in ("addition_abs", "addition_norm", "negation_target", "negation_control", "single_task_acc",
+                    "zero_shot_acc"):
+            v, lo, hi = x.get(col), x.get(f"{col}_lo"), x.get(f"{col}_hi")
+            if any(y is None or (isinstance(y, float) and math.isnan(y)) for y in (v, lo, hi)):
+                continue
+            if lo > hi or not lo - 1e-9 <= v <= hi + 1e-9:
+                yield Flag("interval-inconsistent", r.suite, str(x["method"]), (col,), source,
+                           f"{col} {_pct(v)} with interval [{_pct(lo)}, {_pct(hi)}]", {"value": v, "lo": lo, "hi": hi})
+    for col, higher in (("addition_abs", True), ("addition_norm", True), ("negation_target", False),
+                        ("single_task_acc", True)):
+        rows = [x for x in recs if x.get(col) is not None and not (isinstance(x[col], float) and math.isnan(x[col]))]
+        if col == "addition_norm":
+            rows = [x for x in rows if float(x[col]) <= 1.0]
+        if len(rows) < 2:
+            continue
+        rows.sort(key=lambda x: float(x[col]), reverse=higher)
+        best, second = rows[0], rows[1]
+        if any(best.get(f"{col}_{e}") is None or second.get(f"{col}_{e}") is None for e in ("lo", "hi")):
+            continue
+        overlap = float(best[f"{col}_lo"]) <= float(second[f"{col}_hi"]) and float(second[f"{col}_lo"]) <= float(
+            best[f"{col}_hi"])
+        if overlap:
+            yield Flag("best-not-separated", r.suite, str(best["method"]), (col,), source,
+                       f"best {col} {_pct(best[col])} [{_pct(best[f'{col}_lo'])}, {_pct(best[f'{col}_hi'])}] overlaps "
+                       f"the runner-up {second['method']} {_pct(second[col])} [{_pct(second[f'{col}_lo'])}, "
+                       f"{_pct(second[f'{col}_hi'])}]", {"metric": col, "runner_up": str(second["method"])})
+
+
+def _mask_flags(r: _Reader) -> Iterable[Flag]:
+    prefix = r.name() + schema.SEP
+    for name in sorted(n for n in _result_names(r.root, "masks") if n.startswith(prefix)):
+        row = name[len(prefix):]
+        if schema.SEP in row:
+            continue
+        payload = r.result("masks", row) or {}
+        low = {str(d["task"]): float(d["moved"]) for d in payload.get("diagnostics") or []
+               if d.get("moved") is not None and float(d["moved"]) < MIN_MOVED}
+        if low:
+            yield Flag("mask-unmoved", r.suite, row, ("masks",), f"masks/{name}",
+                       "trainable entries never changed in training: " + ", ".join(
+                           f"{t} {_pct(1 - m)} %" for t, m in low.items()),
+                       {"unmoved": {t: 1 - m for t, m in low.items()}})
+
+
+def _result_names(root: Path, kind: str) -> list[str]:
+    folder = schema.results_dir(root) / kind
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _ablation_flags(r: _Reader) -> Iterable[Flag]:
+    for method in ("talos", "lota"):
+        abl = r.result("sparsity_ablation", method)
+        if not abl or not isinstance(abl.get("runs"), dict):
+            continue
+        for k, runs in abl["runs"].items():
+            if isinstance(runs, dict):
+                yield from _run_flags(r, f"{method} ablation", {f"{t} (k = {k})": rid for t, rid in runs.items()})
+
+
+# --------------------------------------------------------------------------------------------
+# entry points
+# --------------------------------------------------------------------------------------------
+def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
+    """Every flag raised on ``suite`` of ``store`` (a path or a :class:`~talos_core.store.Store`), in the order of
+    :data:`CHECKS`, rows in the comparison's order. A suite the store has no record of is one TalosError."""
+    root = Path(store) if isinstance(store, (str, Path)) else Path(store.root)
+    r = _Reader(root, suite)
+    rows = r.rows()
+    flags: list[Flag] = []
+    if r.meta.get("complete") is False:
+        flags.append(Flag("suite-incomplete", suite, None, (ALL,), f"suite/{suite}",
+                          f"the suite record of {suite!r} is marked incomplete", {}))
+    for row in rows:
+        flags += _addition_flags(r, row)
+        flags += _negation_flags(r, row)
+        flags += _run_flags(r, row, r.row_runs(row))
+    flags += _norm_unedited_flags(r, rows)
+    flags += _displacement_flags(r, rows)
+    flags += _lr_flags(r, rows)
+    flags += _selection_flags(r, rows)
+    flags += _single_flags(r, rows)
+    flags += _comparison_flags(r)
+    flags += _mask_flags(r)
+    flags += _ablation_flags(r)
+    order = {c.id: i for i, c in enumerate(CHECKS)}
+    rank = {m: i for i, m in enumerate(rows)}
+    return sorted(flags, key=lambda f: (order[f.check], rank.get(f.row or "", -1), f.row or ""))
+
+
+def flags_for(flags: Iterable[Flag], row: str | None, metric: str | None = None) -> list[Flag]:
+    """The flags that concern ``metric`` of ``row`` (suite-wide flags concern every row)."""
+    return [f for f in flags if f.concerns(row, metric)]
+
+
+def counts_by_check(flags: Iterable[Flag]) -> dict[str, int]:
+    """How many flags each check raised (checks in :data:`CHECKS` order, raised ones only)."""
+    out: dict[str, int] = {}
+    for f in flags:
+        out[f.check] = out.get(f.check, 0) + 1
+    return {c.id: out[c.id] for c in CHECKS if c.id in out}
+
+
+def audit_text(flags: Sequence[Flag], suite: str) -> str:
+    """What ``talos audit`` prints: a count line, then per check its explanation and one line per flag."""
+    if not flags:
+        return f"{suite}: no audit flags ({len(CHECKS)} checks)"
+    counts = counts_by_check(flags)
+    lines = [f"{suite}: {len(flags)} audit flag(s) — " + ", ".join(f"{k} {v}" for k, v in counts.items()), ""]
+    for check in CHECKS:
+        raised = [f for f in flags if f.check == check.id]
+        if not raised:
+            continue
+        lines.append(f"[{check.id}] {check.title}: {check.explanation}")
+        lines += [f"  - {f.row or suite}: {f.message}" for f in raised]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def footnotes(flags: Sequence[Flag], rows: Sequence[str] = ()) -> tuple[dict[str, list[int]], list[str]]:
+    """Footnotes for a results table: ``({row: [numbers]}, lines)``, one footnote per (row, check), numbered row by
+    row in the order of ``rows`` (rows not in it after them), checks in :data:`CHECKS` order; suite-wide flags come
+    first, keyed ``""``."""
+    rank = {r: i for i, r in enumerate(rows)}
+    order = {c.id: i for i, c in enumerate(CHECKS)}
+    keys: dict[tuple[str, str], list[Flag]] = {}
+    for f in sorted(flags, key=lambda f: (f.row is not None, rank.get(f.row or "", len(rank)), f.row or "",
+                                          order[f.check])):
+        keys.setdefault((f.row or "", f.check), []).append(f)
+    by_row: dict[str, list[int]] = {}
+    lines = []
+    for i, ((row, check), group) in enumerate(keys.items(), start=1):
+        by_row.setdefault(row, []).append(i)
+        lines.append(f"[{i}] {row or 'suite'} — {check_info(check).title}: " + "; ".join(f.message for f in group))
+    return by_row, lines
+
+
+def number_ranges(numbers: Sequence[int]) -> str:
+    """Footnote numbers in short form.
+
+    >>> number_ranges([1, 2, 3, 5, 7, 8])
+    '1–3, 5, 7–8'
+    """
+    out: list[str] = []
+    for n in sorted(numbers):
+        if out and out[-1].split("–")[-1] == str(n - 1):
+            out[-1] = f"{out[-1].split('–')[0]}–{n}"
+        else:
+            out.append(str(n))
+    return ", ".join(out)

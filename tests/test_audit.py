@@ -1,0 +1,348 @@
+"""The audit (talos_core.evaluation.audit): each check fires on a small store built to trip it and stays silent on
+one built not to (known answers, not snapshots of the shipped store); ``talos audit``; claims read flagged evidence
+as inconclusive; the report's flags column."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from talos_core.cli import main
+from talos_core.evaluation import audit
+from talos_core.evaluation.audit import CHECKS, audit_suite, footnotes, infer_count, still_rising
+from talos_core.evaluation.claims import check_claims, evidence_flags
+from talos_core.suites.report import results_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = ("talos", "nonlinear", "lota")
+TASKS = ("a", "b")
+GRID = [0.0, 0.25, 0.5, 0.75, 1.0]
+CONTROL = {0.0: 0.84, 0.25: 0.82, 0.5: 0.80, 0.75: 0.70, 1.0: 0.66}
+
+
+def _run_id(row: str, task: str) -> str:
+    return f"m__{task}__{row}__0000000000"
+
+
+def _spec() -> dict:
+    """A suite ``s`` of model ``m`` (tasks a, b; control c; 100 validation examples) that no check flags: α inside
+    its grid, the control met with room on validation and on test, converged runs, separated intervals."""
+    spec: dict = {"suite": {"model": "m", "tasks": list(TASKS), "control_task": "c", "methods": list(ROWS),
+                            "posthoc": [], "scale": "mini", "scale_settings": {"max_val": 100}, "complete": True,
+                            "seed": 0, "device": "cpu", "wall_time_s": 1.0},
+                  "runs": {}, "addition": {}, "negation": {}}
+    for i, row in enumerate(ROWS):
+        for task in TASKS:
+            spec["runs"][_run_id(row, task)] = {
+                "run_id": _run_id(row, task), "model": "m", "task": task, "method": row.split("-")[0],
+                "config": {"train": {"steps": 100}}, "data_sizes": {"val": 100},
+                "metrics": {"vector_norm": 1.0 + 0.1 * i},
+                "curve": [{"step": s, "val_acc": a} for s, a in ((25, .5), (50, .8), (75, .8), (100, .8))]}
+        runs = {t: _run_id(row, t) for t in TASKS}
+        spec["addition"][row] = {
+            "columns": ["alpha", "split", "task", "accuracy", "normalized_accuracy"],
+            "records": [{"alpha": a, "split": sp, "task": t, "accuracy": 0.5, "normalized_accuracy": 0.6 + a * 0.3}
+                        for a in GRID for sp in ("val", "test") for t in TASKS],
+            "selected_alpha": 0.5, "alpha_grid": GRID, "summary": {"abs_acc": 0.7, "norm_acc": 0.75 + 0.05 * i},
+            "tasks": list(TASKS), "runs": runs}
+        recs = []
+        for t in TASKS:
+            for a in GRID:
+                # the control constraint (0.95 × 0.8 = 0.76) is met up to α = 0.5 by 4 examples of 100, and
+                # α = 0.75 misses it by 6
+                control = CONTROL[a]
+                recs.append({"target": t, "alpha": a, "split": "val", "target_acc": 0.8 - 0.6 * a,
+                             "control_acc": control})
+                recs.append({"target": t, "alpha": a, "split": "test", "target_acc": 0.8 - 0.6 * a,
+                             "control_acc": control})
+        spec["negation"][row] = {
+            "columns": ["target", "alpha", "split", "target_acc", "control_acc"], "records": recs,
+            "control_task": "c", "selected": {t: 0.5 for t in TASKS},
+            "control_zero_shot_acc": {"val": 0.8, "test": 0.8}, "threshold": 0.95, "alpha_grid": GRID,
+            "summary": {"target_acc": 0.5, "control_acc": 0.76}, "runs": runs}
+    spec["single"] = {"columns": ["method", "task", "zero_shot_acc", "finetuned_acc", "split"],
+                      "records": [{"method": r, "task": t, "zero_shot_acc": 0.5, "finetuned_acc": 0.9, "split": "test"}
+                                  for r in ROWS for t in TASKS],
+                      "runs": {r: {t: _run_id(r, t) for t in TASKS} for r in ROWS}}
+    spec["comparison"] = {
+        "columns": ["method", "addition_abs", "addition_abs_lo", "addition_abs_hi", "negation_target",
+                    "negation_target_lo", "negation_target_hi", "negation_control", "single_task_acc"],
+        "records": [{"method": r, "addition_abs": 0.8 - 0.1 * i, "addition_abs_lo": 0.78 - 0.1 * i,
+                     "addition_abs_hi": 0.82 - 0.1 * i, "negation_target": 0.2 + 0.1 * i,
+                     "negation_target_lo": 0.18 + 0.1 * i, "negation_target_hi": 0.22 + 0.1 * i,
+                     "negation_control": 0.8, "single_task_acc": 0.9} for i, r in enumerate(ROWS)]}
+    spec["lr_check"] = {"talos": {"columns": ["task", "lr", "val_acc", "run_id", "steps"], "records": [],
+                                  "suite_lr": 1e-4, "best_lr": 1e-4, "agrees": True, "budget": 100,
+                                  "means": [{"lr": 1e-4, "val_acc": 0.8}, {"lr": 1e-3, "val_acc": 0.7}]}}
+    spec["selection"] = {"talos": {
+        "columns": ["task", "value", "score", "chosen", "run_id"], "param": "sparsity", "values": [0.5, 0.9, 0.99],
+        "choices": {t: {"sparsity": 0.9} for t in TASKS},
+        "records": [{"task": t, "value": v, "score": {0.5: 0.5, 0.9: 0.3, 0.99: 0.6}[v], "chosen": v == 0.9,
+                     "run_id": _run_id("talos", t)} for t in TASKS for v in (0.5, 0.9, 0.99)]}}
+    spec["masks"] = {"talos": {"columns": ["task", "param", "block", "layer_type", "numel", "trainable", "density"],
+                               "records": [], "diagnostics": [{"task": t, "moved": 1.0} for t in TASKS]}}
+    return spec
+
+
+def _write(root: Path, spec: dict) -> Path:
+    def put(kind: str, name: str, payload: dict) -> None:
+        path = root / "results" / kind / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload))
+
+    (root / "store.json").parent.mkdir(parents=True, exist_ok=True)
+    (root / "store.json").write_text(json.dumps({"format": "talos-store/1"}))
+    put("suite", "s", spec["suite"])
+    for rid, manifest in spec["runs"].items():
+        (root / "runs" / rid).mkdir(parents=True, exist_ok=True)
+        (root / "runs" / rid / "manifest.json").write_text(json.dumps(manifest))
+    for kind in ("addition", "negation", "lr_check", "selection", "masks", "learning_curve"):
+        for row, payload in spec.get(kind, {}).items():
+            put(kind, f"s__m__{row}", payload)
+    put("single", "s__m", spec["single"])
+    put("comparison", "s__m", spec["comparison"])
+    return root
+
+
+def _checks(root: Path) -> set[tuple[str, str | None]]:
+    return {(f.check, f.row) for f in audit_suite(root, "s")}
+
+
+def test_the_clean_store_raises_no_flag(tmp_path):
+    assert audit_suite(_write(tmp_path, _spec()), "s") == []
+
+
+def _neg_records(spec: dict, row: str) -> list[dict]:
+    return spec["negation"][row]["records"]
+
+
+def _set(records: list[dict], match: dict, **values) -> None:
+    hit = [r for r in records if all(r.get(k) == v for k, v in match.items())]
+    assert hit, match
+    for r in hit:
+        r.update(values)
+
+
+def _alpha_last(spec):
+    spec["addition"]["nonlinear"]["selected_alpha"] = 1.0
+
+
+def _alpha_zero(spec):
+    spec["addition"]["nonlinear"]["selected_alpha"] = 0.0
+
+
+def _alpha_first_nonzero(spec):
+    spec["negation"]["lota"]["selected"]["a"] = 0.25
+
+
+def _control_one_example(spec):
+    # α = 0.5 keeps 76 of 100 where 76 are needed; α = 0.25 is 15 test points worse on the target
+    _set(_neg_records(spec, "talos"), {"target": "a", "alpha": 0.5, "split": "val"}, control_acc=0.76)
+
+
+def _next_alpha_one_short(spec):
+    _set(_neg_records(spec, "talos"), {"target": "a", "alpha": 0.75, "split": "val"}, control_acc=0.75)
+
+
+def _control_broken_on_test(spec):
+    _set(_neg_records(spec, "lota"), {"target": "b", "alpha": 0.5, "split": "test"}, control_acc=0.70)
+
+
+def _norm_above_100(spec):
+    spec["addition"]["lota"]["summary"]["norm_acc"] = 1.12
+
+
+def _norm_unedited(spec):
+    for r in spec["addition"]["talos"]["records"]:
+        if r["alpha"] == 0.0:
+            r["normalized_accuracy"] = 0.95
+
+
+def _displacement(spec):
+    for t in TASKS:
+        spec["runs"][_run_id("talos", t)]["metrics"]["vector_norm"] = 30.0
+
+
+def _not_converged(spec):
+    spec["runs"][_run_id("nonlinear", "a")]["curve"] = [{"step": s, "val_acc": a} for s, a in
+                                                        ((25, .5), (50, .6), (75, .7), (100, .8))]
+
+
+def _no_curve(spec):
+    spec["runs"][_run_id("nonlinear", "b")]["curve"] = []
+
+
+def _other_schedule(spec):
+    spec["runs"][_run_id("nonlinear", "b")]["curve"] = []
+    spec["learning_curve"] = {"nonlinear": {"columns": ["method", "task", "step", "val_acc"], "records": [],
+                                            "steps": 400, "budget": 100}}
+
+
+def _lr_disagrees(spec):
+    spec["lr_check"]["talos"].update(agrees=False, best_lr=1e-3)
+
+
+def _selection_margin(spec):
+    for r in spec["selection"]["talos"]["records"]:
+        if r["task"] == "a" and r["value"] == 0.5:
+            r["score"] = 0.31  # one example of 100 behind the chosen 0.30
+
+
+def _selection_edge(spec):
+    spec["selection"]["talos"]["choices"]["b"] = {"sparsity": 0.99}
+
+
+def _little_gain(spec):
+    _set(spec["single"]["records"], {"method": "lota", "task": "a"}, finetuned_acc=0.52)
+
+
+def _best_not_separated(spec):
+    _set(spec["comparison"]["records"], {"method": "nonlinear"}, addition_abs=0.79, addition_abs_lo=0.77,
+         addition_abs_hi=0.81)
+
+
+def _interval_inconsistent(spec):
+    _set(spec["comparison"]["records"], {"method": "lota"}, negation_target=0.99)
+
+
+def _mask_unmoved(spec):
+    spec["masks"]["talos"]["diagnostics"][0]["moved"] = 0.9
+
+
+def _incomplete(spec):
+    spec["suite"]["complete"] = False
+
+
+CASES = [
+    (_alpha_last, {("alpha-at-edge", "nonlinear")}),
+    (_alpha_zero, {("alpha-at-edge", "nonlinear")}),
+    (_alpha_first_nonzero, {("alpha-unresolved", "lota")}),
+    (_control_one_example, {("control-margin", "talos")}),
+    (_next_alpha_one_short, {("control-margin", "talos")}),
+    (_control_broken_on_test, {("control-broken-on-test", "lota")}),
+    (_norm_above_100, {("norm-above-100", "lota")}),
+    (_norm_unedited, {("norm-unedited", "talos")}),
+    (_displacement, {("displacement-outlier", "talos")}),
+    (_not_converged, {("not-converged", "nonlinear")}),
+    (_no_curve, {("convergence-unknown", "nonlinear")}),
+    (_other_schedule, {("budget-other-schedule", "nonlinear")}),
+    (_lr_disagrees, {("lr-disagrees", "talos")}),
+    (_selection_margin, {("selection-margin", "talos")}),
+    (_selection_edge, {("selection-at-edge", "talos")}),
+    (_little_gain, {("little-gain", "lota")}),
+    (_best_not_separated, {("best-not-separated", "talos")}),
+    (_interval_inconsistent, {("interval-inconsistent", "lota")}),
+    (_mask_unmoved, {("mask-unmoved", "talos")}),
+    (_incomplete, {("suite-incomplete", None)}),
+]
+
+
+@pytest.mark.parametrize("mutate, expected", CASES, ids=[c[0].__name__.strip("_") for c in CASES])
+def test_each_check_fires_on_the_store_built_to_trip_it(tmp_path, mutate, expected):
+    spec = copy.deepcopy(_spec())
+    mutate(spec)
+    assert _checks(_write(tmp_path, spec)) == expected
+
+
+def test_every_check_has_a_case_and_a_readable_explanation():
+    tripped = {check for _, expected in CASES for check, _ in expected}
+    assert tripped == {c.id for c in CHECKS}
+    for c in CHECKS:
+        assert c.explanation.endswith(".") and len(c.explanation) < 320 and "_" not in c.explanation
+
+
+def test_flag_numbers_and_messages_carry_the_data_behind_them(tmp_path):
+    spec = _spec()
+    _control_one_example(spec)
+    _control_broken_on_test(spec)
+    flags = {f.check: f for f in audit_suite(_write(tmp_path, spec), "s")}
+    margin = flags["control-margin"]
+    assert margin.numbers["kept"] == margin.numbers["needed"] == 76 and margin.numbers["n"] == 100
+    assert margin.numbers["other_alpha"] == 0.25 and margin.numbers["delta_points"] == pytest.approx(15.0)
+    assert "kept 76 of 100 control examples where 76 were needed" in margin.message
+    broken = flags["control-broken-on-test"]
+    assert broken.numbers["ratio"] == pytest.approx(0.70 / 0.8)
+    assert "test control 70.0 % is 87.5 % of zero-shot 80.0 %" in broken.message
+
+
+def test_helpers():
+    assert infer_count([0.67, 0.705], 200) == 200
+    assert infer_count([0.7412587413, 0.5034965035], 200) == 143
+    assert infer_count([], 10) is None
+    assert still_rising([(1, .1), (2, .1)]) is None
+    assert audit.number_ranges([3, 1, 2, 9]) == "1–3, 9"
+
+
+def test_footnotes_number_row_by_row(tmp_path):
+    spec = _spec()
+    _lr_disagrees(spec)
+    _norm_above_100(spec)
+    _incomplete(spec)
+    flags = audit_suite(_write(tmp_path, spec), "s")
+    by_row, lines = footnotes(flags, ROWS)
+    assert by_row == {"": [1], "talos": [2], "lota": [3]}
+    assert lines[0].startswith("[1] suite — suite not finished") and lines[2].startswith("[3] lota — normalized")
+
+
+def test_report_carries_a_flags_column_and_footnotes(tmp_path):
+    spec = _spec()
+    _norm_above_100(spec)
+    text = results_markdown(_write(tmp_path, spec), "s")
+    assert "| audit flags |" in text
+    lota = next(line for line in text.splitlines() if line.startswith("| lota |"))
+    talos = next(line for line in text.splitlines() if line.startswith("| talos |"))
+    assert lota.endswith("| 1 |") and talos.endswith("| – |")
+    assert "- [1] lota — normalized accuracy above 100 %: normalized accuracy 112.0 % (above 100 %)" in text
+    clean = results_markdown(_write(tmp_path / "clean", _spec()), "s")
+    assert "Audit: no flags." in clean
+
+
+def test_talos_audit_cli(tmp_path, capsys):
+    root = _write(tmp_path, _spec())
+    assert main(["audit", "s", "--store", str(root), "--strict"]) == 0
+    assert "s: no audit flags" in capsys.readouterr().out
+    spec = _spec()
+    _lr_disagrees(spec)
+    root = _write(tmp_path / "flagged", spec)
+    assert main(["audit", "s", "--store", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "1 audit flag(s) — lr-disagrees 1" in out and "[lr-disagrees]" in out
+    assert main(["audit", "s", "--store", str(root), "--strict"]) == 1
+    capsys.readouterr()
+    assert main(["audit", "s", "--store", str(root), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload[0]["check"] == "lr-disagrees" and payload[0]["row"] == "talos"
+    assert main(["audit", "nope", "--store", str(root)]) == 2
+    assert "no results of suite 'nope'" in capsys.readouterr().err
+
+
+def test_claim_verdicts_agree_with_the_flags_on_their_evidence():
+    """On both shipped suites: a claim is inconclusive exactly when the audit flags its evidence, and an
+    inconclusive claim names each flag's check."""
+    shipped = REPO / "cached_results"
+    for finding in check_claims(shipped, ["vision", "text"]):
+        if finding.verdict == "n/a":
+            assert not finding.flags
+            continue
+        assert (finding.verdict == "inconclusive") == bool(finding.flags)
+        assert finding.rule_verdict in ("reproduced", "not reproduced")
+        if finding.flags:
+            flags = audit_suite(shipped, finding.suite)
+            assert set(finding.flags) <= set(flags)
+
+
+def test_evidence_flags_match_rows_and_metrics(tmp_path):
+    spec = _spec()
+    _norm_above_100(spec)   # lota, addition_norm only
+    _lr_disagrees(spec)     # talos, every number
+    _mask_unmoved(spec)     # talos masks
+    flags = audit_suite(_write(tmp_path, spec), "s")
+    checks = lambda ev: {f.check for f in evidence_flags(flags, ev)}  # noqa: E731
+    assert checks([("lota", "addition_abs")]) == set()
+    assert checks([("lota", "addition_norm")]) == {"norm-above-100"}
+    assert checks([("talos", "single_task_acc")]) == {"lr-disagrees"}
+    assert checks([("talos", "training")]) == {"lr-disagrees"}
+    assert checks([("talos", "masks")]) == {"mask-unmoved"}
