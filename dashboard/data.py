@@ -610,9 +610,10 @@ def selection_candidates(sel: Selection) -> pd.DataFrame:
     })
 
 
-def xi_region_mean(payload: Mapping[str, Any]) -> float:
-    """Mean ξ over the grid points inside the square search region ``[lo, hi]²`` (NaN if none/absent)."""
-    region = payload.get("search_region")
+def xi_region_mean(payload: Mapping[str, Any], region: Sequence[float] | None = None) -> float:
+    """Mean ξ over the grid points inside the square ``[lo, hi]²`` of ``region`` (default: the payload's own
+    ``search_region``); NaN if none/absent."""
+    region = payload.get("search_region") if region is None else region
     if region is None:
         return float("nan")
     a1, a2 = np.asarray(payload["alphas1"], dtype=float), np.asarray(payload["alphas2"], dtype=float)
@@ -620,6 +621,34 @@ def xi_region_mean(payload: Mapping[str, Any]) -> float:
     r2 = (a2 >= region[0]) & (a2 <= region[1])
     inside = np.asarray(payload["xi"], dtype=float)[np.ix_(r1, r2)]
     return float(inside.mean()) if inside.size else float("nan")
+
+
+def shared_region(panels: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The α square every panel's method searched: the intersection of their ``search_region`` s (None when a panel
+    has none or they do not overlap). Comparing mean ξ over one shared square keeps a method with a wider search
+    range (a sparse one, × 1/(1 − k)) from being judged on a larger, more distant region.
+
+    >>> shared_region([{"search_region": [0, 10]}, {"search_region": [0, 1]}])
+    (0.0, 1.0)
+    """
+    regions = [p.get("search_region") for p in panels]
+    if not regions or any(r is None for r in regions):
+        return None
+    lo, hi = max(float(r[0]) for r in regions), min(float(r[1]) for r in regions)
+    return (lo, hi) if lo <= hi else None
+
+
+def xi_at(payload: Mapping[str, Any], alpha: float) -> float:
+    """ξ at the grid point nearest to (α, α), NaN when α lies outside the grid (more than one grid step away)."""
+    a1, a2 = np.asarray(payload["alphas1"], dtype=float), np.asarray(payload["alphas2"], dtype=float)
+    if not (np.isfinite(alpha) and a1.size and a2.size):
+        return float("nan")
+    i, j = int(np.abs(a1 - alpha).argmin()), int(np.abs(a2 - alpha).argmin())
+    step1 = float(np.diff(a1).max()) if a1.size > 1 else 0.0
+    step2 = float(np.diff(a2).max()) if a2.size > 1 else 0.0
+    if abs(a1[i] - alpha) > step1 or abs(a2[j] - alpha) > step2:
+        return float("nan")
+    return float(np.asarray(payload["xi"], dtype=float)[i, j])
 
 
 def xi_long_table(panels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:

@@ -9,7 +9,9 @@ A block is
 ``<!-- talos:KIND ARGS... -->`` opens it and ``<!-- /talos:KIND -->`` closes it; everything between is replaced.
 Kinds (:data:`KINDS`): ``report SUITE`` (:func:`talos_core.suites.report_markdown`, the ``talos report`` table),
 ``claims SUITE...`` (:func:`talos_core.evaluation.claims.claims_markdown`, the paper's claims with verdicts) and
-``alpha-rule SUITE`` (:func:`talos_core.evaluation.claims.alpha_rule_markdown`, claim (a) under each α-grid rule).
+``alpha-rule SUITE`` (:func:`talos_core.evaluation.claims.alpha_rule_markdown`, claim (a) under each α-grid rule),
+``audit-checks`` (:func:`talos_core.evaluation.audit.checks_markdown`, the audit's checks) and ``audit-counts
+SUITE...`` (:func:`talos_core.evaluation.audit.counts_markdown`, its flags per check and suite).
 :func:`rewrite` and :func:`stale_blocks` are pure (a ``render(kind, args)`` callable gives each block's text);
 :func:`store_renderer` binds them to a store; ``talos docs [--check]`` (:mod:`talos_core.cli.docs`) runs them over
 files.
@@ -33,7 +35,8 @@ from pathlib import Path
 from talos_core.errors import TalosError
 
 #: block kinds and how many arguments each takes (min, max; None: any number)
-KINDS: dict[str, tuple[int, int | None]] = {"report": (1, 1), "claims": (1, None), "alpha-rule": (1, 1)}
+KINDS: dict[str, tuple[int, int | None]] = {"report": (1, 1), "claims": (1, None), "alpha-rule": (1, 1),
+                                            "audit-checks": (0, 0), "audit-counts": (1, None)}
 
 Render = Callable[[str, tuple[str, ...]], str]
 
@@ -128,6 +131,14 @@ def store_renderer(store: str | Path) -> Render:
                 from talos_core.evaluation.claims import alpha_rule_markdown
 
                 cache[kind, args] = alpha_rule_markdown(store, args[0])
+            elif kind == "audit-checks":
+                from talos_core.evaluation.audit import checks_markdown
+
+                cache[kind, args] = checks_markdown()
+            elif kind == "audit-counts":
+                from talos_core.evaluation.audit import counts_markdown
+
+                cache[kind, args] = counts_markdown(store, args)
             else:
                 raise TalosError(f"unknown generated block kind {kind!r} (known: {', '.join(KINDS)})")
         return cache[kind, args]

@@ -154,6 +154,11 @@ def test_disentanglement_method_selection(monkeypatch, fixture_store):
     assert len(side.data) == 1
     one = figure_titled(at, "TaLoS: ξ")
     assert one.layout.shapes[0].line.color == "#d62728"
+    at.multiselect(key="methods").set_value(["talos", "nonlinear"]).run()
+    table = at.dataframe[0].value
+    shared = [c for c in table.columns if c.startswith("mean ξ on [")]
+    assert len(shared) == 1 and {"chosen addition α", "ξ at (α, α)", "own search region"} <= set(table.columns)
+    assert table[shared[0]].notna().all()  # one square for every method, not each method's own region
 
 
 def test_masks_compare_two_tasks(monkeypatch, fixture_store):

@@ -190,6 +190,14 @@ def test_xi_region_mean_and_tables(fixture_store):
     p = D.load_disentanglement(fixture_store, _name("nonlinear", TASKS[0], TASKS[1]))
     inside = (p["alphas1"] >= 0) & (p["alphas1"] <= 1)
     assert D.xi_region_mean(p) == pytest.approx(p["xi"][np.ix_(inside, inside)].mean())
+    # comparing methods: one shared square, never each method's own (a sparse method searches × 1/(1 − k) wider)
+    talos = D.load_disentanglement(fixture_store, _name("talos", TASKS[0], TASKS[1]))
+    wide = {**talos, "search_region": [0.0, 10.0]}
+    assert D.shared_region([wide, p]) == (0.0, 1.0) and D.shared_region([{"search_region": None}, p]) is None
+    assert D.xi_region_mean(wide, (0.0, 1.0)) == pytest.approx(talos["xi"][np.ix_(inside, inside)].mean())
+    a = p["alphas1"]
+    i = int(np.abs(a - 0.5).argmin())
+    assert D.xi_at(p, 0.5) == p["xi"][i, i] and np.isnan(D.xi_at(p, 1e6))
     long = D.xi_long_table([p])
     assert len(long) == p["xi"].size and long["xi"].iloc[1] == p["xi"][0, 1]
     mats = {"talos": D.load_localization(fixture_store, _name("talos"))}

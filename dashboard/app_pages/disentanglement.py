@@ -41,10 +41,28 @@ with left:
                                 search_region=p.get("search_region"), zmax=zmax,
                                 title=f"{method_label(focus)}: ξ({t1}, {t2})"), f"xi_{focus}_{t1}_{t2}", key="xi_one")
 with right:
-    st.markdown("**Mean ξ inside each method's search region** (lower = more disentangled)")
-    st.dataframe(pd.DataFrame({"method": [method_label(q["method"]) for q in panels],
-                               "mean ξ in region": [data.xi_region_mean(q) for q in panels],
-                               "search region": [str(q.get("search_region")) for q in panels]}), hide_index=True)
+    region = data.shared_region(panels)
+    label = f"[{region[0]:g}, {region[1]:g}]²" if region else "the shared square"
+    st.markdown(f"**Interference compared on equal ground** (lower = more disentangled): mean ξ over {label}, the α "
+                "square every method shown searched, and ξ at each method's own chosen addition α")
+
+    def chosen_alpha(method: str) -> float:
+        from talos_core.errors import TalosError
+
+        try:
+            result = data.try_get("addition", ctx.root, ctx.name(method))
+        except TalosError:  # a damaged addition result: no chosen α to show here (the Arithmetic page says why)
+            return float("nan")
+        return float(result.selected_alpha) if result is not None else float("nan")
+
+    alphas = [chosen_alpha(q["method"]) for q in panels]
+    st.dataframe(pd.DataFrame({
+        "method": [method_label(q["method"]) for q in panels],
+        f"mean ξ on {label}": [data.xi_region_mean(q, region) if region else float("nan") for q in panels],
+        "chosen addition α": alphas,
+        "ξ at (α, α)": [data.xi_at(q, a) for q, a in zip(panels, alphas)],
+        "own search region": [f"[{q['search_region'][0]:g}, {q['search_region'][1]:g}]" if q.get("search_region")
+                              else "–" for q in panels]}), hide_index=True)
     ppt = p.get("points_per_task", "?")
     ppt = min(ppt.values()) if isinstance(ppt, dict) and ppt else ppt
     st.caption(f"Points per task: {ui.md(ppt)}. Sparse methods search a wider α range "

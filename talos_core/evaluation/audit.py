@@ -734,3 +734,26 @@ def number_ranges(numbers: Sequence[int]) -> str:
         else:
             out.append(str(n))
     return ", ".join(out)
+
+
+def checks_markdown() -> str:
+    """The table of checks (id, what it flags, why it matters) that docs/audit.md carries (``talos docs``)."""
+    lines = ["| check | flags | why it matters |", "|---|---|---|"]
+    lines += [f"| `{c.id}` | {c.title} | {c.explanation} |" for c in CHECKS]
+    lines += ["", f"Thresholds: a selection won by fewer than {MIN_EXAMPLES} validation examples; one control example "
+                  f"deciding between two α whose test target accuracies differ by ≥ {MATERIAL_POINTS:g} points; an "
+                  f"edit ‖α τ‖ more than {DISPLACEMENT_RATIO:g}× the median of the other rows' on the same target; a "
+                  f"curve gaining more than {100 * CONVERGENCE_TOLERANCE:g} point over its last quarter; a gain under "
+                  f"{MIN_GAIN_POINTS:g} points over zero-shot; a mask with under {100 * MIN_MOVED:g} % of its entries "
+                  "moved."]
+    return "\n".join(lines)
+
+
+def counts_markdown(store: str | Path | Any, suites: Sequence[str]) -> str:
+    """Flags per check and suite (a table; ``–`` where a check raised nothing), for docs/audit.md."""
+    counts = {s: counts_by_check(audit_suite(store, s)) for s in suites}
+    lines = ["| check | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
+    for c in CHECKS:
+        lines.append(f"| `{c.id}` | " + " | ".join(str(counts[s].get(c.id, "–")) for s in suites) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{sum(counts[s].values())}**" for s in suites) + " |")
+    return "\n".join(lines)
