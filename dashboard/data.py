@@ -714,6 +714,21 @@ def _cached_preview(root: str, name: str, stamp: tuple) -> PreviewCache:
     return schema.load_preview(root, name)
 
 
+@_cache_data
+def _cached_audit(root: str, suite: str, signature: tuple) -> tuple:
+    from talos_core.evaluation.audit import audit_suite
+
+    return tuple(audit_suite(root, suite))
+
+
+def audit_flags(root: str | Path, suite: str) -> list:
+    """Cached audit flags of ``suite`` (:func:`talos_core.evaluation.audit.audit_suite`; recomputed when a result is
+    added or replaced); empty for a suite the store has no record of."""
+    if not schema.result_path(root, "suite", suite).is_file():
+        return []
+    return list(_cached_audit(str(root), suite, store_signature(root)))
+
+
 def index(root: str | Path) -> pd.DataFrame:
     """Cached :func:`store_index` (recomputed when a result is added or removed)."""
     return _cached_index(str(root), store_signature(root))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -983,20 +983,31 @@ COMPARISON_HIGHER_BETTER = {"addition_abs", "addition_norm", "negation_control",
 COMPARISON_LOWER_BETTER = {"negation_target", "time_per_step_s", "peak_memory_mb"}
 
 
-def best_per_column(df: pd.DataFrame) -> dict[str, Any]:
+def best_per_column(df: pd.DataFrame, exclude: Iterable[tuple[str, str]] = (),
+                    veto: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """Index label of the best row per comparison column (max for accuracies, min for costs and the
-    negation target accuracy). Columns with no finite value are skipped.
+    negation target accuracy). Columns with no finite value are skipped; normalized accuracy above 100 % and the
+    ``(method, column)`` cells of ``exclude`` are never best; a column whose best is a cell of ``veto`` (a number the
+    audit flags) has no best.
 
     >>> best_per_column(pd.DataFrame({"addition_abs": [0.5, 0.7], "peak_memory_mb": [10, 5]}))
     {'addition_abs': 1, 'peak_memory_mb': 1}
     """
     out: dict[str, Any] = {}
+    excluded, vetoed = set(exclude), set(veto)
     for col in df.columns:
         if col not in COMPARISON_HIGHER_BETTER | COMPARISON_LOWER_BETTER:
             continue
         s = pd.to_numeric(df[col], errors="coerce")
+        if col == "addition_norm":  # above 100 % it says the method's own single-task models are weak
+            s = s.where(s <= 1.0)
+        if excluded and "method" in df.columns:
+            s = s.where([(str(m), col) not in excluded for m in df["method"]])
         if s.notna().any():
-            out[col] = s.idxmax() if col in COMPARISON_HIGHER_BETTER else s.idxmin()
+            best = s.idxmax() if col in COMPARISON_HIGHER_BETTER else s.idxmin()
+            if "method" in df.columns and (str(df.at[best, "method"]), col) in vetoed:
+                continue
+            out[col] = best
     return out
 
 
@@ -1060,17 +1071,26 @@ def comparison_cells(df: pd.DataFrame, *, labels: bool = False) -> pd.DataFrame:
     return out
 
 
-def comparison_styler(df: pd.DataFrame, *, labels: bool = False):
+def comparison_styler(df: pd.DataFrame, *, labels: bool = False,
+                      badges: Mapping[tuple[str, str], str] | None = None,
+                      not_best: tuple[Iterable[tuple[str, str]], Iterable[tuple[str, str]]] = ((), ())):
     """A pandas ``Styler`` for the comparison table: best value per column bold on a green background,
     accuracies as percentages with their 95% interval beside them where the table has one
-    (:func:`comparison_cells`), seconds and MB with sensible precision."""
-    best = best_per_column(df)
+    (:func:`comparison_cells`), seconds and MB with sensible precision. ``badges``: ``{(method, column): text}``
+    appended to those cells (the audit's ⚑ footnote numbers, :mod:`dashboard.audit_view`); ``not_best``: the
+    ``(exclude, veto)`` cells of :func:`best_per_column` (:func:`dashboard.audit_view.not_best`)."""
+    best = best_per_column(df, *not_best)
+    cells = comparison_cells(df, labels=labels)
+    if badges and "method" in df.columns:
+        from dashboard.audit_view import badge_table
+
+        cells = badge_table(cells, [str(m) for m in df["method"]], badges)
 
     def _highlight(col: pd.Series) -> list[str]:
         return ["font-weight: bold; background-color: #d9f0d3" if best.get(col.name) == idx else ""
                 for idx in col.index]
 
-    return comparison_cells(df, labels=labels).style.apply(_highlight, axis=0)
+    return cells.style.apply(_highlight, axis=0)
 
 
 # --------------------------------------------------------------------------------------------

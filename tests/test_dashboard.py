@@ -213,7 +213,8 @@ def test_comparison_table_shows_intervals_beside_means(monkeypatch, fixture_stor
     shown = _comparison_frame(at).set_index("method")
     want = comp.set_index("method").loc["talos"]
     lo, hi = 100 * want.addition_abs_lo, 100 * want.addition_abs_hi
-    assert shown.loc["talos", "addition_abs"] == f"{100 * want.addition_abs:.2f}% [{lo:.1f}, {hi:.1f}]"
+    # the cell may end with the audit's ⚑ badge (this tiny store has flags)
+    assert shown.loc["talos", "addition_abs"].split(" ⚑")[0] == f"{100 * want.addition_abs:.2f}% [{lo:.1f}, {hi:.1f}]"
     assert shown["negation_target"].str.contains(r"\[").all()
     assert not shown["addition_norm"].str.contains(r"\[").any()  # no interval stored for it
     assert "addition_abs_lo" not in shown.columns
@@ -325,3 +326,46 @@ def test_mask_heatmaps_name_the_models_blocks(monkeypatch, suite, word):
     assert f"per {word} and layer type" in " ".join(m.value for m in learn.markdown)
     masks = open_app(monkeypatch, REPO / "cached_results", "masks", {"suite": suite})
     assert f"in each {word} (x)" in " ".join(c.value for c in masks.caption)
+
+
+def test_audit_badges_and_panel_on_the_shipped_store(monkeypatch):
+    """Every number the audit flags carries a ⚑ badge with its footnote numbers, and the panel below lists each
+    footnote with what was found and why it matters (vision: TaLoS's negation breaks the control on test)."""
+    from dashboard import audit_view
+    from talos_core.evaluation.audit import audit_suite
+
+    at = open_app(monkeypatch, REPO / "cached_results", "efficiency", {"suite": "vision"})
+    shown = _comparison_frame(at).set_index("method")
+    assert "⚑" in shown.loc["talos", "negation_target"] and "⚑" in shown.loc["talos", "single_task_acc"]
+    assert "⚑" not in shown.loc["talos", "zero_shot_acc"]  # measured, not selected: nothing to flag
+    flags = audit_suite(REPO / "cached_results", "vision")
+    panel = next(d.value for d in at.dataframe if "why it matters" in d.value.columns)
+    assert len(panel) == len(audit_view.panel_rows(flags, list(shown.index)))
+    broken = panel[panel["check"] == "control broken on test"]
+    assert broken["found"].str.contains("test control 58.0 % is 86.8 % of zero-shot 66.8 %").any()
+    assert any(f"Audit: {len(flags)} flags" in e.label for e in at.expander)
+
+
+def test_normalized_accuracy_above_100_is_never_best():
+    import pandas as pd
+
+    from dashboard.figures import best_per_column
+
+    df = pd.DataFrame({"method": ["iso_c", "talos"], "addition_norm": [1.15, 0.9]})
+    assert best_per_column(df)["addition_norm"] == 1
+
+
+def test_a_flagged_number_is_never_highlighted_as_best(monkeypatch):
+    import pandas as pd
+
+    from dashboard.figures import best_per_column
+
+    at = open_app(monkeypatch, REPO / "cached_results", "efficiency", {"suite": "vision"})
+    shown = _comparison_frame(at)
+    assert "⚑" in shown.set_index("method").loc["talos", "negation_target"]
+    df = pd.DataFrame({"method": ["talos", "nonlinear"], "negation_target": [0.155, 0.21]})
+    assert best_per_column(df)["negation_target"] == 0
+    assert best_per_column(df, {("talos", "negation_target")})["negation_target"] == 1  # excluded: passed on
+    assert "negation_target" not in best_per_column(df, (), {("talos", "negation_target")})  # vetoed: no best
+    norm = pd.DataFrame({"method": ["talos", "tall_consensus"], "addition_norm": [0.953, 0.90]})
+    assert best_per_column(norm, {("talos", "addition_norm")})["addition_norm"] == 1

@@ -6,11 +6,26 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, figures, merged, protocol, ui
+from dashboard import audit_view, data, figures, merged, protocol, ui
+from talos_core.errors import TalosError
 from talos_core.schema import method_label
 
 ctx = ui.context()
 st.title("Efficiency & comparison")
+
+
+def audit_panel(flags: list, rows: list[str]) -> None:
+    """Every audit flag of this suite with what was found and why it matters (the badges' footnotes)."""
+    if not flags:
+        st.success("Audit: no flags on this suite's results (`talos audit` runs the same checks).")
+        return
+    counts = audit_view.counts_line(flags)
+    with st.expander(f"Audit: {len(flags)} flags — {counts}", expanded=True):
+        st.caption("Each flag says why a number should not be read at face value: the data behind it are in "
+                   "'found'. A claim resting on a flagged number is inconclusive (docs/audit.md).")
+        st.dataframe(audit_view.panel_rows(flags, rows, label=method_label), hide_index=True,
+                     column_config={"found": st.column_config.TextColumn(width="large"),
+                                    "why it matters": st.column_config.TextColumn(width="large")})
 
 
 def _ordered(comp: pd.DataFrame) -> pd.DataFrame:
@@ -87,14 +102,29 @@ if ctx.has("comparison"):
         if ctx.others else ui.load("comparison", ctx, stop=False)
     if comp is not None:
         comp = comp if ctx.others else _ordered(comp)
-        st.dataframe(figures.comparison_styler(comp, labels=True), hide_index=True)
+        try:
+            flags, audit_problem = data.audit_flags(ctx.root, ctx.suite), None
+        except TalosError as exc:  # a corrupt suite record: the sidebar already says so in one sentence
+            flags, audit_problem = [], str(exc)
+        rows = [str(m) for m in comp["method"]]
+        # one store's flags number its own rows; a table merged from several stores shows them in the panel only
+        badges = {} if ctx.others else audit_view.cell_badges(flags, rows, audit_view.AUDITED_COLUMNS)
+        flagged = (set(), set()) if ctx.others else audit_view.not_best(flags, rows, audit_view.AUDITED_COLUMNS)
+        st.dataframe(figures.comparison_styler(comp, labels=True, badges=badges, not_best=flagged), hide_index=True)
         if ctx.others:
             st.caption("Rows of every store holding this suite and model: the store column says which.")
         st.caption("Accuracies on test at the α selected on validation"
                    + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
                       if figures.has_intervals(comp) else "")
-                   + ". Best per column in bold (lowest for negation target accuracy, time and memory).")
+                   + ". Best per column in bold (lowest for negation target accuracy, time and memory); no best "
+                     "where the best number carries an audit flag of its own, and normalized accuracy above 100 % or "
+                     "reached without editing is never best."
+                   + (f" {audit_view.BADGE}n: audit flag n on that number (panel below)." if badges else ""))
         ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
+        if audit_problem:
+            st.caption(f"Audit not run: {ui.md(audit_problem)}")
+        else:
+            audit_panel(flags, rows)
 else:
     st.info("No comparison table in this store for this suite/model.")
 ui.chosen_hyperparameters(ctx, key="eff")

@@ -260,6 +260,8 @@ class _Reader:
                 self._results[key] = schema.read_result(self.root, kind, key[1])
             except schema.MissingResult:
                 self._results[key] = None
+            except schema.CorruptResult:  # a damaged file is the store's problem, reported where it is read;
+                self._results[key] = None  # the audit judges what it can read
         return self._results[key]
 
     def manifest(self, run_id: str) -> dict | None:
@@ -703,20 +705,24 @@ def audit_text(flags: Sequence[Flag], suite: str) -> str:
     return "\n".join(lines).rstrip()
 
 
-def footnotes(flags: Sequence[Flag], rows: Sequence[str] = ()) -> tuple[dict[str, list[int]], list[str]]:
-    """Footnotes for a results table: ``({row: [numbers]}, lines)``, one footnote per (row, check), numbered row by
-    row in the order of ``rows`` (rows not in it after them), checks in :data:`CHECKS` order; suite-wide flags come
-    first, keyed ``""``."""
+def footnote_keys(flags: Sequence[Flag], rows: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The (row, check) pairs of ``flags`` in footnote order: suite-wide flags (row ``""``) first, then row by row
+    in the order of ``rows`` (rows not in it after them), checks in :data:`CHECKS` order."""
     rank = {r: i for i, r in enumerate(rows)}
     order = {c.id: i for i, c in enumerate(CHECKS)}
-    keys: dict[tuple[str, str], list[Flag]] = {}
-    for f in sorted(flags, key=lambda f: (f.row is not None, rank.get(f.row or "", len(rank)), f.row or "",
-                                          order[f.check])):
-        keys.setdefault((f.row or "", f.check), []).append(f)
+    keys = {(f.row or "", f.check): (f.row is not None, rank.get(f.row or "", len(rank)), f.row or "",
+                                     order[f.check]) for f in flags}
+    return sorted(keys, key=keys.__getitem__)
+
+
+def footnotes(flags: Sequence[Flag], rows: Sequence[str] = ()) -> tuple[dict[str, list[int]], list[str]]:
+    """Footnotes for a results table: ``({row: [numbers]}, lines)``, one footnote per (row, check), numbered in
+    :func:`footnote_keys` order; suite-wide flags are keyed ``""``."""
     by_row: dict[str, list[int]] = {}
     lines = []
-    for i, ((row, check), group) in enumerate(keys.items(), start=1):
+    for i, (row, check) in enumerate(footnote_keys(flags, rows), start=1):
         by_row.setdefault(row, []).append(i)
+        group = [f for f in flags if (f.row or "") == row and f.check == check]
         lines.append(f"[{i}] {row or 'suite'} — {check_info(check).title}: " + "; ".join(f.message for f in group))
     return by_row, lines
 
