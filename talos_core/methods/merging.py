@@ -1028,8 +1028,8 @@ ISO_COMMON_FRACTION: float = 0.8
 
 LINES_BETA_GRID: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """LiNeS β (the deepest layer's extra scale) ∈ {0.1, 0.2, …, 1}, with α = 1/T: the authors' multi-task search
-(``np.linspace(0, 1, 11)[1:]``; β = 0, the task-vector mean, is not a LiNeS model). The default β = 0.5 (used where
-no search runs, e.g. ``talos merge`` without a stored choice) is the grid's middle, not a value from the paper."""
+(``np.linspace(0, 1, 11)[1:]``; β = 0, the task-vector mean, is left out of it). The default β = 0.5 (used where no
+search runs, e.g. ``talos merge`` without a stored choice) is the grid's middle, not a value from the paper."""
 
 LINES_ADDITION_ALPHA: float = 1.0
 """LiNeS: the authors apply the layer-scaled multi-task vector as it is (coefficient 1) and search β instead."""
