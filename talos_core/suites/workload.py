@@ -116,10 +116,10 @@ class StepView:
     reused: frozenset = frozenset()  # sparsity-ablation sparsities whose results a row of the suite already has
 
 
-def _grid(step: float, stop: float = 1.0, sparsity: float | None = None) -> list[float]:
+def _grid(step: float, sparsity: float | None = None) -> list[float]:
     from talos_core.evaluation.arithmetic import alpha_grid
 
-    return alpha_grid(sparsity, sparse=sparsity is not None, step=step, stop=stop)
+    return alpha_grid(sparsity, sparse=sparsity is not None, step=step)
 
 
 def _addition_grid(runs: Sequence | None, step: float) -> list[float]:
@@ -251,19 +251,15 @@ def _disentanglement(v: StepView, sz: Sizes, s, mode: str) -> Counter:
 
 
 def _posthoc(v: StepView, sz: Sizes, s) -> Counter:
-    from talos_core.evaluation.posthoc import _thin
-    from talos_core.methods.merging import get_posthoc
-    from talos_core.methods.posthoc import posthoc_grid
+    from talos_core.evaluation.posthoc import posthoc_alphas, posthoc_points
 
-    grid = posthoc_grid(v.method, len(v.tasks))
-    if s.max_points:
-        grid = _thin(grid, s.max_points)
-    alphas = _grid(s.alpha_step, stop=get_posthoc(v.method).alpha_stop)
+    grid = posthoc_points(v.method, len(v.tasks), s)
+    alphas, neg_alphas = posthoc_alphas(v.method, s.alpha_step)
     out = Counter()
     for _ in grid:  # the search: validation only
         out += _addition(v, sz, alphas, "nonlinear", splits=("val",))
     out += _addition(v, sz, alphas, "nonlinear")
-    out += _negation(v, sz, dict.fromkeys(v.tasks, alphas), "nonlinear")
+    out += _negation(v, sz, dict.fromkeys(v.tasks, neg_alphas), "nonlinear")
     return out
 
 
