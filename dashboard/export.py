@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from talos_core.errors import TalosError
-from talos_core.schema import METHODS, base_method_of, read_result, slug
+from talos_core.schema import METHODS, base_method_of, read_result, slug, stored_hyperparameters
 
 EXPORTS_DIR = "exports"
 
@@ -58,7 +58,9 @@ def plan_mix_export(source_root: str | Path, dest_store: str | Path, kind: str, 
                          f"talos merge")
     alphas = {str(t): float(a) for t, a in alphas.items()}
     # a post-hoc result merges with the hyperparameters it chose on validation (they name the export too)
-    hp = dict(payload.get("hyperparameters") or {}) if METHODS.get(method) and METHODS[method].posthoc else None
+    # (as they were merged: a result written before a labelled option existed lacks it)
+    hp = (stored_hyperparameters(method, payload.get("hyperparameters") or {})
+          if METHODS.get(method) and METHODS[method].posthoc else None)
     if kind == "addition":
         req = MergeRequest(model, tuple(alphas), method, alphas, hyperparameters=hp)
     else:
