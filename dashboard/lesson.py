@@ -14,7 +14,7 @@ presentation clicker does (reveal, then the next step).
 >>> move(1, False, +1, 6), move(1, True, +1, 6), move(2, False, -1, 6), move(6, True, +1, 6)
 ((1, True), (2, False), (1, True), (6, True))
 >>> pct(0.7234), points(0.723 - 0.652)
-('72 %', '+7 points')
+('72\xa0%', '+7 points')
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def move(step: int, reveal: bool, delta: int, n: int = N_STEPS) -> tuple[int, bo
 # --------------------------------------------------------------------------------------------
 def pct(x: float, digits: int = 0) -> str:
     """An accuracy (0–1) as a percentage for the room; "—" when unknown."""
-    return "—" if x is None or not math.isfinite(float(x)) else f"{100 * float(x):.{digits}f} %"
+    # a no-break space: "2.3 %" never breaks across two lines of the projector
+    return "—" if x is None or not math.isfinite(float(x)) else f"{100 * float(x):.{digits}f}\u00a0%"
 
 
 def points(d: float) -> str:
@@ -171,6 +172,7 @@ class Lesson:
     comparison: pd.DataFrame | None = None
     efficiency: pd.DataFrame | None = None
     examples: dict[str, ExampleSet] = field(default_factory=dict)
+    examples_problems: dict[str, str] = field(default_factory=dict)  # method -> why its examples cannot be read
     suite_record: dict | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     block_word: str = "block"
@@ -245,9 +247,13 @@ def load_lesson(idx: pd.DataFrame, get: Getter, suite: str, model: str, *, metho
                               task1=task1, task2=task2):
                 xi[m] = get("disentanglement", name(m, task1, task2))
     has = lambda kind, *parts: bool(((idx["kind"] == kind) & (idx["name"] == name(*parts))).any())  # noqa: E731
-    examples = {}
+    examples, problems = {}, {}
     for m in dict.fromkeys([first, method]):
-        ex = get("examples", name(m))
+        try:  # a broken examples file costs the galleries (the screens say why), never the lesson
+            ex = get("examples", name(m))
+        except TalosError as exc:
+            problems[m] = str(exc)
+            continue
         if ex is not None:
             examples[m] = ex
     return Lesson(suite=suite, model=model, first=first, method=method, tasks=tasks, task1=task1, task2=task2,
@@ -255,7 +261,7 @@ def load_lesson(idx: pd.DataFrame, get: Getter, suite: str, model: str, *, metho
                   masks=get("masks", name(method)) if has("masks", method) else None,
                   comparison=get("comparison", name()) if has("comparison") else None,
                   efficiency=get("efficiency", name()) if has("efficiency") else None,
-                  examples=examples, suite_record=suite_record,
+                  examples=examples, examples_problems=problems, suite_record=suite_record,
                   pairs=pairs, block_word=block_word)
 
 
@@ -408,17 +414,29 @@ def _task_vector(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
                 f"each task with its own vector ({_name(_first_label(lesson))})."]
     s.figure = figures.arithmetic_bars(tasks, ft_all, method=m, name="θ0 + τ_task", zero_shot=zs_all,
                                        title="Exact · each task vector alone: θ0 + τ_task (test accuracy)")
-    ex = lesson.examples.get(m)
-    if ex is None or ex.single(lesson.task1, lesson.task1) is None:
-        s.examples_note = _no_examples(lesson, m)
+    g = _vector_gallery(lesson, s, m, lesson.task1, lesson.task1, f"θ0 + τ_{lesson.task1} on {lesson.task1}")
+    if g is None:
         return
-    g = figures_examples.localization_gallery(ex, lesson.task1, lesson.task1)
-    s.galleries = [(f"θ0 + τ_{lesson.task1} on {lesson.task1}", g)]
     learned = int((g.table["status"] == "learned").sum())
     s.answer.append(f"Below: {len(g.table)} {t} test examples; {learned} went from wrong to right.")
 
 
+def _vector_gallery(lesson: Lesson, s: Screen, method: str, row: str, col: str | None, title: str) -> Gallery | None:
+    """The screen's gallery: ``col``'s examples under θ0 + τ_row of ``method`` (exact, stored with the examples);
+    ``None``, and the screen's note says why, when the store does not have them."""
+    ex = lesson.examples.get(method)
+    if ex is None or col is None or ex.single(row, col) is None:
+        s.examples_note = _no_examples(lesson, method)
+        return None
+    g = figures_examples.localization_gallery(ex, row, col)
+    s.galleries = [(title, g)]
+    return g
+
+
 def _no_examples(lesson: Lesson, method: str) -> str:
+    """Why a screen has no examples: the store's problem with them, or that they were never computed."""
+    if method in lesson.examples_problems:
+        return f"No examples: {md(lesson.examples_problems[method], at_start=False)}."
     return (f"No per-example predictions of {_name(method_label(method))} in this store: `talos examples` computes "
             "them from the runs' task vectors.")
 
@@ -432,7 +450,7 @@ def _add(lesson: Lesson, s: Screen, *, reveal: bool, alpha: Any = None, **_: Any
     s.idea = [f"Add the task vectors of all {len(tasks)} tasks to θ0: **θ = θ0 + α·({names})**.",
               "**α** (alpha) is a volume knob: it scales the sum. α = 0 is the pre-trained model.",
               "**Normalized accuracy** = the merged model's accuracy ÷ the task's own fine-tuned model's. "
-              "100 % = nothing lost."]
+              f"{pct(1.0)} = nothing lost."]
     s.question = (f"One model for {len(tasks)} tasks, no extra training. How much of each fine-tuned model's "
                   "accuracy will it keep?")
     ft = [lesson.finetuned[m].get(x, float("nan")) for x in tasks]
@@ -504,11 +522,11 @@ def _negate(lesson: Lesson, s: Screen, *, reveal: bool, nalpha: Any = None, **_:
                                      control_zero_shot=czs, method=m,
                                      title=f"Exact · θ0 − {num(a)}·τ_{target} (test accuracy)")
     kept = cacc / czs if czs else float("nan")
-    rule = "the rule asks for at least 95 %: " + ("kept" if kept >= 0.95 else "not kept at this α")
+    rule = f"the rule asks for at least {pct(0.95)}: " + ("kept" if kept >= 0.95 else "not kept at this α")
     s.answer = [f"{t}: **{pct(zs_t)} → {pct(tacc)}** ({points(tacc - zs_t)}).",
                 f"{c}: {pct(czs)} → {pct(cacc)}: it keeps **{pct(kept)}** of its zero-shot accuracy ({rule}).",
                 f"The α chosen on validation data is {num(neg.selected.get(target, a))}, by the rule: the lowest {t} "
-                "accuracy whose control accuracy stays at 95 % of zero-shot or more."]
+                f"accuracy whose control accuracy stays at {pct(0.95)} of zero-shot or more."]
     ex = lesson.examples.get(m)
     if ex is None or target not in ex.tasks:
         s.examples_note = _no_examples(lesson, m)
@@ -579,12 +597,9 @@ def _interference(lesson: Lesson, s: Screen, *, reveal: bool, alpha: Any = None,
                  "here interference does not grow with α")
         s.answer.append(f"ξ averages {n_near:.2f} near the origin (|α| ≤ 0.5) and {n_far:.2f} far from it "
                         f"(|α| ≥ 2): {grows}.")
-    ex = lesson.examples.get(m)
-    if ex is None or ex.single(t1, t2) is None:
-        s.examples_note = _no_examples(lesson, m)
+    g = _vector_gallery(lesson, s, m, t1, t2, f"τ_{t1} (trained on {t1} only) on {t2}")
+    if g is None:
         return
-    g = figures_examples.localization_gallery(ex, t1, t2)
-    s.galleries = [(f"τ_{t1} (trained on {t1} only) on {t2}", g)]
     s.answer.append(f"Below: τ_{_name(t1)} alone changes **{g.changed} of {len(g.table)} {_name(t2)}** examples, "
                     f"a task it never trained on. Added together, such changes collide.")
 
@@ -609,7 +624,7 @@ def mask_facts(masks: pd.DataFrame, task: str) -> dict[str, Any]:
     type holding the largest share of the trainable weights, and the blocks with none.
 
     >>> df = pd.DataFrame({"task": "a", "block": [0, 1, 1], "layer_type": ["q", "q", "k"], "numel": [10, 10, 20],
-    ...                    "trainable": [0, 5, 5]})
+    ...                    "trainable": [0, 6, 4]})
     >>> f = mask_facts(df, "a")
     >>> f["fraction"], f["top_block"], f["top_block_share"], f["top_type"], f["empty_blocks"]
     (0.25, '1', 1.0, 'q', ['0'])
@@ -656,6 +671,10 @@ def _masks(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
     sub = lesson.masks[lesson.masks["task"] == lesson.task1]
     s.table = figures.mask_density_grid(sub).reset_index()
     if not reveal:
+        tasks = [t for t in lesson.tasks if t in set(lesson.masks["task"].astype(str))]
+        s.figure = task_bars({m: [mask_facts(lesson.masks, t)["fraction"] for t in tasks]}, tasks,
+                             title=f"Stored masks · share of the weights {method_label(m)} trains, per task",
+                             y_title="trainable share", text=lambda v: pct(v, 1))
         return
     s.figure = figures.mask_density_heatmap(sub, title=f"Stored mask · {method_label(m)} for {lesson.task1}: "
                                                        f"trainable fraction per {bw} and layer type")
@@ -667,14 +686,11 @@ def _masks(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
                 f"**{pct(f['top_block_share'])}** of them; by layer type, {pct(f['top_type_share'])} are "
                 f"{_name(top_type)}."]
     if f["empty_blocks"]:
-        s.answer.append(f"{_name(bw).capitalize()}s {', '.join(f['empty_blocks'])} have **none**: there {label} "
+        s.answer.append(f"{_name(bw).capitalize()}s {_name(', '.join(f['empty_blocks']))} have **none**: there {label} "
                         "changes nothing.")
-    ex = lesson.examples.get(m)
-    if ex is None or ex.single(lesson.task1, lesson.task1) is None:
-        s.examples_note = _no_examples(lesson, m)
+    if _vector_gallery(lesson, s, m, lesson.task1, lesson.task1,
+                       f"θ0 + τ_{lesson.task1} of {method_label(m)} on {lesson.task1}") is None:
         return
-    g = figures_examples.localization_gallery(ex, lesson.task1, lesson.task1)
-    s.galleries = [(f"θ0 + τ_{lesson.task1} of {method_label(m)} on {lesson.task1}", g)]
     zs, ft = lesson.zero_shot.get(lesson.task1, float("nan")), lesson.finetuned[m].get(lesson.task1, float("nan"))
     s.answer.append(f"With only these weights, {t} goes from {pct(zs)} to **{pct(ft)}** (test accuracy).")
 
@@ -718,6 +734,20 @@ def comparison_bars(comp: pd.DataFrame, methods: Sequence[str], *, title: str) -
                                yaxis={"range": [0, 1.05], "title": {"text": "accuracy"}})
 
 
+@plain_figure
+def task_bars(series: Mapping[str, Sequence[float]], tasks: Sequence[str], *, title: str, y_title: str,
+              text: Callable[[float], str], log: bool = False) -> go.Figure:
+    """Grouped bars of one number per task for each method of ``series`` (``{method: values}``), in the methods'
+    colours, each bar labelled with ``text(value)``."""
+    traces = [{"type": "bar", "name": method_label(m), "x": list(tasks), "y": [float(v) for v in vals],
+               "marker": {"color": figures.method_color(m)}, "text": [text(float(v)) for v in vals],
+               "textposition": "outside" if log else "auto", "cliponaxis": False}
+              for m, vals in series.items()]
+    return figures.make_figure(traces, title, barmode="group", xaxis={"type": "category"},
+                               yaxis={"title": {"text": y_title}, "type": "log" if log else "linear",
+                                      **({"dtick": 1} if log else {"rangemode": "tozero", "tickformat": ".1%"})})
+
+
 def _per_task_mean(eff: pd.DataFrame | None, method: str, col: str) -> float:
     if eff is None or col not in eff.columns:
         return float("nan")
@@ -749,6 +779,13 @@ def _sparsity(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
     cols = ["method", *[c for c, _ in COMPARED], "time_per_step_s", "peak_memory_mb"]
     s.table = comp[comp["method"].astype(str).isin([m, b])][[c for c in cols if c in comp.columns]]
     if not reveal:
+        eff = lesson.efficiency
+        if eff is not None and "trainable_entries" in eff.columns:
+            tasks = [t for t in lesson.tasks if t in set(eff["task"].astype(str))]
+            per = {x: [_per_task_mean(eff[eff["task"].astype(str) == t], x, "trainable_entries") for t in tasks]
+                   for x in (b, m)}
+            s.figure = task_bars(per, tasks, title="Stored · weights each method trains, per task (log scale)",
+                                 y_title="trainable weights", text=lambda v: f"{v:,.0f}", log=True)
         return
     s.figure = comparison_bars(comp, [b, m], title=f"Exact · {method_label(m)} vs {method_label(b)} (test, at each "
                                                    "one's selected α)")

@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard.live_component import in_app_test
 
 _JS = Path(__file__).with_name("lesson_keys.js").read_text(encoding="utf-8")
-_component = st.components.v2.component("talos_lesson_keys", js=_JS)
+_component = st.components.v2.component("talos_lesson_keys", js=_JS, isolate_styles=False)  # no shadow root
 
 
 def mount(forward: str, back: str) -> None:

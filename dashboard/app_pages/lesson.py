@@ -94,7 +94,7 @@ except TalosError as exc:
 
 with head:
     left, right = st.columns([8, 4], vertical_alignment="center")
-    left.title(f"{step} / {L.N_STEPS} · {scr.title}")
+    left.title(f"{step} / {L.N_STEPS} · {ui.md(scr.title, at_start=False)}")
     with right:
         b1, b2 = st.columns([2, 3])
         b1.button("← Back", key="lesson_back", on_click=_go, args=(-1,), disabled=(step, revealed) == (1, False),
@@ -169,8 +169,6 @@ with body:
     with right:
         if scr.figure is not None:
             ui.chart(scr.figure, f"lesson_{scr.key}", key=f"lesson_{scr.key}", export=False)
-        elif not revealed and not scr.missing:
-            st.markdown("")  # the question's own screen: the chart comes with the answer
         if revealed:
             with st.container(key="lesson_examples"):
                 _examples(scr.galleries, scr.examples_note)
