@@ -300,6 +300,11 @@ def test_the_page_opens_at_the_url_s_step_and_walks_with_its_buttons(monkeypatch
     at.button(key="lesson_back").click().run()
     at.button(key="lesson_back").click().run()
     assert (_query(at, "step"), _query(at, "reveal")) == ("3", "0")
+    at.session_state["lesson_protocol"] = True  # open "The numbers on this screen, and how they were made"
+    at.run()
+    _ok(at)
+    assert any(m.value.startswith("**Protocol:**") for m in at.markdown)
+    assert at.dataframe, "the numbers behind the screen, as a table"
     at.button_group(key="lesson_steps").set_value(6).run()
     _ok(at)
     assert at.title[0].value.startswith("6 / 6 · ") and _query(at, "step") == "6"

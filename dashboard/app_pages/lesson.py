@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard import data, examples_ui, figures_examples, lesson_keys, protocol, ui
 from dashboard import lesson as L
 from talos_core.errors import TalosError
-from talos_core.schema import method_label
+from talos_core.schema import MissingResult, method_label
 
 st.set_page_config(initial_sidebar_state="collapsed")  # the projector needs the width; the sidebar is one click away
 
@@ -64,8 +64,8 @@ with foot:
     settings = st.expander("Lesson settings: methods and task pair", icon=":material/tune:")
 methods = L.methods_of(ctx.idx, ctx.suite, ctx.model)
 if not methods:
-    ui.stop_on_problem(TalosError(f"the lesson needs addition results; this store has none for {ctx.model} in "
-                                  f"suite {ctx.suite}"))
+    ui.stop_on_problem(MissingResult(f"the lesson needs addition results; this store has none for {ctx.model} in "
+                                     f"suite {ctx.suite}"))
 with settings:
     c1, c2, c3 = st.columns(3)
     first = ui.pick_method("Steps 1–4 use", methods, "lfirst", default="nonlinear", container=c1)
