@@ -34,7 +34,8 @@ def _pages(read_only: bool = False) -> dict[str, list]:
     p = lambda f, title, icon, **kw: st.Page(str(PAGES_DIR / f), title=title, icon=icon, **kw)  # noqa: E731
     return {
         "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="start"),
-                       p("learn.py", "Learn", ":material/school:", url_path="learn", visibility="hidden")],
+                       p("learn.py", "Learn", ":material/school:", url_path="learn", visibility="hidden"),
+                       p("lesson.py", "Lesson (projector)", ":material/co_present:", url_path="lesson")],
         "Explore results": [
             p("arithmetic.py", "Arithmetic", ":material/calculate:", url_path="arithmetic"),
             p("disentanglement.py", "Disentanglement", ":material/grid_on:", url_path="disentanglement"),
