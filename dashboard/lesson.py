@@ -176,6 +176,7 @@ class Lesson:
     suite_record: dict | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     block_word: str = "block"
+    flags: tuple = ()  # the audit's flags on this suite (talos_core.evaluation.audit): the screens say what they doubt
 
     @property
     def baseline(self) -> str | None:
@@ -205,7 +206,8 @@ def pairs_of(idx: pd.DataFrame, suite: str, model: str, method: str,
 
 
 def load_lesson(idx: pd.DataFrame, get: Getter, suite: str, model: str, *, method: str | None = None,
-                first: str | None = None, pair: tuple[str, str] | None = None, block_word: str = "block") -> Lesson:
+                first: str | None = None, pair: tuple[str, str] | None = None, block_word: str = "block",
+                flags: Sequence = ()) -> Lesson:
     """Read what the lesson shows for ``suite`` and ``model``: ``method`` (default TaLoS, else the first sparse
     method, else the first method) and ``first`` (default standard fine-tuning, ``nonlinear``, else ``method``);
     ``pair`` the two tasks of the interference screen (default the first pair with a ξ map). Raises
@@ -262,7 +264,7 @@ def load_lesson(idx: pd.DataFrame, get: Getter, suite: str, model: str, *, metho
                   comparison=get("comparison", name()) if has("comparison") else None,
                   efficiency=get("efficiency", name()) if has("efficiency") else None,
                   examples=examples, examples_problems=problems, suite_record=suite_record,
-                  pairs=pairs, block_word=block_word)
+                  pairs=pairs, block_word=block_word, flags=tuple(flags))
 
 
 # --------------------------------------------------------------------------------------------
@@ -696,7 +698,7 @@ def _masks(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
 
 
 # --- 6 · what sparsity buys --------------------------------------------------------------------
-COMPARED = (("single_task_acc", "each task<br>alone"), ("addition_norm", "all added:<br>kept (normalized)"),
+COMPARED = (("single_task_acc", "each task<br>alone"), ("addition_abs", "all added:<br>accuracy"),
             ("negation_target", "negated task<br>(lower = forgotten)"),
             ("negation_control", "control task<br>after negation"))
 """The comparison table's columns the sparsity screen shows, with their words."""
@@ -800,10 +802,12 @@ def _sparsity(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
                     f"({_word(mem_m, mem_b, 'less', 'more', True)})")
     if cost:
         s.answer.append(f"**Cost** ({ml} vs {bl}): " + "; ".join(cost) + ".")
-    add_cmp = _compare(float(rm["addition_norm"]), float(rb["addition_norm"]), _interval(rm, "addition_norm"),
-                       _interval(rb, "addition_norm"))
-    s.answer.append(f"**Adding all vectors** keeps {pct(rm['addition_norm'])} vs {pct(rb['addition_norm'])} of the "
-                    f"fine-tuned accuracy ({_verdict(add_cmp, ml + ' keeps more', ml + ' keeps less')}).")
+    # absolute accuracy: normalized accuracy divides by each method's own single-task accuracy, so a method that
+    # learns little "keeps" a lot by doing nothing (the audit's norm-* checks)
+    add_cmp = _compare(float(rm["addition_abs"]), float(rb["addition_abs"]), _interval(rm, "addition_abs"),
+                       _interval(rb, "addition_abs"))
+    s.answer.append(f"**Adding all vectors**: {pct(rm['addition_abs'])} vs {pct(rb['addition_abs'])} test accuracy "
+                    f"({_verdict(add_cmp, ml + ' is higher', ml + ' is lower')}).")
     single_cmp = _compare(float(rm["single_task_acc"]), float(rb["single_task_acc"]),
                           _interval(rm, "single_task_acc"), _interval(rb, "single_task_acc"))
     s.answer.append(f"**Each task alone**: {pct(rm['single_task_acc'])} vs {pct(rb['single_task_acc'])} "
@@ -813,11 +817,39 @@ def _sparsity(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
     t1, t2 = lesson.task1, lesson.task2
     if t2 is None or ex_m is None or ex_b is None or ex_m.single(t1, t2) is None or ex_b.single(t1, t2) is None:
         s.examples_note = _no_examples(lesson, m if ex_m is None else b)
+        _audit_note(lesson, s, (m, b))
         return
     gm, gb = (figures_examples.localization_gallery(ex, t1, t2) for ex in (ex_m, ex_b))
     s.galleries = [(f"{method_label(b)}: τ_{t1} on {t2}", gb), (f"{method_label(m)}: τ_{t1} on {t2}", gm)]
     s.answer.append(f"**Interference**: τ_{_name(t1)} changes {gm.changed} of {len(gm.table)} {_name(t2)} examples "
                     f"with {ml}, {gb.changed} with {bl}.")
+    _audit_note(lesson, s, (m, b))
+
+
+def audit_words(flags: Sequence, rows: Sequence[str], columns: Sequence[str]) -> dict[str, list[str]]:
+    """Per row, the titles of the audit checks that flag the numbers of ``columns`` it shows (run-level flags
+    included), in the audit's order: what a screen must say before it compares those numbers."""
+    from talos_core.evaluation.audit import ALL
+
+    out: dict[str, list[str]] = {}
+    for f in flags:
+        if f.row not in rows or f.check == "best-not-separated":
+            continue
+        if ALL in f.metrics or any(c in f.metrics for c in columns):
+            titles = out.setdefault(f.row, [])
+            if f.title not in titles:
+                titles.append(f.title)
+    return out
+
+
+def _audit_note(lesson: Lesson, s: Screen, rows: Sequence[str]) -> None:
+    """One paragraph under a comparison: which of its numbers the audit doubts, in plain words (nothing when none)."""
+    words = audit_words(lesson.flags, rows, [c for c, _ in COMPARED])
+    if not words:
+        return
+    parts = "; ".join(f"{_name(method_label(r))}: {', '.join(t)}" for r, t in words.items())
+    s.answer.append(f"**Careful**: the audit flags these numbers ({parts}). Read this comparison as provisional; "
+                    f"docs/audit.md says why, and `talos audit {_name(lesson.suite)}` lists every flag.")
 
 
 def _word(a: float, b: float, good: str, bad: str, lower_is_good: bool) -> str:

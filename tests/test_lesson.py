@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,11 @@ APP = str(REPO / "dashboard" / "app.py")
 
 
 def _lesson(root, suite: str, model: str, **kw) -> L.Lesson:
+    """The lesson as the page loads it: with the audit's flags of the suite, unless ``flags`` is given."""
+    if "flags" not in kw:
+        from talos_core.evaluation.audit import audit_suite
+
+        kw["flags"] = audit_suite(root, suite) if (Path(root) / "results" / "suite" / f"{suite}.json").is_file() else ()
     return L.load_lesson(data.store_index(root), L.store_getter(root), suite, model, **kw)
 
 
@@ -150,12 +156,29 @@ def test_the_sparsity_answer_says_what_the_store_says_either_way(shipped):
     tm, tb = comp.loc["talos", "time_per_step_s"], comp.loc["nonlinear", "time_per_step_s"]
     assert f"{tm:.2f} s vs {tb:.2f} s" in text
     assert ("faster" if tm < tb else "slower") in text, "a slower sparse method is called slower"
-    am, ab = comp.loc["talos", "addition_norm"], comp.loc["nonlinear", "addition_norm"]
-    overlap = (comp.loc["talos", "addition_norm_lo"] <= comp.loc["nonlinear", "addition_norm_hi"]
-               and comp.loc["nonlinear", "addition_norm_lo"] <= comp.loc["talos", "addition_norm_hi"])
-    verdict = "no clear difference" if overlap else ("TaLoS keeps more" if am > ab else "TaLoS keeps less")
-    assert f"keeps {L.pct(am)} vs {L.pct(ab)}" in text and verdict in text
+    # absolute accuracy, never normalized (it rewards a method that learned little: the audit's norm-* checks)
+    am, ab = comp.loc["talos", "addition_abs"], comp.loc["nonlinear", "addition_abs"]
+    overlap = (comp.loc["talos", "addition_abs_lo"] <= comp.loc["nonlinear", "addition_abs_hi"]
+               and comp.loc["nonlinear", "addition_abs_lo"] <= comp.loc["talos", "addition_abs_hi"])
+    verdict = "no clear difference" if overlap else ("TaLoS is higher" if am > ab else "TaLoS is lower")
+    assert f"{L.pct(am)} vs {L.pct(ab)} test accuracy" in text and verdict in text
+    assert "normalized" not in text
     assert [t.name for t in s.figure.data] == ["Non-linear FT", "TaLoS"]
+
+
+def test_the_sparsity_answer_says_what_the_audit_doubts(shipped):
+    """The comparison screen names the audit's flags on the numbers it compares (both shipped suites carry some)."""
+    from talos_core.evaluation.audit import audit_suite
+
+    flags = audit_suite(SHIPPED, shipped.suite)
+    words = L.audit_words(flags, ["talos", "nonlinear"], [c for c, _ in L.COMPARED])
+    assert words, "the shipped suites' compared rows carry flags"
+    text = " ".join(L.screen(shipped, 6, reveal=True).answer)
+    assert "**Careful**: the audit flags these numbers" in text
+    for titles in words.values():
+        assert all(t in text for t in titles)
+    clean = _lesson(SHIPPED, shipped.suite, shipped.model, flags=())
+    assert "Careful" not in " ".join(L.screen(clean, 6, reveal=True).answer)
 
 
 def test_no_screen_text_carries_a_number_the_store_does_not_hold(shipped):

@@ -78,6 +78,14 @@ with settings:
 word = "stage" if ui.block_word(ctx.model).startswith("stage") else "block"
 
 
+def _flags() -> list:
+    """The audit's flags on this suite (none where the suite record cannot be read: the sidebar says why)."""
+    try:
+        return data.audit_flags(ctx.root, ctx.suite)
+    except TalosError:
+        return []
+
+
 def _get(kind: str, name: str):
     if kind == "examples":
         return data.get_examples(ctx.root, name)
@@ -86,7 +94,8 @@ def _get(kind: str, name: str):
 
 try:
     lesson = L.load_lesson(ctx.idx, _get, ctx.suite, ctx.model, method=method, first=first,
-                           pair=tuple(pair_text.split(" + ")) if pair_text else None, block_word=word)
+                           pair=tuple(pair_text.split(" + ")) if pair_text else None, block_word=word,
+                           flags=_flags())
     scr = L.screen(lesson, step, reveal=revealed, alpha=st.query_params.get("alpha"),
                    nalpha=st.query_params.get("nalpha"))
 except TalosError as exc:
