@@ -30,8 +30,10 @@ if ctx.has("efficiency"):
         else:
             ui.chart(figures.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
             kind = figures.memory_kind_label(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
-            st.caption("Time per training step, mean ± std over all steps of all tasks (hatched = optimizer "
-                       "step). Peak memory is the largest over tasks"
+            st.caption("Time per training step, the mean over all steps of all tasks (hatched = optimizer step); "
+                       "whiskers: the 95 % interval of the mean (1.96 standard errors). The standard deviation of the "
+                       "steps is in the Data table: a few slow steps (a pause of the machine) make it larger than "
+                       "the mean itself, so it is no error bar. Peak memory is the largest over tasks"
                        + (f" ({ui.md(kind)}). " if kind else ". ")
                        + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
             with ui.expander("Data", key="eff_data") as shown:
@@ -87,13 +89,16 @@ if ctx.has("comparison"):
         if ctx.others else ui.load("comparison", ctx, stop=False)
     if comp is not None:
         comp = comp if ctx.others else _ordered(comp)
-        st.dataframe(figures.comparison_styler(comp, labels=True), hide_index=True)
+        shown_table = figures.comparison_table(comp)
+        st.table(shown_table.styler())
         if ctx.others:
             st.caption("Rows of every store holding this suite and model: the store column says which.")
         st.caption("Accuracies on test at the α selected on validation"
-                   + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
-                      if figures.has_intervals(comp) else "")
-                   + ". Best per column in bold (lowest for negation target accuracy, time and memory).")
+                   + ("; [lo, hi] = 95 % bootstrap interval over test examples (1,000 resamples within each task). "
+                      "Bold: a best whose interval lies clear of every other row's (lowest for the negation target); "
+                      "where the intervals overlap no row is marked, and columns without intervals (time, memory) "
+                      "are not marked" if figures.has_intervals(comp)
+                      else "; this store records no intervals, so no best is marked") + ".")
         ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
 else:
     st.info("No comparison table in this store for this suite/model.")
