@@ -2,8 +2,8 @@
 instead of what the method should ideally do — and says so when the two differ.
 
 >>> import numpy as np
->>> sharing_reading("prune", np.array([[0.5, 0.97], [0.96, 0.6]]))[:58]
-'prune: diagonal mean 0.55, elsewhere 0.96 — lower on the di'
+>>> sharing_reading("prune", np.array([[0.5, 0.97], [0.96, 0.6]]))[:55]
+'prune: diagonal mean 0.55, elsewhere 0.96 — lower on th'
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def linear_regime_reading(table: pd.DataFrame) -> str:
     on the diagonal), smallest first, and whether the points sit on the diagonal or below it.
 
     >>> linear_regime_reading(pd.DataFrame({"method": ["talos", "nonlinear"], "task": ["a", "a"],
-    ...                                     "finetuned_acc": [0.9, 0.9], "linearized_acc": [0.85, 0.5]}))[:62]
-    'Mean gap, fine-tuned − linearized accuracy: TaLoS mean gap 0.05'
+    ...                                     "finetuned_acc": [0.9, 0.9], "linearized_acc": [0.85, 0.5]}))[:92]
+    'Mean gap, fine-tuned − linearized accuracy: TaLoS mean gap 0.05, Non-linear FT mean gap 0.40'
     """
     gaps = (pd.to_numeric(table["finetuned_acc"], errors="coerce")
             - pd.to_numeric(table["linearized_acc"], errors="coerce")).groupby(table["method"], sort=False).mean()
