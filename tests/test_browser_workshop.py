@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from dashboard_fixtures import MODEL, REPO, SUITE, TASKS, app_server
 from test_browser import CHROMIUM
+from test_browser_teaching import CELL_JS
 
 from bench.page_state import CEILING_S, wait_drawn, wait_until
 
@@ -198,24 +199,26 @@ def _gallery_heads(page) -> list[str]:
     return [t for t in texts(page) if re.search(r"(under addition|θ0 − α τ_|^control )", t)]
 
 
-def test_negation_gallery_names_its_model_and_its_distance_to_exact(url, page_at):
-    page = page_at(f"{url}/arithmetic?{shipped('vision')}&n.talos.mnist=11")
+def _mnist_negated(page_at, url: str, alpha: float):
+    """The Negation tab of TaLoS on the shipped ``vision`` at MNIST's α = ``alpha``: the page and the target
+    gallery's heading."""
+    page = page_at(f"{url}/arithmetic?{shipped('vision')}&n.talos.mnist={alpha:g}")
     page.get_by_role("tab", name=re.compile("^Negation")).click()
     wait_until(page, lambda: any("target mnist" in t for t in _gallery_heads(page)), "the target gallery")
     wait_drawn(page)
-    heads = [t for t in _gallery_heads(page) if "target mnist" in t]
-    assert "first-order model" in heads[0], heads
+    return page, [t for t in _gallery_heads(page) if "target mnist" in t][0]
+
+
+def test_negation_gallery_names_its_model_and_its_distance_to_exact(url, page_at):
+    page, head = _mnist_negated(page_at, url, 11)
+    assert "first-order model" in head, head
     notes = [t for t in texts(page) if "nearest exact point" in t]
     assert any("α = 10" in t and re.search(r"\d+/24", t) for t in notes), notes  # the gap, in examples
     assert any("target accuracy" in t for t in notes), notes  # and on the preview's bars
     page.screenshot(path="/tmp/talos_workshop_gallery_first_order.png")
 
-    page = page_at(f"{url}/arithmetic?{shipped('vision')}&n.talos.mnist=15")
-    page.get_by_role("tab", name=re.compile("^Negation")).click()
-    wait_until(page, lambda: any("target mnist" in t for t in _gallery_heads(page)), "the target gallery")
-    wait_drawn(page)
-    heads = [t for t in _gallery_heads(page) if "target mnist" in t]
-    assert "exact model" in heads[0], heads
+    _, head = _mnist_negated(page_at, url, 15)  # a stored exact point
+    assert "exact model" in head, head
 
 
 def test_addition_views_are_labelled_exact_or_first_order(url, page_at):
@@ -534,17 +537,6 @@ def test_start_path_and_the_finished_job_message(url, page_at):
 # --------------------------------------------------------------------------------------------
 # linked views: a ξ cell opens Arithmetic at its α's; the Arithmetic α is marked on the ξ map
 # --------------------------------------------------------------------------------------------
-CELL_JS = """([prefix, x, y]) => {
-    for (const el of document.querySelectorAll('.js-plotly-plot')) {
-        const t = ((el.layout && el.layout.title && el.layout.title.text) || '').replace(/<[^>]+>/g, '');
-        if (!t.startsWith(prefix)) continue;
-        const r = el.getBoundingClientRect(), xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis;
-        return [r.left + xa._offset + xa.c2p(x), r.top + ya._offset + ya.c2p(y)];
-    }
-    return null;
-}"""
-
-
 def test_xi_cell_opens_arithmetic_and_its_alpha_is_marked_back(url, page_at):
     page = page_at(f"{url}/disentanglement?pair={TASKS[0]}+%2B+{TASKS[1]}&methods=TaLoS&focus=TaLoS")
     title = f"TaLoS: ξ({TASKS[0]}, {TASKS[1]})"
@@ -553,7 +545,7 @@ def test_xi_cell_opens_arithmetic_and_its_alpha_is_marked_back(url, page_at):
     a1 = [v for v in fig["data"][0]["y"] if v > 0][2]
     page.get_by_text(title).scroll_into_view_if_needed()
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    x, y = page.evaluate(CELL_JS, [title, a2, a1])
+    x, y = page.evaluate(CELL_JS, [title, a1, a2])  # the cell at α₁ (y) = a1, α₂ (x) = a2
     page.mouse.click(x, y)
     wait_until(page, lambda: "/arithmetic" in page.url, "the Arithmetic page")
     wait_drawn(page)

@@ -157,9 +157,10 @@ def _xi() -> None:
 
 section("4 · Weight disentanglement", r"""
 Addition works when each task vector only changes the model **on its own task**. The disentanglement
-error $\xi(\alpha_1,\alpha_2)$ counts how often $\theta_0+\alpha_1\tau_1+\alpha_2\tau_2$ predicts
-differently from $\theta_0+\alpha_t\tau_t$ on task $t$'s inputs. **Dark = disentangled.** The red box is
-the α range searched for addition: that is where it must be dark.
+error $\xi(\alpha_1,\alpha_2)$ adds up, over the two tasks $t$, the fraction of task $t$'s inputs on which
+$\theta_0+\alpha_1\tau_1+\alpha_2\tau_2$ predicts differently from $\theta_0+\alpha_t\tau_t$: from 0 (no prediction
+changes) to 2 (every prediction of both tasks changes). **Dark = disentangled.** The red box is the α range searched
+for addition: that is where it must be dark.
 """, _xi, wide=True)
 
 
