@@ -179,6 +179,8 @@ class ExamplesSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05  # of the addition and negation grids (as those protocols)
     batch_size: int | None = None
+    # exact predictions also every 0.05 from 0 to this α inside each grid (the dashboard's teaching range; 0 = none)
+    teaching_max: float = 2.0
 
     def __post_init__(self) -> None:
         from talos_core.schema import MAX_EXAMPLES
@@ -190,6 +192,7 @@ class ExamplesSettings:
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
         check_int("batch_size", self.batch_size, low=1, optional=True)
+        check_range("teaching_max", self.teaching_max, 0.0, 100.0, high_open=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,12 +463,12 @@ def _sharing(req: EvalRequest, s: SharingSettings) -> EvalOutcome:
 
 
 def _examples(req: EvalRequest, s: ExamplesSettings) -> EvalOutcome:
-    from talos_core.evaluation.examples import compute_examples, save_examples
+    from talos_core.evaluation.examples import compute_examples, save_examples, teaching_alphas
 
     control = check_control_task(s.control_task or arith.default_control_task(req.tasks), req.tasks)
     ev = _evaluated(req, s.batch_size, [control])
-    add_alphas, _ = run_alpha_grid(ev.runs, s.alpha_step)
-    grids = task_alpha_grids(ev.runs, s.alpha_step)
+    add_alphas = teaching_alphas(run_alpha_grid(ev.runs, s.alpha_step)[0], s.teaching_max)
+    grids = {t: teaching_alphas(g, s.teaching_max) for t, g in task_alpha_grids(ev.runs, s.alpha_step).items()}
     res = compute_examples(ev.ctx, ev.vectors, ev.modes, add_alphas, grids, control, points=s.points, seed=s.seed)
     name = req.name(req.result_id)
     save_examples(req.store, name, res, method=req.result_id, model=req.model, suite=req.suite,

@@ -221,12 +221,14 @@ def _examples(v: StepView, sz: Sizes, s, mode: str, modes: Mapping[str, str]) ->
     out = Counter({"forward0": sum(q.values())})
     for t in tasks:
         out += _edit(modes[t], sum(q[e] for e in tasks))
-    for a in _addition_grid(v.runs, s.alpha_step):
+    from talos_core.evaluation.examples import teaching_alphas
+
+    for a in teaching_alphas(_addition_grid(v.runs, s.alpha_step), s.teaching_max):
         n = sum(q[t] for t in tasks)
         out += _edit(mode, n) if a != 0.0 else _zero(mode, n)
     for t, grid in _task_grids(v, s.alpha_step).items():
         n = q[t] + (q[c] if c else 0)
-        for a in grid:
+        for a in teaching_alphas(grid, s.teaching_max):
             out += _edit(mode, n) if a != 0.0 else _zero(mode, n)
     for e in evals:
         out += Counter({"base": q[e], "jvp": q[e] * len(tasks)})
