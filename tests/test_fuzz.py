@@ -399,24 +399,36 @@ def test_fuzz_report_results(tmp_path, capsys):
     run()
 
 
+def _tables(store: Path, kinds=None) -> list[tuple[str, str]]:
+    """``(kind, name)`` of the store's tables with rows (of ``kinds`` only, when given)."""
+    from talos_core import schema
+
+    return [(k, n) for k, n, _ in schema.iter_results(store)
+            if isinstance(schema.read_result(store, k, n).get("records"), list)
+            and schema.read_result(store, k, n)["records"] and (kinds is None or k in kinds)]
+
+
+def _table_copy(store: Path, root: Path, kind: str, name: str, data_) -> tuple[Path, dict, int]:
+    """Where table ``kind/name`` of ``store`` goes in the fresh store ``root``, its payload, and a row drawn."""
+    from talos_core import schema
+
+    path = schema.result_path(root, kind, name)
+    path.parent.mkdir(parents=True)
+    payload = schema.read_result(store, kind, name)
+    return path, payload, data_.draw(st.integers(0, len(payload["records"]) - 1))
+
+
 def test_fuzz_result_tables_of_every_kind(fixture_store, tmp_path):
     """A cell of every table kind of the dashboard's fixture store, mutated (type swap, out of range, deleted):
     the one schema reader refuses the file in one sentence naming it, or reads back exactly the intact value."""
     from talos_core import schema
 
-    tables = [(k, n) for k, n, _ in schema.iter_results(fixture_store)
-              if isinstance(schema.read_result(fixture_store, k, n).get("records"), list)
-              and schema.read_result(fixture_store, k, n)["records"]]
-
     @FUZZ
-    @given(which=st.sampled_from(tables), data_=st.data())
+    @given(which=st.sampled_from(_tables(fixture_store)), data_=st.data())
     def run(which, data_):
         kind, name = which
-        root = _fresh(tmp_path)
-        path = schema.result_path(root, kind, name)
-        path.parent.mkdir(parents=True)
-        payload = schema.read_result(fixture_store, kind, name)
-        row = data_.draw(st.integers(0, len(payload["records"]) - 1))
+        path, payload, row = _table_copy(fixture_store, _fresh(tmp_path), kind, name, data_)
+        root = path.parents[2]
         col = data_.draw(st.sampled_from([c for c in payload["records"][row] if c in schema.COLUMN_RULES]))
         rule = schema.COLUMN_RULES[col]
         mutation = data_.draw(_mutations(payload["records"][row][col], rule))
@@ -628,20 +640,15 @@ def test_fuzz_repeated_rows_of_every_table_kind(fixture_store, tmp_path):
     the one schema reader refuses the file in one sentence naming it and the repeated row."""
     from talos_core import schema
 
-    tables = [(k, n) for k, n, _ in schema.iter_results(fixture_store)
-              if isinstance(schema.read_result(fixture_store, k, n).get("records"), list)
-              and schema.read_result(fixture_store, k, n)["records"] and k in schema.ROW_KEYS]
+    tables = _tables(fixture_store, schema.ROW_KEYS)
     assert {k for k, _ in tables} >= {"single", "addition", "negation", "comparison", "efficiency", "masks"}
 
     @FUZZ
     @given(which=st.sampled_from(tables), data_=st.data())
     def run(which, data_):
         kind, name = which
-        root = _fresh(tmp_path)
-        path = schema.result_path(root, kind, name)
-        path.parent.mkdir(parents=True)
-        payload = schema.read_result(fixture_store, kind, name)
-        row = data_.draw(st.integers(0, len(payload["records"]) - 1))
+        path, payload, row = _table_copy(fixture_store, _fresh(tmp_path), kind, name, data_)
+        root = path.parents[2]
         copy = dict(payload["records"][row])
         for col in copy:
             if col not in schema.ROW_KEYS[kind] and schema.COLUMN_RULES.get(col) is schema.ACCURACY:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from dashboard_fixtures import REPO
+from test_reliability import _files, _one_sentence
 
 from talos_core.cli import main
 from talos_core.store import Store
@@ -23,18 +24,6 @@ MODEL, TASK, OTHER = "tiny-text", "drug-reviews", "tweets"
 TINY = ["--steps", "2", "--max-train", "32", "--max-val", "16", "--max-test", "16", "--calib-samples", "8",
         "--batch-size", "8", "--quiet"]
 DEEP = "[" * 100_000 + "]" * 100_000
-
-
-def _files(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
-
-
-def _one_sentence(capsys, code: int, needle: str, status: int = 2) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert code == status and "Traceback" not in err, err
-    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
