@@ -861,10 +861,13 @@ def discard_unused(root: str | Path) -> bool:
     root = Path(root)
     if not root.is_dir():
         return False
+    store = Store(root)
     for path in root.rglob("*"):
         rel = path.relative_to(root)
         if path.is_symlink() or (path.is_file() and rel.as_posix() != "store.json" and not (
                 rel.parts[0] == ".locks" and path.suffix == ".lock")):
             return False
+        if rel.parts[0] == ".locks" and path.suffix == ".lock" and store.lock_held(*path.stem.split("__", 1)):
+            return False  # another process is at work in the new store (fine-tuning into it)
     shutil.rmtree(root, ignore_errors=True)
     return True

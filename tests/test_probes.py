@@ -513,9 +513,14 @@ def test_refused_commands_leave_no_store_behind(tmp_path, capsys, extra, needle)
     assert not store.exists()
 
 
-def test_a_refused_command_keeps_a_store_that_holds_anything(store, capsys):
+def test_a_refused_command_keeps_a_store_that_holds_anything(store, tmp_path, capsys):
     from talos_core.store import discard_unused
 
     code = main(["finetune", "--model", "hf-encoder:/nonexistent/model", "--task", TASK, "--store", str(store), *TINY])
     _one_sentence(capsys, code, "could not be loaded")
     assert not discard_unused(store) and len(list(Store(store).runs())) == 2
+    new = Store(tmp_path / "new")
+    new.ensure()
+    with new.run_lock("x"):  # another process fine-tuning into the new store: its lock is held
+        assert not discard_unused(new.root)
+    assert discard_unused(new.root) and not new.root.exists()
