@@ -482,9 +482,12 @@ def _summary_outside_interval(payload: Mapping) -> str | None:
     summary, intervals = payload.get("summary"), payload.get("ci95")
     if not isinstance(summary, Mapping) or not isinstance(intervals, Mapping):
         return None
-    for key, (low, high) in intervals.items():
+    for key, pair in intervals.items():
         value = summary.get(key)
-        if is_number(value) and not low - 1e-9 <= value <= high + 1e-9:
+        if not INTERVAL.check(pair) or not is_number(value):
+            continue
+        low, high = pair
+        if not low - 1e-9 <= value <= high + 1e-9:
             return f"summary {key} = {value!r} outside its own interval ci95 [{low!r}, {high!r}]"
     return None
 

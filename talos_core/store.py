@@ -416,8 +416,8 @@ class Run:
         if (nnz is not None and vector.nnz() != nnz) or (norm is not None and not math.isclose(
                 vector.norm(), norm, rel_tol=1e-4, abs_tol=1e-12)):
             raise TalosError(f"{path} has {vector.nnz()} non-zero entries of norm {vector.norm():.6g}, but the run's "
-                             f"manifest records {nnz} of norm {norm:.6g}: the file was altered or damaged; fine-tune "
-                             f"the run again (talos finetune --force)")
+                             f"manifest records {nnz} of norm {norm if norm is None else format(norm, '.6g')}: the "
+                             f"file was altered or damaged; fine-tune the run again (talos finetune --force)")
         return vector
 
     def mask(self) -> dict[str, torch.Tensor] | None:
