@@ -427,9 +427,9 @@ def value_problem(kind: str, payload: Mapping) -> str | None:
             return f"{key} = {_shown(payload[key])}, which must be {rule.what}"
     if "columns" in payload and not NAMES.check(payload["columns"]):
         return f"columns = {_shown(payload['columns'])}, which must be {NAMES.what}"
-    records = payload.get("records")
-    if records is None:
+    if "records" not in payload:
         return _summary_outside_interval(payload)
+    records = payload["records"]
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         return "'records' that is not a list of objects"
     identity = [c for c in IDENTITY_COLUMNS if c in (payload.get("columns") or ())]

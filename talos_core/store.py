@@ -428,13 +428,15 @@ class Run:
         if not p.exists() and (not self.sparse or not (self.path / "task_vector.safetensors").exists()):
             return None
         mask = load_mask(self.artifact("mask.safetensors"))
-        m = self.manifest.metrics
         numel = sum(t.numel() for t in mask.values())
         density = sum(int(t.sum()) for t in mask.values()) / max(numel, 1)
-        if m.get("maskable_numel", numel) != numel or abs(m.get("mask_density", density) - density) > 1e-9:
+        m = self.manifest.metrics  # a value that is absent or null (not measured) is not compared
+        want_numel = numel if m.get("maskable_numel") is None else m["maskable_numel"]
+        want_density = density if m.get("mask_density") is None else m["mask_density"]
+        if want_numel != numel or abs(want_density - density) > 1e-9:
             raise TalosError(f"{p} has {numel} entries at density {density:.6g}, but the run's manifest records "
-                             f"{m.get('maskable_numel', numel)} at {m.get('mask_density', density):.6g}: the file was "
-                             f"altered or damaged; fine-tune the run again (talos finetune --force)")
+                             f"{want_numel} at {want_density:.6g}: the file was altered or damaged; fine-tune the run "
+                             f"again (talos finetune --force)")
         return mask
 
 

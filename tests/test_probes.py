@@ -524,3 +524,19 @@ def test_a_refused_command_keeps_a_store_that_holds_anything(store, tmp_path, ca
     with new.run_lock("x"):  # another process fine-tuning into the new store: its lock is held
         assert not discard_unused(new.root)
     assert discard_unused(new.root) and not new.root.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# found by the fuzzer at 300 examples per property
+# --------------------------------------------------------------------------------------------
+def test_a_null_mask_measurement_is_not_compared(store, capsys):
+    run = _run(store, TASK)
+    _edit(run.path / "manifest.json", lambda d: d["metrics"].update(mask_density=None, maskable_numel=None))
+    assert main(["runs", "--store", str(store), "--verify"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_table_whose_records_are_null_is_refused(shipped, capsys):
+    path = _comparison(shipped, "vision")
+    _edit(path, lambda d: d.update(records=None))
+    _one_sentence(capsys, main(["report", "vision", "--store", str(shipped)]), "'records' that is not a list")
