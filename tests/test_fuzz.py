@@ -242,6 +242,8 @@ def _mutations(value, rule=None, *, key: bool = True):
     def bad(m) -> bool:
         if m == "<delete>":
             return key
+        if value is None and _kind(m) == "number" and rule is not None:  # a measurement where none was: in range?
+            return not rule.check(m)
         if _kind(m) != _kind(value):
             return True
         if _kind(m) != "number":
