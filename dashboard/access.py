@@ -8,7 +8,8 @@
   Anything else is refused with one sentence that is the same whether the path exists or not, and
   nothing is created.
 * **The Run page writes into the user's store only**, never into the shipped results.
-* **Read-only ("workshop") mode** (``--read-only`` / ``TALOS_DASHBOARD_READ_ONLY=1``): no Run page.
+* **Read-only ("workshop") mode** (``--read-only`` / ``TALOS_DASHBOARD_READ_ONLY=1``): no Run page. A value of
+  the variable other than 1/true/yes/on or 0/false/no/off is refused (a typo must not start a writable server).
 * **Job caps** (:class:`dashboard.jobs.JobLimits`): concurrent jobs, steps, examples per split.
 * **Upload caps** (:class:`dashboard.uploads.UploadLimits`): the Run page's uploads (size, unpacked size, files);
   uploads are saved in the user's store (``uploads/``) only.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from dashboard.jobs import JobLimits
 from dashboard.uploads import UploadLimits
-from talos_core.errors import TalosError
+from talos_core.errors import TalosError, check_flag
 from talos_core.schema import STORE_ENV, USER_STORE, shipped_store
 
 ROOTS_ENV = "TALOS_DASHBOARD_ROOTS"
@@ -78,10 +79,6 @@ _PART = r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
 _HUB_NAME = re.compile(rf"{_PART}(?:/{_PART})?")
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path.expanduser()))
 
@@ -126,7 +123,8 @@ class ServerConfig:
             # `talos dashboard --store cached_results`: shown first, but the Run page writes into ./runs
             user = _absolute(Path(USER_STORE))
         roots = tuple(_absolute(Path(p)) for p in env.get(ROOTS_ENV, "").split(os.pathsep) if p.strip())
-        return cls(shipped=shipped, user_store=user, roots=roots, read_only=_truthy(env.get(READ_ONLY_ENV)),
+        return cls(shipped=shipped, user_store=user, roots=roots,
+                   read_only=check_flag(READ_ONLY_ENV, env.get(READ_ONLY_ENV)),
                    limits=JobLimits.from_env(env), uploads=UploadLimits.from_env(env), default=default,
                    store_given=bool(given))
 

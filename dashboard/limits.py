@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from talos_core.errors import TalosError
+from talos_core.errors import check_env_int
 
 
 def ints_from_env(fields: Sequence[tuple[str, str]], *, minimum: int, rule: str,
@@ -22,14 +22,7 @@ def ints_from_env(fields: Sequence[tuple[str, str]], *, minimum: int, rule: str,
     env = os.environ if env is None else env
     out = {}
     for name, var in fields:
-        text = str(env.get(var, "")).strip()
-        if not text:
-            continue
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise TalosError(f"{var} must be {rule}, got {text!r}")
-        out[name] = value
+        value = check_env_int(var, env.get(var), low=minimum, what=rule)
+        if value is not None:
+            out[name] = value
     return out

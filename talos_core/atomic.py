@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import uuid
 from collections.abc import Mapping
@@ -37,6 +38,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        # a failed write or fsync (a full disk, a quota) names no file: the error names the one being written
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -90,14 +96,95 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+#: how deeply a store's JSON may nest: its files nest 6 levels at most; much deeper nesting is damage, and every
+#: reader that walks it recursively (the parser itself, repr, pandas) would crash on it
+MAX_JSON_DEPTH = 64
+#: the largest JSON file read (a store's largest, a suite record, is under 1 MiB)
+MAX_JSON_BYTES = 256 << 20
+
+
+class _Refused(ValueError):
+    """What the JSON decoder's hooks raise: a value standard JSON, or a store, does not have."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _Refused(f"it has the key {twice[:60]!r} twice in one object (which one counts is not defined)")
+    return out
+
+
+def _constant(name: str) -> float:
+    raise _Refused(f"it holds {name}, which is not JSON (a non-finite number is written as null)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Refused(f"it holds the number {text[:40]}, beyond the range of a float")
+    return value
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_constant, parse_float=_finite)
+
+
+def _deeper_than(value: Any, left: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``left`` levels (stops as soon as it does)."""
+    if type(value) is dict:
+        value = value.values()
+    elif type(value) is not list:
+        return False
+    if left == 0:
+        return True
+    return any((type(v) is dict or type(v) is list) and _deeper_than(v, left - 1) for v in value)
+
+
+def _too_deep(source: str | Path) -> TalosError:
+    return TalosError(f"corrupt JSON file {source}: it nests lists or objects more than {MAX_JSON_DEPTH} levels deep "
+                      f"(a store's files nest a few)")
+
+
+def loads_json(text: str | bytes, source: str | Path) -> Any:
+    """Parse the JSON ``text`` read from ``source``; anything that is not plain, unambiguous JSON of a sane shape is
+    one :class:`TalosError` naming ``source``: a syntax error, text that is not UTF-8, ``NaN``/``Infinity`` or a
+    number beyond a float, a key repeated in one object, nesting deeper than :data:`MAX_JSON_DEPTH`.
+
+    >>> loads_json('{"a": [1, 2.5]}', "x.json")
+    {'a': [1, 2.5]}
+    >>> loads_json('{"a": 1, "a": 2}', "x.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    talos_core.errors.TalosError: corrupt JSON file x.json: it has the key 'a' twice in one object ...
+    """
+    try:
+        value = _DECODER.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except (_Refused, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TalosError(f"corrupt JSON file {source}: {exc}") from None
+    except RecursionError:  # deeper than the parser's own limit
+        raise _too_deep(source) from None
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        raise _too_deep(source)
+    return value
+
+
 def read_json(path: Path) -> Any:
+    """The JSON value in ``path`` (:func:`loads_json`); a missing, unreadable, oversized or corrupt file, or one that
+    is not a regular file (a folder, a named pipe that would block the reader), is one :class:`TalosError` naming
+    it."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        info = path.stat()
     except FileNotFoundError:
         raise TalosError(f"missing file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TalosError(f"corrupt JSON file {path}: {exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise TalosError(f"{path} is not a regular file (a folder, a device or a named pipe); a JSON file of a store "
+                         f"is a plain file")
+    if info.st_size > MAX_JSON_BYTES:
+        raise TalosError(f"JSON file {path} is {info.st_size / 2**20:.0f} MiB, larger than any file of a store "
+                         f"(at most {MAX_JSON_BYTES >> 20} MiB are read); it is not one")
+    return loads_json(path.read_bytes(), path)
 
 
 def file_sha256(path: Path) -> str:

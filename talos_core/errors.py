@@ -181,3 +181,49 @@ def check_range(name: str, value: float, low: float, high: float, *, high_open: 
     check_number(name, value, low=low, high=high, low_open=low_open, high_open=high_open,
                  what=f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}")
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# settings typed into environment variables
+# --------------------------------------------------------------------------------------------
+FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+"""What an on/off setting may say (any case); unset or blank means off."""
+
+
+def check_flag(name: str, text: str | None) -> bool:
+    """The on/off setting ``text`` of environment variable ``name``: one of :data:`FLAG_WORDS`, or unset/blank
+    (off). Anything else is one :class:`TalosError`: a typo must not silently mean off (``READ_ONLY=y`` starting a
+    server that writes).
+
+    >>> check_flag("X", " Yes "), check_flag("X", None), check_flag("X", "off")
+    (True, False, False)
+    >>> check_flag("X", "maybe")
+    Traceback (most recent call last):
+    ...
+    talos_core.errors.TalosError: X must be 1, true, yes or on (or 0, false, no, off, unset), got 'maybe'
+    """
+    word = (text or "").strip().lower()
+    if not word:
+        return False
+    if word not in FLAG_WORDS:
+        raise TalosError(f"{name} must be 1, true, yes or on (or 0, false, no, off, unset), got {text!r}")
+    return FLAG_WORDS[word]
+
+
+def check_env_int(name: str, text: str | None, *, low: int, what: str) -> int | None:
+    """The whole number ``text`` of environment variable ``name`` (surrounding spaces ignored), at least ``low``;
+    ``None`` when unset or blank. Anything else is one :class:`TalosError`: "``name`` must be ``what``, got …".
+
+    >>> check_env_int("N", " 3 ", low=1, what="a positive integer"), check_env_int("N", "", low=1, what="")
+    (3, None)
+    """
+    stripped = str(text or "").strip()
+    if not stripped:
+        return None
+    try:
+        value = int(stripped)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        raise TalosError(f"{name} must be {what}, got {stripped!r}")
+    return value

@@ -175,7 +175,7 @@ def _folder_files(folder: Path) -> list[Path]:
         if missing:
             raise TalosError(f"{p} names the shard {missing[0]!r}, which is not a file in {folder}")
         return [folder / s for s in shards]
-    found = sorted(folder.glob("*.safetensors"))
+    found = sorted(p for p in folder.glob("*.safetensors") if p.is_file())
     if len(found) == 1:
         return found
     raise TalosError(f"folder {folder} holds no checkpoint file: expected one of {', '.join(FOLDER_FILES)} "
@@ -189,6 +189,14 @@ def _is_state(obj: Any) -> bool:
 
 def _torch_state(path: Path) -> dict[str, torch.Tensor]:
     """A state dict saved with ``torch.save``, read with ``weights_only=True`` (never unpickling objects)."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    # torch.save writes a zip archive (or, before PyTorch 1.6, a pickle stream); anything else is no torch file, and
+    # the unpickler's refusal of it must not be described as a pickled object
+    if not head.startswith(b"PK\x03\x04") and not (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
+        what = "text" if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head) else "binary data"
+        raise TalosError(f"{path} is not a file written by torch.save (it starts with {what}, {head[:8]!r}); give "
+                         f"{_accepted()}")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
@@ -224,6 +232,9 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     path = Path(path)
     if not path.exists():
         raise TalosError(f"checkpoint {path} does not exist; give {_accepted()}")
+    if not path.is_dir() and not path.is_file():  # a named pipe or a device would block the reader
+        raise TalosError(f"checkpoint {path} is neither a file nor a folder (a named pipe or a device); give "
+                         f"{_accepted()}")
     files = _folder_files(path) if path.is_dir() else [path]
     tensors: dict[str, torch.Tensor] = {}
     for f in files:
@@ -419,6 +430,7 @@ def import_checkpoint(req: ImportRequest, store: Store, *, force: bool = False,
     rid = req.run_id(ckpt.sha256)
     if store.has_run(rid) and not force:
         return ImportResult(store.get_run(rid), [], reused=True)
+    check_label_free(store, req, rid)
     model = model if model is not None else load_model(req.model)
     imp = checkpoint_vector(model, ckpt, req.model)
     family = get_model_spec(req.model).family
@@ -426,8 +438,21 @@ def import_checkpoint(req: ImportRequest, store: Store, *, force: bool = False,
     with store.run_lock(rid):
         if store.has_run(rid) and not force:
             return ImportResult(store.get_run(rid), imp.notes, reused=True)
+        check_label_free(store, req, rid)
         run = _publish(req, ckpt, imp, store, rid, family)
     return ImportResult(run, imp.notes)
+
+
+def check_label_free(store: Store, req: ImportRequest, rid: str) -> None:
+    """The label names one checkpoint: a store holding an imported run of ``req``'s model and task under the same
+    label from another checkpoint (another run id) is one :class:`TalosError` (the protocols pick imported runs by
+    label, and would use one of the two without saying which)."""
+    for other in store.find_runs(model=req.model, task=req.task, method=IMPORTED):
+        if other.id != rid and other.manifest.info.get("label") == req.label:
+            raise TalosError(f"store {store.root} already holds an imported run of {req.model!r} on {req.task!r} "
+                             f"labelled {req.label!r} from another checkpoint ({other.manifest.info.get('source')}, "
+                             f"run {other.id}); give this checkpoint another --method-label, or delete {other.path} "
+                             f"first")
 
 
 def check_import(req: ImportRequest, *, model: TaskModel | None = None) -> ImportRequest:
@@ -453,11 +478,18 @@ def import_many(reqs: Sequence[ImportRequest], store: Store, *, force: bool = Fa
             models[name] = load_model(name)
         return models[name]
 
+    labelled: dict[tuple[str, str, str], tuple[int, str]] = {}
     for i, req in enumerate(reqs if len(reqs) > 1 else (), 1):  # one import checks everything before it writes
         try:
-            check_import(req, model=model_of(req.checked().model))
+            checked = check_import(req, model=model_of(req.checked().model))
+            sha = read_checkpoint(checked.path).sha256
+            check_label_free(store, checked, checked.run_id(sha))
         except TalosError as exc:
             raise TalosError(f"entry {i} ({req.path}): {exc}") from None
+        key = (checked.model, checked.task, checked.label)
+        if labelled.setdefault(key, (i, sha))[1] != sha:
+            raise TalosError(f"entries {labelled[key][0]} and {i} ({req.path}) are two checkpoints of {req.model!r} on "
+                             f"{checked.task!r} with the same label {checked.label!r}; give each its own label")
     return [import_checkpoint(req, store, force=force, model=model_of(req.model)) for req in reqs]
 
 

@@ -28,6 +28,11 @@ from talos_core.training import TrainConfig
 
 #: the largest batch (each step draws its examples' indices; the paper's largest batch is 1,024)
 MAX_BATCH_SIZE = 2**16
+#: the most training steps a run may ask for: 500 times the paper's 2,000, already weeks for a paper-scale model (a
+#: larger number is a typo, and would be accepted only to run for ever)
+MAX_STEPS = 1_000_000
+#: the most TaLoS calibration rounds (the paper uses 4; each is a pass over the calibration examples)
+MAX_ROUNDS = 100
 #: the inputs of each model family (a model of one modality cannot run a task of the other)
 FAMILY_MODALITY = {"clip": "image", "cnn": "image", "text-encoder": "text", "t5": "text"}
 
@@ -99,11 +104,12 @@ class FinetuneRequest:
         check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
         check_seed(self.seed)
         # every integer field refuses booleans (True is no step count): one sentence each
-        for name in ("steps", "batch_size", "max_train", "max_val", "max_test", "calib_samples"):
+        for name in ("batch_size", "max_train", "max_val", "max_test", "calib_samples"):
             check_int(name, getattr(self, name), low=1, optional=True)
+        check_int("steps", self.steps, low=1, high=MAX_STEPS, optional=True)
+        check_int("rounds", self.rounds, low=1, high=MAX_ROUNDS)
         check_int("warmup_steps", self.warmup_steps, low=0, optional=True)
-        for name in ("rounds", "eval_batch_size"):
-            check_int(name, getattr(self, name), low=1)
+        check_int("eval_batch_size", self.eval_batch_size, low=1)
         check_int("checkpoint_every", self.checkpoint_every, low=0)
         check_int("eval_every", self.eval_every, low=0, what="a non-negative integer (0 = no learning curve)")
         check_int("micro_batch_size", self.micro_batch_size, low=1, optional=True,
@@ -283,10 +289,12 @@ def retrained_info(previous: RunManifest, artifacts: dict[str, str]) -> dict:
 
 def preflight(req: FinetuneRequest) -> None:
     """What can only be checked against this machine or the model, before anything is written: the device exists,
-    and the method's options fit the model (an L-LoRA rank above its projections' size)."""
+    the model loads (offline models, a local folder) with a usable head for the task, and the method's options fit
+    the model (an L-LoRA rank above its projections' size)."""
     from talos_core.inference.runtime import cached_model
 
-    resolve_device(req.device)
+    device = resolve_device(req.device)
+    prepared_model(req.model, get_task(req.task), device)
     method = get_method(req.method)
     if method.check_options is not None:
         method.check_options(cached_model(req.model), dict(req.options))

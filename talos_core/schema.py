@@ -299,11 +299,26 @@ def read_result(root: str | Path, kind: str, name: str) -> dict:
                             f"delete it and recompute it") from None
     if not isinstance(payload, dict):
         raise CorruptResult(f"the {kind} result file {path} does not hold a JSON object; delete it and recompute it")
-    problem = value_problem(kind, payload)
+    problem = value_problem(kind, payload) or name_problem(kind, name, payload)
     if problem:
         raise CorruptResult(f"the {kind} result file {path} has {problem}; it was edited or damaged: delete it and "
                             f"recompute it")
     return payload
+
+
+def name_problem(kind: str, name: str, payload: Mapping) -> str | None:
+    """Where a result's own fields contradict its file name, as a phrase, else ``None``: a ``model``, ``suite``,
+    ``method``, ... field (when the payload has one) must be the name's part of that field (a file copied over
+    another's would otherwise be shown under the other's suite and model).
+
+    >>> name_problem("comparison", "vision__efficientnet-lite0", {"model": "minilm-l6", "suite": "text"})
+    "its suite field 'text', where its file name says 'vision'"
+    """
+    for key, part in (parse_result_name(kind, name) or {}).items():
+        value = payload.get(key)
+        if value is not None and not (isinstance(value, str) and slug(value) == part):
+            return f"its {key} field {_shown(value)}, where its file name says {part!r}"
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,10 +386,12 @@ IDENTITY_COLUMNS = ("method", "task", "target", "param")
 """Columns that say what a row is about: a table that has one needs it in every row (a row without its method would
 be shown under another name, or as ``nan``)."""
 
+INTERVAL = Rule("an interval [low, high] of finite numbers, low ≤ high", lambda v: isinstance(v, list) and len(v) == 2
+                and all(map(is_number, v)) and v[0] <= v[1], nullable=False)
 FIELD_RULES: dict[str, dict[str, Rule]] = {
     "addition": {"selected_alpha": required(FINITE), "alpha_grid": GRID,
-                 "sparsity": SPARSITY},
-    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY},
+                 "sparsity": SPARSITY, "ci95": per_key(INTERVAL)},
+    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY, "ci95": per_key(INTERVAL)},
     "disentanglement": {"alphas1": GRID, "alphas2": GRID, "xi": RATIO_MATRIX},
     "localization": {"matrix": RATIO_MATRIX, "accuracy": ACCURACY_MATRIX},
     "mask_iou": {"matrix": ACCURACY_MATRIX},
@@ -386,6 +403,15 @@ FIELD_RULES: dict[str, dict[str, Rule]] = {
               "control_task": TEXT, "device": TEXT, **{k: NAMES for k in ("tasks", "methods", "posthoc")}},
 }
 """The rules of top-level fields (a field that is absent is left to :func:`require_fields`)."""
+
+ROW_KEYS: dict[str, tuple[str, ...]] = {
+    "single": ("method", "task", "split"), "addition": ("alpha", "split", "task"),
+    "negation": ("target", "alpha", "split"), "masks": ("task", "param"), "mask_iou": ("task",),
+    "linearization": ("method", "task"), "efficiency": ("method", "task"), "comparison": ("method",),
+    "sparsity_ablation": ("sparsity",), "alpha_rule": ("rule",), "selection": ("task", "value"),
+    "learning_curve": ("method", "task", "step"), "lr_check": ("task", "lr")}
+"""The columns that say which row of a table kind is which: no two rows of one table share all of them (a repeated
+row would be shown twice, or counted twice in a mean)."""
 
 
 def value_problem(kind: str, payload: Mapping) -> str | None:
@@ -401,9 +427,9 @@ def value_problem(kind: str, payload: Mapping) -> str | None:
             return f"{key} = {_shown(payload[key])}, which must be {rule.what}"
     if "columns" in payload and not NAMES.check(payload["columns"]):
         return f"columns = {_shown(payload['columns'])}, which must be {NAMES.what}"
-    records = payload.get("records")
-    if records is None:
-        return None
+    if "records" not in payload:
+        return _summary_outside_interval(payload)
+    records = payload["records"]
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         return "'records' that is not a list of objects"
     identity = [c for c in IDENTITY_COLUMNS if c in (payload.get("columns") or ())]
@@ -415,6 +441,54 @@ def value_problem(kind: str, payload: Mapping) -> str | None:
             rule = COLUMN_RULES.get(col) or COLUMN_RULES.get(col.removesuffix("_lo").removesuffix("_hi"))
             if rule is not None and not rule.check(value):
                 return f"{col} = {_shown(value)} in row {i} of its table, which must be {rule.what}"
+        problem = _interval_problem(row)
+        if problem:
+            return f"{problem} in row {i} of its table"
+    return _repeated_row(kind, records) or _summary_outside_interval(payload)
+
+
+def _interval_problem(row: Mapping) -> str | None:
+    """A value outside its own 95% interval (``<m>`` and ``<m>_lo``/``<m>_hi``, each measured), or an interval whose
+    low end is above its high end, as a phrase; ``None`` when they agree."""
+    low_sfx, high_sfx = INTERVAL_SUFFIXES
+    for col, low in row.items():
+        if not col.endswith(low_sfx) or not is_number(low):
+            continue
+        metric = col.removesuffix(low_sfx)
+        high, value = row.get(metric + high_sfx), row.get(metric)
+        if is_number(high) and low > high:
+            return f"the interval {metric} [{low!r}, {high!r}], whose low end is above its high end"
+        if is_number(high) and is_number(value) and not low - 1e-9 <= value <= high + 1e-9:
+            return f"{metric} = {value!r} outside its own interval [{low!r}, {high!r}]"
+    return None
+
+
+def _repeated_row(kind: str, records: Sequence[Mapping]) -> str | None:
+    key = ROW_KEYS.get(kind, ())
+    if not key or not all(c in r for r in records for c in key):
+        return None
+    seen: dict[tuple, int] = {}
+    for i, row in enumerate(records, 1):
+        ident = tuple(repr(row[c]) for c in key)
+        if ident in seen:
+            which = ", ".join(f"{c} {_shown(row[c])}" for c in key)
+            return f"row {i} of its table repeating row {seen[ident]} ({which})"
+        seen[ident] = i
+    return None
+
+
+def _summary_outside_interval(payload: Mapping) -> str | None:
+    """A summary mean outside its own ``ci95`` interval (addition, negation results)."""
+    summary, intervals = payload.get("summary"), payload.get("ci95")
+    if not isinstance(summary, Mapping) or not isinstance(intervals, Mapping):
+        return None
+    for key, pair in intervals.items():
+        value = summary.get(key)
+        if not INTERVAL.check(pair) or not is_number(value):
+            continue
+        low, high = pair
+        if not low - 1e-9 <= value <= high + 1e-9:
+            return f"summary {key} = {value!r} outside its own interval ci95 [{low!r}, {high!r}]"
     return None
 
 

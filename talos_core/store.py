@@ -17,9 +17,12 @@ the next time a run is staged. Two processes fine-tuning the same run take turns
 second finds the first's run and reuses it.
 
 Artifacts cannot silently lie: a run's manifest records the SHA-256 of each artifact
-(``RunManifest.artifacts``), checked when the artifact is read (:meth:`Run.task_vector`, :meth:`Run.mask`);
-a task vector with non-finite or out-of-range entries is refused when loaded; a sparse method's run
-without its mask is an error; :meth:`Store.corrupt_runs` lists the run folders whose manifest cannot be read.
+(``RunManifest.artifacts``), checked when the artifact is read (:meth:`Run.task_vector`, :meth:`Run.mask`), and an
+artifact whose checksum the manifest does not record is never read (:meth:`Run.artifact`; a manifest relabelled
+as the older format must not let edited weights through); a task vector with non-finite or out-of-range entries
+is refused when loaded; a sparse method's run without its mask is an error; :meth:`Store.corrupt_runs` lists the
+run folders whose manifest cannot be read, and :func:`record_checksums` records the checksums of a trusted older
+store's files (``talos runs --record-checksums``).
 
 Results that several processes update in place (the per-model ``single``, ``linearization`` and
 ``efficiency`` tables, one row group per method) are read, merged and written under :meth:`Store.locked`,
@@ -32,8 +35,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
+import re
 import shutil
 import tempfile
 import time
@@ -54,6 +59,7 @@ from talos_core.atomic import (
     atomic_write_json,
     file_sha256,
     load_safetensors,
+    loads_json,
     read_json,
 )
 from talos_core.errors import TalosError, is_strict_instance
@@ -61,9 +67,13 @@ from talos_core.errors import TalosError, is_strict_instance
 STORE_FORMAT = "talos-store/1"
 #: the manifest format runs are written in: it records the SHA-256 of every artifact (``artifacts``), required
 RUN_FORMAT = "talos-run/2"
-#: the older manifest format: written before checksums existed (``artifacts`` absent or present); read unchecked
-#: when absent, as in the shipped ``cached_results/runs``. A manifest without ``format`` is of the current one
+#: the older manifest format: written before checksums existed (``artifacts`` absent or present). Such a manifest
+#: still describes its run, but an artifact it records no checksum of is never read: fine-tune the run again, or
+#: record the checksums of a trusted store's files (:func:`record_checksums`). A manifest without ``format`` is of
+#: the current one
 LEGACY_RUN_FORMAT = "talos-run/1"
+#: what an artifact's name must be: a safetensors file in the run's folder (no path: ``../x`` would lead outside)
+_ARTIFACT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.safetensors")
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,14 +140,15 @@ class RunManifest:
     trained in fp32 on CPU and bf16 autocast on CUDA), ``curve`` the learning curve (validation accuracy of
     the model being trained every ``eval_every`` steps, when the request asked for one) and ``artifacts`` the
     SHA-256 (hex) of each artifact file by name (``{"task_vector.safetensors": ..., "mask.safetensors": ...}``),
-    checked whenever the run reads one (:meth:`Run.artifact`). A manifest of the current format
-    (:data:`RUN_FORMAT`) must record the checksum of its task vector and, for a sparse method, of its mask: without
-    them it is corrupt. Only manifests of the older format :data:`LEGACY_RUN_FORMAT`, written before checksums were
-    recorded (e.g. 33 of the shipped ``cached_results/runs/*/manifest.json``), may lack them: their artifacts are
-    read without a checksum check (the task vector's own checks still apply). ``artifacts`` is not part of
-    ``config``, so it does not change the run id. The numbers are checked too (:func:`manifest_problem`:
-    accuracies in [0, 1], counts ≥ 0, ...), and a store reads a manifest only in the folder its model, task,
-    method and config name (:func:`read_run`).
+    checked whenever the run reads one (:meth:`Run.artifact`); ``null`` for a file whose checksum was never
+    recorded (a run of the older format whose files were not kept, :func:`record_checksums`). A manifest of the
+    current format (:data:`RUN_FORMAT`) must name its task vector and, for a sparse method, its mask in
+    ``artifacts``: without them it is corrupt. Only manifests of the older format :data:`LEGACY_RUN_FORMAT`, written
+    before checksums were recorded, may lack ``artifacts``. Whatever the format, an artifact whose SHA-256 the
+    manifest does not record is never read (:meth:`Run.artifact`): the manifest describes the run, its weights
+    must be trained again. ``artifacts`` is not part of ``config``, so it does not change the run id. The numbers
+    are checked too (:func:`manifest_problem`: accuracies in [0, 1], counts ≥ 0, ...), and a store reads a manifest
+    only in the folder its model, task, method and config name (:func:`read_run`).
     """
 
     format: str = RUN_FORMAT
@@ -160,7 +171,7 @@ class RunManifest:
     device: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
-    artifacts: dict[str, str] | None = None  # SHA-256 per artifact file name (None: talos-run/1 only, not checked)
+    artifacts: dict[str, str | None] | None = None  # SHA-256 per artifact file (None: talos-run/1; null: not recorded)
     train_precision: str | None = None  # the resolved training precision, "fp32" or "bf16" (None: older runs)
     curve: list[dict] | None = None  # learning curve [{"step", "val_acc"}] ([]: not asked for; None: older runs)
 
@@ -234,8 +245,8 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "curve": (list,), "artifacts": (dict,)}
 _KIND_NAMES = {(str,): "a string", (int, float): "a number", (int,): "an integer", (bool,): "true or false",
                (dict,): "an object", (list,): "a list"}
-_SHA256 = schema.Rule("a SHA-256 in hex", lambda v: isinstance(v, str) and len(v) == 64
-                      and all(c in "0123456789abcdef" for c in v), nullable=False)
+_SHA256 = schema.Rule("a SHA-256 in hex (or null: not recorded)", lambda v: isinstance(v, str) and len(v) == 64
+                      and all(c in "0123456789abcdef" for c in v))
 
 
 _PRECISION = schema.Rule("fp32 or bf16", lambda v: v in ("fp32", "bf16"), nullable=False)
@@ -268,6 +279,9 @@ def manifest_problem(m: RunManifest) -> str | None:
             return f"it records no SHA-256 of {missing[0]} (its format {RUN_FORMAT!r} always does)"
         if sparse and m.sparsity is None:
             return f"it records no sparsity, which a {m.method!r} run has"
+    odd = [k for k in (m.artifacts or {}) if not _ARTIFACT_NAME.fullmatch(k)]
+    if odd:
+        return f"its artifacts name {odd[0][:80]!r}, which is not a .safetensors file of the run's folder"
     values: list[tuple[str, Any, schema.Rule | None]] = [
         ("sparsity", m.sparsity, schema.SPARSITY), ("seed", m.seed, schema.COUNT),
         *((f"artifacts.{k}", v, _SHA256) for k, v in (m.artifacts or {}).items()),
@@ -286,6 +300,9 @@ def read_run(path: Path) -> Run:
     """The run in folder ``path``: its manifest read and parsed (:meth:`RunManifest.read`), and in the folder its
     model, task, method and config name (the run id; a manifest edited or copied into another run's folder is
     corrupt)."""
+    if path.is_symlink() or path.resolve().parent != path.parent.resolve():
+        raise TalosError(f"run folder {path} is a link to {path.resolve()}, outside its store's runs/ folder; a store "
+                         f"reads only the runs it holds (copy the run in, or remove the link)")
     manifest = RunManifest.read(path / "manifest.json")
     want = run_id(manifest.model, manifest.task, manifest.method, manifest.config)
     if want != path.name or manifest.run_id not in (None, path.name):
@@ -329,32 +346,51 @@ class Run:
                        *(["mask.safetensors"] if self.sparse else [])})
 
     def artifact(self, name: str) -> Path:
-        """The path of artifact ``name`` after checking it: present, and (when the manifest records its SHA-256)
-        unchanged. A missing or altered file is one :class:`TalosError` naming it."""
+        """The path of artifact ``name`` after checking it: present, and unchanged since the manifest recorded its
+        SHA-256. A missing or altered file, or one whose SHA-256 the manifest does not record, is one
+        :class:`TalosError` naming it."""
         path = self.path / name
         if not path.is_file():
             raise TalosError(f"run {self.id} has no {name} (missing file {path}); fine-tune it again "
                              f"(talos finetune --force)")
-        want = (self.manifest.artifacts or {}).get(name)
-        if want is not None and file_sha256(path) != want:
+        want = self._recorded(name)
+        if file_sha256(path) != want:
             raise TalosError(f"{path} does not match the SHA-256 its run manifest records: the file was altered "
                              f"or damaged; fine-tune the run again (talos finetune --force)")
         return path
 
+    def _recorded(self, name: str) -> str:
+        """The SHA-256 the manifest records for artifact ``name``; one :class:`TalosError` when it records none."""
+        want = (self.manifest.artifacts or {}).get(name)
+        if want is None:
+            store = self.path.parent.parent
+            raise TalosError(f"{self.path / name} cannot be checked: run {self.id}'s manifest (format "
+                             f"{self.manifest.format}) records no SHA-256 of it, so it is not used (it may have been "
+                             f"altered); fine-tune the run again (talos finetune --force) or, if you trust the files "
+                             f"of this store as they are, record their checksums: talos runs --store {store} "
+                             f"--record-checksums")
+        return want
+
     def require_artifacts(self) -> None:
         """A run with any of its artifacts here must have all of them: its task vector, every artifact its manifest
-        records and, for a sparse method, its mask (:meth:`artifact`'s sentence for the first missing one); a
-        manifest exported without its weights (``cached_results/``) has none of them and passes. Only checks that
-        the files exist."""
+        records and, for a sparse method, its mask (:meth:`artifact`'s sentence for the first missing one), each
+        with the SHA-256 its manifest records; a manifest exported without its weights (``cached_results/``) has
+        none of them and passes. Checks that the files exist and that their checksums are recorded, without reading
+        them."""
         names = self.artifact_names()
         here = [(self.path / name).is_file() for name in names]
         if any(here) and not all(here):
             self.artifact(names[here.index(False)])
+        for name, present in zip(names, here):
+            if present:
+                self._recorded(name)
 
     def verify(self) -> list[str]:
         """One sentence per artifact that fails its checks (missing, altered, unreadable, inconsistent or
         non-finite entries; a mask that does not cover the task vector's entries): each is read as the commands
-        read it. ``[]`` when all pass."""
+        read it. ``[]`` when all pass, and for a run kept without its weights (a manifest alone: nothing to read)."""
+        if not self.has_weights:
+            return []
         problems, read = [], {}
         for name, load in (("vector", self.task_vector), ("mask", self.mask)):
             try:
@@ -371,7 +407,18 @@ class Run:
     def task_vector(self):
         from talos_core.vectors import TaskVector
 
-        return TaskVector.load(self.artifact("task_vector.safetensors"))
+        path = self.artifact("task_vector.safetensors")
+        vector = TaskVector.load(path)
+        m = self.manifest.metrics
+        norm, nnz = m.get("vector_norm"), m.get("vector_nnz")
+        # the manifest's own measurements of the vector: a file whose checksum was recorded after it was altered
+        # (talos runs --record-checksums on a store that was not as trusted as it seemed) still contradicts them
+        if (nnz is not None and vector.nnz() != nnz) or (norm is not None and not math.isclose(
+                vector.norm(), norm, rel_tol=1e-4, abs_tol=1e-12)):
+            raise TalosError(f"{path} has {vector.nnz()} non-zero entries of norm {vector.norm():.6g}, but the run's "
+                             f"manifest records {nnz} of norm {norm if norm is None else format(norm, '.6g')}: the "
+                             f"file was altered or damaged; fine-tune the run again (talos finetune --force)")
+        return vector
 
     def mask(self) -> dict[str, torch.Tensor] | None:
         """The run's mask; ``None`` for a method without one, and for a run exported without its weights (a
@@ -381,13 +428,15 @@ class Run:
         if not p.exists() and (not self.sparse or not (self.path / "task_vector.safetensors").exists()):
             return None
         mask = load_mask(self.artifact("mask.safetensors"))
-        m = self.manifest.metrics
         numel = sum(t.numel() for t in mask.values())
         density = sum(int(t.sum()) for t in mask.values()) / max(numel, 1)
-        if m.get("maskable_numel", numel) != numel or abs(m.get("mask_density", density) - density) > 1e-9:
+        m = self.manifest.metrics  # a value that is absent or null (not measured) is not compared
+        want_numel = numel if m.get("maskable_numel") is None else m["maskable_numel"]
+        want_density = density if m.get("mask_density") is None else m["mask_density"]
+        if want_numel != numel or abs(want_density - density) > 1e-9:
             raise TalosError(f"{p} has {numel} entries at density {density:.6g}, but the run's manifest records "
-                             f"{m.get('maskable_numel', numel)} at {m.get('mask_density', density):.6g}: the file was "
-                             f"altered or damaged; fine-tune the run again (talos finetune --force)")
+                             f"{want_numel} at {want_density:.6g}: the file was altered or damaged; fine-tune the run "
+                             f"again (talos finetune --force)")
         return mask
 
 
@@ -700,8 +749,8 @@ def result_suite(path: Path, data: bytes) -> tuple[str, str] | None:
     if path.suffix != ".json":
         return None
     try:
-        d = json.loads(data)
-    except ValueError:
+        d = loads_json(data, path)
+    except TalosError:
         return None
     if not isinstance(d, dict) or not isinstance(d.get("model"), str):
         return None
@@ -733,6 +782,8 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
     src, dst = Path(source), Path(dest)
     if not (src / "store.json").exists() and not (src / "results").is_dir():
         raise TalosError(f"{src} is not a results store (no store.json or results/ folder)")
+    if dst.resolve().is_relative_to(src.resolve()):  # its runs/ and results/ would become a damaged run of the source
+        raise TalosError(f"the destination {dst} lies inside the source store {src}; give a folder outside it")
     counts = {"results": 0, "manifests": 0, "artifacts": 0}
     Store(dst).ensure()
     files = sorted(p for p in (src / "results").rglob("*") if p.is_file() and not p.name.startswith("."))
@@ -772,3 +823,53 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
 
 def tempdir(prefix: str = "talos-") -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def record_checksums(store: Store) -> list[tuple[str, str]]:
+    """Record in each run manifest of ``store`` the SHA-256 it lacks (the older format's manifests, and ``null``
+    entries): an artifact file that is here is hashed as it is now — trusted, so run this only on a store whose files
+    you trust — and one that is not is recorded as ``null`` (never read). The manifest notes what was done in
+    ``info["checksums_recorded"]`` (when, the format it had, the files hashed) and takes the current format
+    :data:`RUN_FORMAT` when it has every field that format has (else it keeps its own). Returns ``(run id, one
+    phrase)`` per manifest rewritten; manifests that record every checksum are left as they are."""
+    done = []
+    for run in list(store.runs()):
+        m, path = run.manifest, run.path / "manifest.json"
+        recorded = dict(m.artifacts or {})
+        todo = [n for n in run.artifact_names() if recorded.get(n) is None
+                and (n not in recorded or (run.path / n).is_file())]
+        if not todo and m.artifacts is not None:
+            continue
+        with store.run_lock(run.id):
+            hashed = [n for n in todo if (run.path / n).is_file()]
+            recorded.update({n: file_sha256(run.path / n) if n in hashed else None for n in todo})
+            note = {"on": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from_format": m.format, "hashed": hashed}
+            data = {**m.to_dict(), "artifacts": recorded, "info": {**m.info, "checksums_recorded": note}}
+            try:
+                RunManifest.from_dict({**data, "format": RUN_FORMAT}, path)
+                data["format"] = RUN_FORMAT
+            except TalosError:
+                pass  # written without a field the current format has: it keeps its own format
+            atomic_write_json(path, data)
+        done.append((run.id, f"{len(hashed)} file(s) hashed as they are now, {len(todo) - len(hashed)} recorded as "
+                             f"not kept (format {data['format']})"))
+    return done
+
+
+def discard_unused(root: str | Path) -> bool:
+    """Remove the store folder ``root`` if it holds nothing but what creating a store and taking locks leave (its
+    ``store.json``, lock files, empty folders): a command that created the store and was then refused leaves nothing
+    behind. Returns whether it was removed; a store with anything else in it is left as it is."""
+    root = Path(root)
+    if not root.is_dir():
+        return False
+    store = Store(root)
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_symlink() or (path.is_file() and rel.as_posix() != "store.json" and not (
+                rel.parts[0] == ".locks" and path.suffix == ".lock")):
+            return False
+        if rel.parts[0] == ".locks" and path.suffix == ".lock" and store.lock_held(*path.stem.split("__", 1)):
+            return False  # another process is at work in the new store (fine-tuning into it)
+    shutil.rmtree(root, ignore_errors=True)
+    return True

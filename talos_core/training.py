@@ -839,6 +839,12 @@ def _resume_from(meta_path: Path, tensor_path: Path, config: TrainConfig, params
             early.best = {n: (None if i is None else i.to(device), v.to(device)) for n, (i, v) in best.items()}
         early.best_acc = -math.inf if state.get("best_acc") is None else float(state["best_acc"])
         early.best_step, early.bad = int(state.get("best_step", 0)), int(state.get("bad", 0))
+    stopped_early = early is not None and early.bad >= early.patience
+    if finished and step != config.steps and not stopped_early:
+        raise TalosError(f"it says training finished at step {step} of {config.steps} without stopping early")
+    if not 0 < step <= config.steps or len(history) != step or history[-1].get("step") != step:
+        raise TalosError(f"its step {step} does not fit its history of {len(history)} steps and the run's "
+                         f"{config.steps}")
     with torch.no_grad():
         for n in opt.names():
             params[n].copy_(tensors[f"{n}::param"])

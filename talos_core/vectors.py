@@ -33,6 +33,7 @@ class TaskVector:
     values: dict[str, torch.Tensor] = field(default_factory=dict)
     indices: dict[str, torch.Tensor | None] = field(default_factory=dict)
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    source: str | None = field(default=None, compare=False, repr=False)  # the file it was read from (for messages)
 
     # ----- construction ---------------------------------------------------------------------
     @classmethod
@@ -134,7 +135,7 @@ class TaskVector:
         indices = {n: tensors.get(f"{n}::indices") for n in shapes}
         for n, shape in shapes.items():
             _check_entry(path, n, shape, values[n], indices[n])
-        return cls(values, indices, shapes)
+        return cls(values, indices, shapes, source=str(path))
 
 
 def _check_entry(path: str | Path, name: str, shape: tuple[int, ...], values: torch.Tensor,

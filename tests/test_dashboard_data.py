@@ -353,6 +353,6 @@ def test_mask_diagnostics_read_from_the_masks_result(tmp_path):
     assert D.mask_diagnostics(store.root, "s__m__lota").empty
     warnings = mask_warnings({"moved": 0.74, "zero_sensitivity": 0.35, "tied": None})
     assert len(warnings) == 2 and "74.0%" in warnings[0] and "35.0%" in warnings[1]
-    store.write_table("masks", "s__m__bad", table, method="talos", diagnostics=[{**diag[0], "moved": 7.4}])
+    store.write_table("masks", "bad__m__talos", table, method="talos", diagnostics=[{**diag[0], "moved": 7.4}])
     with pytest.raises(TalosError, match="'moved' diagnostic outside"):
-        D.mask_diagnostics(store.root, "s__m__bad")
+        D.mask_diagnostics(store.root, "bad__m__talos")

@@ -108,11 +108,26 @@ def test_figure_functions_on_hostile_names():
 # --------------------------------------------------------------------------------------------
 def html_store(fixture_store: Path, dest: Path) -> Path:
     """The synthetic store with two tasks and a method renamed to Plotly markup inside every result (a link, bold
-    text, LaTeX, a hover placeholder, a styled span). (A method's own result files are found by a sanitized name.)"""
+    text, LaTeX, a hover placeholder, a styled span), and in the names of the result files, sanitized as the engine
+    writes them (a file whose fields contradict its name is refused as damaged)."""
+    from talos_core.schema import slug
+
     store = shutil.copytree(fixture_store, dest)
-    for path in (store / "results").rglob("*.json"):
-        text = path.read_text().replace('"mnist"', json.dumps(LINK_TASK)).replace('"digits"', json.dumps(BOLD_TASK))
-        path.write_text(text.replace('"nonlinear"', json.dumps(HTML_METHOD)))
+    renamed = {"mnist": LINK_TASK, "digits": BOLD_TASK, "nonlinear": HTML_METHOD}
+
+    def new_name(path: Path) -> str:
+        return "__".join(slug(renamed.get(p, p)) if p in renamed else p for p in path.stem.split("__")) + path.suffix
+
+    for path in sorted((store / "results").rglob("*.json")):
+        text = path.read_text()
+        for old, new in renamed.items():
+            text = text.replace(json.dumps(old), json.dumps(new))
+        arrays = path.with_suffix(".safetensors")
+        if arrays.exists():
+            text = text.replace(json.dumps(arrays.name), json.dumps(new_name(arrays)))
+            arrays.rename(arrays.with_name(new_name(arrays)))
+        path.unlink()
+        path.with_name(new_name(path)).write_text(text)
     return store
 
 

@@ -231,15 +231,19 @@ def test_6_manifest_without_checksums_is_corrupt(copy, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_cached_manifests_without_checksums_are_of_the_older_format():
-    """What issue 33 asked to check: the shipped manifests that record no checksums are all talos-run/1 (the text
-    `mini` runs, made before checksums); every newer manifest (the re-shipped vision runs) records them."""
+def test_every_shipped_manifest_records_its_checksums():
+    """Every shipped manifest is of the current format and names its artifacts: with their SHA-256, or, for the six
+    text `tiny` runs made before checksums existed (whose weights were never kept), recorded as not kept (null,
+    `talos runs --record-checksums`) — never a checksum invented for a file that does not exist."""
     from talos_core.schema import shipped_store
 
     manifests = [json.loads(p.read_text()) for p in sorted((shipped_store() / "runs").glob("*/manifest.json"))]
-    unchecked = [m for m in manifests if "artifacts" not in m]
-    assert unchecked and all(m["format"] == "talos-run/1" for m in unchecked)
-    assert all("artifacts" in m for m in manifests if m["format"] != "talos-run/1")
+    assert manifests and all(m["format"] == "talos-run/2" and m["artifacts"] for m in manifests)
+    unrecorded = [m for m in manifests if None in m["artifacts"].values()]
+    assert len(unrecorded) == 6 and all(set(m["artifacts"].values()) == {None} for m in unrecorded)
+    assert all(m["info"]["checksums_recorded"] == {**m["info"]["checksums_recorded"], "from_format": "talos-run/1",
+                                                   "hashed": []} for m in unrecorded)
+    assert not any((shipped_store() / "runs" / m["run_id"] / n).exists() for m in manifests for n in m["artifacts"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -263,13 +263,25 @@ def _legacy(run: Run) -> None:
     (run.path / "manifest.json").write_text(json.dumps(data))
 
 
-def test_old_manifest_without_checksum_reads_artifacts_unchecked(good_store, tmp_path):
+def test_old_manifest_without_checksum_is_refused_until_its_checksums_are_recorded(good_store, tmp_path):
+    """Weights whose manifest records no checksum are never read (a manifest relabelled as the old format must not
+    let edited weights through); `talos runs --record-checksums` records them for a store the user trusts."""
+    from talos_core.errors import TalosError
+    from talos_core.store import record_checksums
+
     root = tmp_path / "store"
     shutil.copytree(good_store, root)
     run = next(r for r in Store(root).runs() if r.manifest.method == "talos")
     _legacy(run)
     run = Store(root).get_run(run.id)
-    assert run.manifest.artifacts is None and run.verify() == []
+    assert run.manifest.artifacts is None and len(run.verify()) == 2
+    with pytest.raises(TalosError, match="records no SHA-256 of it, so it is not used"):
+        run.task_vector()
+    done = dict(record_checksums(Store(root)))
+    assert "2 file(s) hashed as they are now" in done[run.id]
+    run = Store(root).get_run(run.id)
+    assert run.manifest.format == "talos-run/2" and run.verify() == []
+    assert run.manifest.info["checksums_recorded"]["from_format"] == "talos-run/1"
     assert run.task_vector().nnz() > 0 and run.mask() is not None
 
 
@@ -395,22 +407,25 @@ READS = {"single": ("manifest.json", "task_vector.safetensors"), "masks": ("mani
 def test_corrupted_store(kind, how, checksums, good_store, tmp_path, capsys):
     """Every damaged artifact of a sparse run makes ``evaluate single`` and ``evaluate masks`` fail with one
     sentence (naming the file where there is one), writes no result, and ``talos runs`` shows the run as corrupt
-    (a damaged manifest always; a damaged artifact with ``--verify``)."""
+    (a damaged manifest always; a damaged artifact with ``--verify``). A run of the older format (no checksums) is
+    refused whole, damaged or not: its files cannot be checked."""
     root = tmp_path / "store"
     shutil.copytree(good_store, root)
     run = next(r for r in Store(root).runs() if r.manifest.method == "talos")
     if not checksums and kind == "manifest.json":
         pytest.skip("a damaged manifest fails the same way with or without checksums (tested with them)")
-    if not checksums:  # a store written before checksums: the artifacts' own checks must still catch the damage
+    if not checksums:  # a store written before checksums: its weights are never read unchecked
         _legacy(run)
-    if not checksums and kind == "mask.safetensors" and how == "garble":
-        pytest.skip("a garbled boolean mask under an intact header is only detectable by its checksum")
     target = run.path / kind
     _damage(target, how)
     argv = ["--model", MODEL, "--tasks", TASK, "--store", str(root), "--no-train", *TINY]
     for protocol in ("single", "masks"):
         before = _files(root / "results")
         code = main(["evaluate", protocol, *argv])
+        if not checksums and how != "delete":
+            _one_sentence(capsys, code, "records no SHA-256 of it, so it is not used")
+            assert _files(root / "results") == before
+            continue
         if kind not in READS[protocol] and how != "delete":  # the protocol does not read the damaged file
             assert code == 0, capsys.readouterr().err
             capsys.readouterr()

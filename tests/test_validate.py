@@ -170,14 +170,14 @@ def test_finetune_request_refuses_a_boolean_max(name):
     ("warmup_steps", True, "warmup_steps must be a non-negative integer, got True"),
     ("eval_batch_size", 0, "eval_batch_size must be a positive integer, got 0"),  # was never checked
     ("eval_batch_size", True, "eval_batch_size must be a positive integer, got True"),
-    ("rounds", True, "rounds must be a positive integer, got True"),
+    ("rounds", True, "rounds must be an integer in [1, 100], got True"),
     ("calib_samples", True, "calib_samples must be a positive integer, got True"),
     ("calib_samples", 0, "calib_samples must be a positive integer, got 0"),  # was the model's default silently
     ("checkpoint_every", False, "checkpoint_every must be a non-negative integer, got False"),
     ("micro_batch_size", True, "micro_batch_size must be a positive integer (or unset for the whole batch), "
                                "got True"),
     ("early_stopping_patience", True, "early_stopping_patience must be a non-negative integer (0 = off), got True"),
-    ("steps", True, "steps must be a positive integer, got True"),
+    ("steps", True, "steps must be an integer in [1, 1000000], got True"),
 ])
 def test_finetune_request_refuses_a_boolean_or_bad_count(name, value, message):
     with pytest.raises(TalosError) as exc:

@@ -108,8 +108,9 @@ if typed:
     else:
         model, family = typed, typed_spec.family
         desc[model] = typed_spec.description
-        c1.warning("Typed models download their weights from the internet on first use (Hugging Face hub / "
-                   "open_clip); without internet, or offline mode, the job fails with “could not be loaded”.")
+        if typed not in offline_models:  # a registered offline model typed by name downloads nothing
+            c1.warning("Typed models download their weights from the internet on first use (Hugging Face hub / "
+                       "open_clip); without internet, or offline mode, the job fails with “could not be loaded”.")
 if model is None:
     st.stop()
 c1.caption(desc.get(model, ""))

@@ -7,6 +7,7 @@ one ``error: ...`` line with exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -30,15 +31,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from talos_core.inference.precision import eval_precision
 
+    store = getattr(args, "store", None)
+    new_store = isinstance(store, str) and not os.path.lexists(store)
     try:
         with eval_precision(getattr(args, "eval_precision", None)):
             return args.handler(args)
     except TalosError as exc:
+        if new_store:  # a refused command leaves nothing behind, not even the empty store it created
+            from talos_core.store import discard_unused
+
+            discard_unused(store)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`talos report ... | head`): stop quietly, as Unix tools do
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
         return 141
     except OSError as exc:  # a folder that cannot be written or read (read-only store, a file where a folder goes)

@@ -25,6 +25,13 @@ from talos_core.errors import TalosError
 DEFAULT_HOST = "127.0.0.1"
 #: the caps of a workshop server (see dashboard.jobs.JobLimits, whose defaults these are)
 DEFAULT_MAX_JOBS, DEFAULT_MAX_STEPS, DEFAULT_MAX_EXAMPLES = 2, 2000, 20000
+READ_ONLY_ENV = "TALOS_DASHBOARD_READ_ONLY"
+#: the server's whole-number settings and the rule of each, as dashboard.jobs and dashboard.uploads read them: checked
+#: here too, so that a bad value stops `talos dashboard` before a server starts (tests keep the two in step)
+CAP_VARIABLES: dict[str, tuple[int, str]] = {
+    **{f"TALOS_DASHBOARD_MAX_{cap}": (0, "a non-negative integer (0 = no cap)")
+       for cap in ("JOBS", "STEPS", "EXAMPLES")},
+    **{f"TALOS_DASHBOARD_MAX_{cap}": (1, "a positive integer") for cap in ("UPLOAD_MB", "UNPACKED_MB", "UPLOAD_FILES")}}
 
 
 def _cap(text: str) -> int:
@@ -116,6 +123,33 @@ def server_env(args: argparse.Namespace, base: dict[str, str] | None = None) -> 
     return env
 
 
+def check_server_env(env: dict[str, str]) -> bool:
+    """Check the server's settings in ``env`` before it starts (one :class:`TalosError` for the first bad one) and
+    return whether it is read-only."""
+    from talos_core.errors import check_env_int, check_flag
+
+    for name, (low, what) in CAP_VARIABLES.items():
+        check_env_int(name, env.get(name), low=low, what=what)
+    return check_flag(READ_ONLY_ENV, env.get(READ_ONLY_ENV))
+
+
+def check_host(host: str) -> None:
+    """``--host`` must be an address of this machine the server can listen on: a name that resolves, an address
+    that can be bound (checked on a free port: the real one is the server's to take). One :class:`TalosError`
+    otherwise, before the server starts (it would end with a traceback)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.bind(address)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise TalosError(f"--host {host!r} is not an address this machine can listen on ({reason}); give "
+                         f"{DEFAULT_HOST} (this machine only), 0.0.0.0 (every network interface) or one of its own "
+                         f"addresses or host names") from None
+
+
 def dashboard_app() -> Path:
     """``app.py`` of the installed ``dashboard`` package (found by import machinery, works from a wheel)."""
     spec = importlib.util.find_spec("dashboard")
@@ -132,15 +166,17 @@ def _dashboard(args: argparse.Namespace) -> int:
         if not Path(root).expanduser().is_dir():
             raise TalosError(f"--store-root {root!r} is not a folder; give folders that hold stores")
     env = server_env(args)
+    read_only = check_server_env(env)
+    check_host(args.host)
     cmd = streamlit_command(app, port=args.port, host=args.host)
     shown = "localhost" if is_loopback(args.host) else args.host
-    mode = " (read-only)" if args.read_only else ""
+    mode = " (read-only)" if read_only else ""
     print(f"TaLoS Studio dashboard ({app}) on store {env['TALOS_STORE']}{mode}: http://{shown}:{args.port}",
           flush=True)
     if not is_loopback(args.host):
         print(f"warning: the dashboard listens on {args.host}:{args.port}, reachable from other machines, with no "
               "authentication: anyone who can reach this port can browse the stores it serves"
-              + ("" if args.read_only else " and launch jobs on the Run page (add --read-only to prevent that)")
+              + ("" if read_only else " and launch jobs on the Run page (add --read-only to prevent that)")
               + ".", file=sys.stderr, flush=True)
     proc = subprocess.Popen(cmd, env=env)
     # a SIGTERM to `talos dashboard` stops the server too (Ctrl-C reaches both: same process group)

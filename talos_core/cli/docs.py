@@ -34,6 +34,16 @@ def default_files(root: Path = Path(".")) -> list[Path]:
     return [p for p in (root / "README.md", *sorted((root / "docs").glob("*.md"))) if p.is_file()]
 
 
+def _markdown(path: Path) -> str:
+    """The text of Markdown file ``path``; a file that is not UTF-8 text is one :class:`TalosError`."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TalosError(f"{path} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}); give Markdown "
+                         f"files saved as UTF-8") from None
+
+
 def _docs(args: argparse.Namespace) -> int:
     from talos_core.docblocks import find_blocks, rewrite, stale_blocks, store_renderer
 
@@ -44,8 +54,8 @@ def _docs(args: argparse.Namespace) -> int:
     if missing:
         raise TalosError(f"no such file: {', '.join(missing)}")
     render, stale, blocks = store_renderer(args.store), 0, 0
-    for path in files:
-        text = path.read_text(encoding="utf-8")
+    texts = {path: _markdown(path) for path in files}  # every file is read before any is rewritten
+    for path, text in texts.items():
         blocks += len(find_blocks(text, str(path)))
         if args.check:
             for block in stale_blocks(text, render, str(path)):

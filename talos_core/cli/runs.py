@@ -15,6 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_argument(p)
     p.add_argument("--verify", action="store_true",
                    help="also check every run's artifacts against the SHA-256 its manifest records (reads them all)")
+    p.add_argument("--record-checksums", action="store_true",
+                   help="first record in every manifest the SHA-256 it lacks (runs of the older format talos-run/1): "
+                        "the files as they are now, so only on a store you trust; absent files are recorded as not "
+                        "kept")
     p.set_defaults(handler=_runs)
     p = sub.add_parser("export", help="copy a store's results and run manifests (no weights) into another store")
     p.add_argument("--store", type=folder, required=True, help="source store")
@@ -62,6 +66,13 @@ def _runs(args: argparse.Namespace) -> int:
     if not (store.root / "runs").is_dir() and not (store.root / "store.json").exists():
         raise TalosError(f"{store.root} is not a results store (no store.json or runs/ folder); pass --store "
                          f"with a results store folder")
+    if args.record_checksums:
+        from talos_core.store import record_checksums
+
+        done = record_checksums(store)
+        for rid, what in done:
+            print(f"recorded the checksums of run {rid}: {what}")
+        print(f"{len(done)} manifest(s) updated; every other manifest already records its checksums")
     table = store.run_table()
     if table.empty:
         print(f"no runs in {args.store}")

@@ -119,6 +119,10 @@ def find_run(store: Store, model: str, task: str, method: str,
     if len(labels) > 1:  # imported runs of several sources: which one is not ours to guess
         raise TalosError(f"store {store.root} holds {method!r} runs of {model!r} on {task!r} with {len(labels)} "
                          f"labels ({', '.join(labels)}); pick one with --option label=NAME")
+    if len(cands) > 1 and not get_method(method).trains:  # one label, several checkpoints: equally not ours to guess
+        raise TalosError(f"store {store.root} holds {len(cands)} {method!r} runs of {model!r} on {task!r} labelled "
+                         f"{labels[0]!r} ({', '.join(r.id for r in cands)}), from different checkpoints; delete all "
+                         f"but one, or import them again under labels of their own")
     return _complete(max(cands, key=lambda r: (r.manifest.created or "", r.id)))
 
 

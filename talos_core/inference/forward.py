@@ -6,11 +6,14 @@ the first-order Taylor model ``f(x, θ0) + (Σ α τ)ᵀ ∇θ f(x, θ0)`` with 
 (``torch.func.jvp``), as required for linearized fine-tuning and L-LoRA task vectors.
 Batches run under ``torch.inference_mode`` (non-linear) and the evaluation precision's autocast
 (:mod:`talos_core.inference.precision`: by default bf16 on GPUs, and on AMX CPUs for text encoders).
+Every pass checks that its outputs are finite (:func:`check_finite`): the argmax of NaN logits is class 0, so an
+accuracy computed from them would be a number that means nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -117,6 +120,24 @@ def linearized_logits(model: TaskModel, batch: Batch, delta: dict[str, torch.Ten
     return out + dout
 
 
+def check_finite(logits: torch.Tensor, model: TaskModel, task: TaskSpec, terms: Terms = (),
+                 what: str = "outputs") -> None:
+    """One :class:`TalosError` sentence when ``logits`` (``[N, C]``, of ``model`` on ``task`` with ``terms`` applied)
+    hold NaN or ±inf: it names the model, the task, the vectors (their runs) and how many examples are affected."""
+    bad = ~torch.isfinite(logits).reshape(len(logits), -1).all(dim=1) if len(logits) else torch.zeros(0, dtype=bool)
+    if not bool(bad.any()):
+        return
+    name = getattr(model, "model_name", type(model).__name__)
+    applied = [(getattr(tv, "source", None), a) for tv, a in terms]
+    vectors = ", ".join(f"{f'run {Path(src).parent.name}' if src else 'a computed vector'} at α {a:g}"
+                        for src, a in applied)
+    edit = f" with the task vector(s) of {vectors} applied" if applied else " at its pre-trained weights θ0"
+    cause = ("the edited weights are out of range (an imported checkpoint far from θ0: talos import reports "
+             "‖τ‖/‖θ0‖; or α too large)" if applied else "the model itself is broken")
+    raise TalosError(f"model {name!r} gives non-finite {what} (NaN or ±inf) on {int(bad.sum())} of {len(bad)} "
+                     f"examples of task {task.name!r}{edit}, so no accuracy is computed from them: {cause}")
+
+
 def predict_logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms = (), *,
                    mode: Mode = "nonlinear", batch_size: int = 128) -> torch.Tensor:
     """Logits ``[N, C]`` (float32, CPU) of the edited model on ``split``; the model is left unchanged."""
@@ -124,8 +145,9 @@ def predict_logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms 
 
 
 def _logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms, mode: Mode, batch_size: int, *,
-            edited: bool) -> torch.Tensor:
-    """:func:`predict_logits`; ``edited``: the caller has applied an edit already (how the pass is counted)."""
+            edited: bool, applied: Terms = ()) -> torch.Tensor:
+    """:func:`predict_logits`; ``edited``: the caller has applied an edit already (how the pass is counted), the
+    vectors ``applied`` (named if the outputs are not finite)."""
     if model.head_task != task.name:
         raise RuntimeError(f"model carries the head of {model.head_task!r}, not {task.name!r}")
     terms = [(tv, a) for tv, a in terms if a != 0.0]
@@ -152,7 +174,9 @@ def _logits(model: TaskModel, task: TaskSpec, split: Split, terms: Terms, mode: 
         model.train(was_training)
     if not outs:
         return torch.zeros(0, task.num_classes)
-    return _in_split_order(outs, order)
+    logits = _in_split_order(outs, order)
+    check_finite(logits, model, task, [*applied, *terms])
+    return logits
 
 
 def predict(model: TaskModel, task: TaskSpec, split: Split, terms: Terms = (), *, mode: Mode = "nonlinear",
@@ -198,7 +222,8 @@ def predict_logits_many(model: TaskModel, evals: Sequence[Evaluation], terms: Te
             for task, split, head in evals:
                 if model.head_task != task.name:
                     model.set_head(head, task.name)
-                outs.append(_logits(model, task, split, (), "nonlinear", batch_size, edited=bool(terms)))
+                outs.append(_logits(model, task, split, (), "nonlinear", batch_size, edited=bool(terms),
+                                    applied=terms))
     elif mode == "linearized":
         merged = sum_vectors([tv for tv, _ in terms], [a for _, a in terms]) if terms else None
         for task, split, head in evals:
@@ -243,7 +268,12 @@ def base_and_jvps(model: TaskModel, task: TaskSpec, split: Split, vectors: Seque
     if not base_parts:
         empty = torch.zeros(0, task.num_classes)
         return empty, [empty.clone() for _ in vectors]
-    return _in_split_order(base_parts, order), [_in_split_order(p, order) for p in jvp_parts]
+    base = _in_split_order(base_parts, order)
+    check_finite(base, model, task)
+    jvps = [_in_split_order(p, order) for p in jvp_parts]
+    for tv, jv in zip(vectors, jvps):
+        check_finite(jv, model, task, [(tv, 1.0)], what="linearized outputs")
+    return base, jvps
 
 
 def _jvp_only(model: TaskModel, batch: Batch, delta: dict[str, torch.Tensor]) -> torch.Tensor:

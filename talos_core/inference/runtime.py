@@ -51,9 +51,19 @@ _HEADS: dict[tuple[str, str], dict] = {}
 
 
 def head_for(model: TaskModel, name: str, task: TaskSpec) -> dict:
+    """The frozen head of ``task`` on model ``name`` (built once per process). A head that gives every class the same
+    row (class names the model's tokenizer reads the same, e.g. emoji it does not know) is one :class:`TalosError`:
+    with it the model's outputs never depend on the class, so nothing could be learned or measured."""
     key = (name, task.name)
     if key not in _HEADS:
-        _HEADS[key] = model.build_head(task)
+        head = model.build_head(task)
+        weight = head.get("weight")
+        if isinstance(weight, torch.Tensor) and len(weight) > 1 and bool((weight == weight[:1]).all()):
+            shown = ", ".join(repr(c) for c in task.classes[:4]) + (", ..." if len(task.classes) > 4 else "")
+            raise TalosError(f"model {name!r} gives every class of task {task.name!r} ({shown}) the same zero-shot "
+                             f"head: its tokenizer reads their names the same, so the model could never tell the "
+                             f"classes apart; name the classes in words")
+        _HEADS[key] = head
     return _HEADS[key]
 
 

@@ -61,6 +61,9 @@ OPTIONS: dict[str, tuple[str, ...]] = {
 """The options each kind of spec takes."""
 
 HASH_DIGITS = 12
+MAX_CLASSES = 10_000
+"""The most classes a task may have (ten times ImageNet's 1,000): every example is scored against every class, so a
+task with a class per row (100,000 classes) needs tens of GB for its logits alone."""
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 """What torchvision's ImageFolder reads; other files in a class folder are ignored, as there."""
 TEXT_COLUMNS = ("text", "sentence", "review", "content", "comment", "document", "body", "tweet", "question")
@@ -555,6 +558,10 @@ def resolve_file_task(text: str) -> TaskSpec:
         spec = cached[1]
     else:
         train, test, classes, content, description = _LOADERS[kind](text, location, options)
+        if len(classes) > MAX_CLASSES:
+            raise _fail(text, f"it has {len(classes):,} classes, more than the {MAX_CLASSES:,} a task may have "
+                              f"(every example is scored against every class): the label column should hold a few "
+                              f"labels, not one per row")
         name = canonical_spec(kind, location, options, content[:HASH_DIGITS])
         modality = "image" if isinstance(train.inputs, np.ndarray) or (
             train.inputs and not isinstance(train.inputs[0], str)) else "text"
