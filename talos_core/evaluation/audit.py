@@ -101,8 +101,9 @@ CHECKS: tuple[Check, ...] = (
           "numbers relative to that gain (normalized accuracy, what linearization keeps) say little."),
     Check("best-not-separated", "best within noise",
           "The best row's 95 % interval overlaps the runner-up's, so the data do not say which is better."),
-    Check("interval-inconsistent", "interval contradicts its value",
-          "The number lies outside its own 95 % interval or the interval is reversed, so one of them is wrong."),
+    Check("result-unreadable", "result unreadable",
+          "A result file the audit reads could not be read (damaged, edited, or contradicting itself, such as a number "
+          "outside its own interval), so the numbers drawn from it cannot be checked."),
     Check("mask-unmoved", "mask entries never trained",
           "More than 1 % of the mask's trainable entries did not change during training (no useful gradient on "
           "the data the run saw), so the mask is effectively smaller than stated."),
@@ -249,6 +250,7 @@ class _Reader:
         self.model = str(self.meta.get("model", ""))
         self._results: dict[tuple[str, str], dict | None] = {}
         self._manifests: dict[str, dict | None] = {}
+        self.problems: dict[str, str] = {}  # "kind/name" -> the reader's sentence, for ``result-unreadable``
 
     def name(self, *parts: str) -> str:
         return result_name(self.suite, self.model, *parts)
@@ -260,8 +262,9 @@ class _Reader:
                 self._results[key] = schema.read_result(self.root, kind, key[1])
             except schema.MissingResult:
                 self._results[key] = None
-            except schema.CorruptResult:  # a damaged file is the store's problem, reported where it is read;
-                self._results[key] = None  # the audit judges what it can read
+            except schema.CorruptResult as exc:  # judged as far as it can be read; the flag says what could not
+                self._results[key] = None
+                self.problems[f"{kind}/{key[1]}"] = str(exc)
         return self._results[key]
 
     def manifest(self, run_id: str) -> dict | None:
@@ -586,15 +589,6 @@ def _comparison_flags(r: _Reader) -> Iterable[Flag]:
         return
     recs = _records(comp)
     source = f"comparison/{r.name()}"
-    for x in recs:
-        for col in ("addition_abs", "addition_norm", "negation_target", "negation_control", "single_task_acc",
-                    "zero_shot_acc"):
-            v, lo, hi = x.get(col), x.get(f"{col}_lo"), x.get(f"{col}_hi")
-            if any(y is None or (isinstance(y, float) and math.isnan(y)) for y in (v, lo, hi)):
-                continue
-            if lo > hi or not lo - 1e-9 <= v <= hi + 1e-9:
-                yield Flag("interval-inconsistent", r.suite, str(x["method"]), (col,), source,
-                           f"{col} {_pct(v)} with interval [{_pct(lo)}, {_pct(hi)}]", {"value": v, "lo": lo, "hi": hi})
     for col, higher in (("addition_abs", True), ("addition_norm", True), ("negation_target", False),
                         ("single_task_acc", True)):
         rows = [x for x in recs if x.get(col) is not None and not (isinstance(x[col], float) and math.isnan(x[col]))]
@@ -671,6 +665,8 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _comparison_flags(r)
     flags += _mask_flags(r)
     flags += _ablation_flags(r)
+    flags += [Flag("result-unreadable", suite, None, (ALL,), source, problem, {})
+              for source, problem in sorted(r.problems.items())]
     order = {c.id: i for i, c in enumerate(CHECKS)}
     rank = {m: i for i, m in enumerate(rows)}
     return sorted(flags, key=lambda f: (order[f.check], rank.get(f.row or "", -1), f.row or ""))
