@@ -59,10 +59,10 @@ def test_graph_of_the_tiny_suite():
     assert "talos: fine-tune + single" in g["talos: sparsity ablation"] if "talos: sparsity ablation" in g else True
     # ... and not for another method's evaluation steps
     assert "talos: preview" not in g["nonlinear: preview"]
-    # the per-model tables keep the sequential row order: writers of one table run in table order
-    assert g["nonlinear: fine-tune + single"] == ("talos: fine-tune + single",)
-    assert "talos: linearization" in g["nonlinear: linearization"]
-    assert "nonlinear: fine-tune + single" in g["ties: post-hoc addition + negation"]  # its base method's runs
+    # the per-model tables keep the suite's row order under the store's lock: their writers need no order
+    assert g["nonlinear: fine-tune + single"] == ()
+    assert "talos: linearization" not in g["nonlinear: linearization"]
+    assert g["ties: post-hoc addition + negation"] == ("nonlinear: fine-tune + single",)  # its base method's runs
     assert g["sharing (prune)"] == ("talos: fine-tune + single",)
     assert set(g["comparison"]) == set(g) - {"comparison"}  # it gathers every stored result
     # a step's fine-tuning runs wait only for the runs they need
@@ -72,9 +72,28 @@ def test_graph_of_the_tiny_suite():
     assert ("upsert", "single") in step_writes(next(st for st in steps if st.method == "ties"))
 
 
-def test_graph_of_the_paper_protocol_follows_curve_selection_rows():
+def test_graph_of_the_converged_protocol_follows_lr_check_selection_rows():
     spec = get_suite("tiny")
-    steps = suite_steps(spec, "paper", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
+    steps = suite_steps(spec, "paper", ["talos", "nonlinear"], ["ties", "tsv"], seed=0, device="cpu")
+    g = step_graph(steps)
+    assert g["talos: selection (sparsity)"] == ("talos: lr check",)
+    assert g["talos: addition"] == ("talos: lr check", "talos: selection (sparsity)", "talos: fine-tune + single")
+    assert g["nonlinear: lr check"] == ()  # methods train in parallel
+    # the post-hoc merges wait for their base method's runs only, not for each other (their `single` rows upsert)
+    assert g["ties: post-hoc addition + negation"] == g["tsv: post-hoc addition + negation"] == (
+        "nonlinear: lr check", "nonlinear: fine-tune + single")
+    # the one-rate row waits for both lr checks; the examples for the addition and negation whose grids they show
+    assert set(g["talos-k0.9 at nonlinear's lr: single"]) >= {"talos: lr check", "nonlinear: lr check"}
+    text = get_suite("text")
+    g = step_graph(suite_steps(text, "full", ["talos"], [], seed=0, device="cpu"))
+    assert {"talos: addition", "talos: negation"} <= set(g["talos: examples"])
+
+
+def test_graph_of_the_paper_protocol_follows_curve_selection_rows():
+    from tiny_text import with_curves_scale
+
+    spec = with_curves_scale(get_suite("tiny"))
+    steps = suite_steps(spec, "curves", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
     g = step_graph(steps)
     assert g["talos: selection (sparsity)"] == ("talos: learning curve",)
     assert set(g["talos: fine-tune + single"]) == {"talos: learning curve", "talos: selection (sparsity)"}
@@ -316,13 +335,17 @@ def test_train_stage_processes_share_a_steps_runs(tmp_path):
     from talos_core.store import Store
     from talos_core.suites.executors import fine_tune_parts, part_overrides, run_parts
 
+    from tiny_text import with_curves_scale
+
     spec = get_suite("tiny")
     paper = {st.label: st for st in suite_steps(spec, "paper", ["talos"], [], seed=0, device="cpu")}
     sel = paper["talos: selection (sparsity)"]
     values = sel.settings.values
     assert [k for k, _, _ in run_parts(sel)] == [f"{t} sparsity={v:g}" for v in values for t in spec.tasks]
     assert run_parts(paper["talos: addition"]) == []
-    assert run_parts(paper["talos: learning curve"]) == [(t, t, None) for t in spec.tasks]  # one curve run per task
+    curves = {st.label: st for st in suite_steps(with_curves_scale(spec), "curves", ["talos"], [], seed=0,
+                                                 device="cpu")}
+    assert run_parts(curves["talos: learning curve"]) == [(t, t, None) for t in spec.tasks]  # one curve run per task
 
     single = next(st for st in suite_steps(spec, "mini", ["talos"], [], seed=0, device="cpu")
                   if st.protocol == "single")

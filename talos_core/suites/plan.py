@@ -38,11 +38,15 @@ class StoreListing:
                 weights: bool = True) -> bool:
         """Whether a run of this request (same run id, or a compatible one ``find_run`` reuses) is in the store
         (``weights``: with its task vector; a learning curve reads the manifest alone)."""
+        return self.find(model, task, method, overrides, weights=weights) is not None
+
+    def find(self, model: str, task: str, method: str, overrides: Mapping[str, Any], *, weights: bool = True):
+        """The store's run of this request (:meth:`has_run`), or ``None``."""
         if self.store is None:
-            return False
+            return None
         from talos_core.evaluation.runs import find_run
 
-        return find_run(self.store, model, task, method, overrides, weights=weights) is not None
+        return find_run(self.store, model, task, method, overrides, weights=weights)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class PlannedRun:
     calib_batch: int = 0
     lota_steps: int = 0  # LoTA's dense calibration iterations when fixed by an option (else rounds × batches)
     eval_mode: str = "nonlinear"
+    evals: int | None = None  # a stored run: the validation evaluations its curve recorded (early stopping: fewer)
 
 
 @dataclass(frozen=True)
@@ -286,23 +291,27 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     producer: dict[str, str] = {}  # run key -> label of the first step that uses it
     planned: list[PlannedStep] = []
     selection_of: dict[str, str] = {}  # method -> label of its selection step
-    curve_of: dict[str, str] = {}  # method -> label of its learning-curve step
-    side = {st.label for st in steps if not getattr(st, "feeds", True)}  # the lr checks: later steps never wait
+    # method -> label of its learning-curve step / of its lr check (where later steps read the rate it chooses)
+    curve_of: dict[str, str] = {}
+    side = {st.label for st in steps if not getattr(st, "feeds", True)}  # lr checks that report: never waited for
+    probe = _BudgetProbe(spec.scales[scale].lr_check)
     for i, st in enumerate(steps, 1):
         if st.protocol == "selection":
             selection_of[st.method] = st.label
         if st.protocol == "learning-curve":
-            curve_of[st.method] = st.label
+            curve_of[("budget", st.method)] = st.label
+        if st.protocol == "lr-check" and st.label not in side:
+            curve_of[("lr", st.method)] = st.label
         needs: list[str] = []
         chosen_by = None
         if st.protocol == "comparison":
             planned.append(PlannedStep(i, st.label, st.protocol, st.method, tuple(st.tasks), (), (),
                                        tuple(p.label for p in planned), done=st.label in store.done_steps))
             continue
-        requests, waits = _requests(st, store, spec, curve_of)
+        requests, waits = _requests(st, store, spec, curve_of, probe)
         if st.task_overrides is not None and requests is None:
             chosen_by = selection_of.get(st.method)
-        for dep in waits:
+        for dep in (*waits, *getattr(st, "after", ())):
             if dep and dep not in needs:
                 needs.append(dep)
         if chosen_by and chosen_by not in needs:
@@ -324,6 +333,8 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     sc = spec.scales[scale]
     settings = {k: v for k, v in (("steps", sc.steps), ("batch", sc.batch_size), ("lr", sc.lr),
                                   *sorted(sc.finetune_settings(model).items())) if v is not None}
+    if sc.lr_chosen:
+        settings["lr"] = "chosen per method by its lr check among " + ", ".join(f"{v:g}" for v in sc.lr_check)
     if sc.lr_by_method:
         settings["lr by method"] = dict(sc.lr_by_method)
     plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings,
@@ -362,7 +373,8 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
                                                                  None))
 
 
-def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tuple[list | None, list[str]]:
+def _requests(st, store: StoreListing, spec, curve_of: Mapping[Any, str],
+              probe: _BudgetProbe) -> tuple[list | None, list[str]]:
     """``([(task, method, overrides, budget_from)], waits)`` of the runs step ``st`` uses (``None`` when they are
     a selection's per-task choice not in the store yet) and the labels of steps whose results it reads."""
     from talos_core.evaluation.runs import merge_overrides
@@ -371,14 +383,12 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
 
     waits: list[str] = []
     budget_from = None
-    try:
-        ov = dict(_resolved(st.overrides, store.store if store.store is not None else _BudgetProbe()))
-    except TalosError:  # the step budget of a learning-curve step that has not run yet
-        ov = None
-    if ov is None or (store.store is None and callable(st.overrides)):
-        budget_from = curve_of.get(BASE_METHOD if st.protocol == "posthoc" else st.method)
-        waits.append(budget_from)
-        ov = {**_resolved(st.overrides, _BudgetProbe()), "steps": None}
+    ov, read = _probed(st.overrides, store, probe)
+    if read:  # the step budget of a learning-curve step, or a learning rate an lr check chooses, not known yet
+        waits += [curve_of.get(k) for k in read]
+        if any(k[0] == "budget" for k in read):
+            budget_from = curve_of.get(("budget", BASE_METHOD if st.protocol == "posthoc" else st.method))
+            ov = {**ov, "steps": None}
     tov = None
     if st.task_overrides is not None:
         try:
@@ -387,16 +397,13 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
             tov = None
         if tov is None:
             return None, waits
+    settings, read = _probed(st.settings, store, probe)
     settings_wait = None  # settings that read a learning-curve budget not chosen yet (the masks comparison's)
-    try:
-        settings = _resolved(st.settings, store.store if store.store is not None else _BudgetProbe())
-        if store.store is None and callable(st.settings):
-            raise TalosError("no store")
-    except TalosError:
-        settings = _resolved(st.settings, _BudgetProbe())
-        settings_wait = curve_of.get(getattr(settings, "compare_method", None) or st.method)
-        if settings_wait and settings_wait not in waits:
-            waits.append(settings_wait)
+    for k in read:
+        if curve_of.get(k) and curve_of[k] not in waits:
+            waits.append(curve_of[k])
+        if k[0] == "budget":
+            settings_wait = curve_of.get(k)
     tasks = list(st.tasks)
     p = st.protocol
     out: list = []
@@ -415,7 +422,7 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
     elif p == "lr-check":  # the method's own lr is its other rows' run (the same overrides), the others new ones
         from talos_core.evaluation.lr_check import lr_overrides, own_lr
 
-        out = [(t, st.method, lr_overrides(ov, v, own_lr(spec.model, t, st.method, ov)))
+        out = [(t, st.method, lr_overrides(ov, v, None if settings.choose else own_lr(spec.model, t, st.method, ov)))
                for v in settings.values for t in tasks]
     else:
         out = [(t, st.method, merge_overrides(ov, (tov or {}).get(t))) for t in tasks]
@@ -428,10 +435,17 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
 
 
 class _BudgetProbe:
-    """Stands in for a store whose learning-curve budgets are not known yet (every budget reads as 1; the plan
-    replaces the step count by "chosen later"), so a step's overrides can be inspected without them."""
+    """Stands in for a store whose learning-curve budgets and lr-check choices are not known yet (every budget reads
+    as 1, the plan replacing the step count by "chosen later"; every chosen learning rate as the first candidate, the
+    dense baseline's as the last, so a one-rate row is planned as if the two checks disagree: its larger cost), so a
+    step's overrides can be inspected without them. ``read`` collects ``("budget" | "lr", method)`` of what was
+    asked."""
 
     root = "<plan>"
+
+    def __init__(self, lr_values: Sequence[float] = ()) -> None:
+        self.lr_values = tuple(lr_values) or (1e-4,)
+        self.read: list[tuple[str, str]] = []
 
     class _Everything:
         def __contains__(self, name: object) -> bool:
@@ -441,7 +455,33 @@ class _BudgetProbe:
         return self._Everything()
 
     def read_result(self, kind: str, name: str) -> dict:
+        from talos_core.methods.posthoc import BASE_METHOD
+        from talos_core.schema import parse_result_name
+
+        method = (parse_result_name(kind, name) or {}).get("method", "")
+        if kind == "lr_check":
+            self.read.append(("lr", method))
+            lr = self.lr_values[-1] if method == BASE_METHOD else self.lr_values[0]
+            return {"best_lr": lr, "suite_lr": lr, "chooses": True}
+        self.read.append(("budget", method))
         return {"budget": 1}
+
+
+def _probed(value: Any, store: StoreListing, probe: _BudgetProbe) -> tuple[Any, list[tuple[str, str]]]:
+    """``value`` resolved against the store (a :data:`~talos_core.suites.steps.Resolved` function), else — no store,
+    or one that lacks an earlier step's result — against ``probe``; with the ``(kind, method)`` it read there."""
+    from talos_core.suites.steps import _resolved
+
+    if not callable(value):
+        return value, []
+    if store.store is not None:
+        try:
+            return _resolved(value, store.store), []
+        except TalosError:
+            pass
+    probe.read.clear()
+    out = _resolved(value, probe)
+    return out, list(dict.fromkeys(probe.read))
 
 
 def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], store: StoreListing,
@@ -463,9 +503,11 @@ def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], stor
                           early_stopping=bool(rest.get("early_stopping_patience")), **_run_work(req, info))
     req = build_request(model, task, method, ov)
     cfg = req.train_config()
+    found = store.find(model, task, method, ov, weights=weights)
+    evals = len(found.manifest.curve or []) if found is not None and req.eval_every else None
     return PlannedRun(req.run_id(), model, task, method, cfg.steps, cfg.batch_size,
                       early_stopping=bool(cfg.early_stopping_patience), calibrates=info.calibrates,
-                      in_store=store.has_run(model, task, method, ov, weights=weights), **_run_work(req, info))
+                      in_store=found is not None, evals=evals, **_run_work(req, info))
 
 
 def _run_work(req, info) -> dict:
@@ -505,4 +547,4 @@ def recount(store: Store | str, suite: str) -> list[dict]:
     times, work = meta.get("step_times_s") or {}, meta.get("step_work") or {}
     return [{"label": st.label, "counted": dict(step_work(view, sizes)), "seconds": times.get(st.label),
              "recorded": work.get(st.label), "trains": bool(view.trains)}
-            for view, st in zip(plan_views(plan, steps, spec.control_task, stored=True), steps)]
+            for view, st in zip(plan_views(plan, steps, spec.control_task, stored=True, store=store), steps)]
