@@ -372,8 +372,48 @@ def test_cost_table():
     table = __import__("talos_core.suites.costs", fromlist=["table"]).table()
     for c in table["cells"]:
         assert c["s_per_iter"] > 0 and c["source"] and c["device"] in table["devices"]
-    # the text suite's full scale is priced on this CPU kind, for every method it trains (issue 30)
-    assert all(cell("minilm-l6", m, "cpu-2core", 32) for m in ("talos", "nonlinear", "linearized", "llora", "lota"))
+    # the text suite's full scale is priced on both CPU kinds it ran on, for every method it trains (issue 30)
+    for device in ("cpu-2core", "cpu-2core-xeon"):
+        assert all(cell("minilm-l6", m, device, 32) for m in ("talos", "nonlinear", "linearized", "llora", "lota"))
+
+
+def test_plan_prices_with_the_cpu_it_runs_on(monkeypatch, capsys, tmp_path):
+    """``--plan`` detects this machine's CPU model and prices with the cells measured on it, and says so; a CPU no
+    cell was measured on is priced with cpu-2core's cells, saying that too; ``--jobs`` sets the workers of the wall
+    time."""
+    from talos_core.cli import main
+    from talos_core.suites import costs
+
+    assert costs.cpu_device("AMD EPYC 7B13") == "cpu-2core"
+    assert costs.cpu_device("Intel(R) Xeon(R) Platinum 8480+") == "cpu-2core-xeon"
+    assert costs.cpu_device("Apple M2") is None
+    assert costs.cpu_model()  # this machine's, from /proc/cpuinfo or lscpu
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    for name, device, said in (("Intel(R) Xeon(R) Processor", "cpu-2core-xeon", "detected: this machine's CPU is "
+                                                                                 "Intel(R) Xeon(R) Processor"),
+                               ("Apple M2", "cpu-2core", "no cells measured on this machine's CPU (Apple M2): "
+                                                         "priced with another CPU's")):
+        monkeypatch.setattr(costs, "cpu_model", lambda name=name: name)
+        assert costs.detect_device() == (device, said)
+        assert main(["suite", "tiny", "--scale", "mini", "--plan", "--store", str(tmp_path / "s"), "--jobs", "3"]) == 0
+        out = capsys.readouterr().out
+        assert f"(device '{device}'; {said})" in out and "wall time with 3 workers" in out
+    assert main(["suite", "tiny", "--plan", "--plan-device", "h100", "--store", str(tmp_path / "s")]) == 0
+    assert "(device 'h100'; given with --plan-device)" in capsys.readouterr().out
+    assert not (tmp_path / "s").exists()
+
+
+def test_plan_schedules_the_units_on_its_workers(tmp_path):
+    """The wall time: the step graph's units (each fine-tuning run, each step's evaluation) on N workers, in table
+    order as the processes executor takes them: never less than the longest chain or worker-hours / N, never more
+    than worker-hours."""
+    plans = {n: plan_suite("tiny", "paper", tmp_path, device="cpu-2core", workers=n) for n in (1, 2, 8)}
+    one, two, many = (plans[n].cost["schedule"] for n in (1, 2, 8))
+    assert one["wall_hours"] == pytest.approx(one["worker_hours"]) == pytest.approx(two["worker_hours"])
+    for s, n in ((two, 2), (many, 8)):
+        assert max(s["critical_hours"], s["worker_hours"] / n) - 1e-9 <= s["wall_hours"] <= s["worker_hours"] + 1e-9
+    assert many["wall_hours"] <= two["wall_hours"] <= one["wall_hours"]
+    assert "wall time with 2 workers" in plans[2].text()
 
 
 @pytest.mark.slow

@@ -108,6 +108,8 @@ class Plan:
     # the evaluation work of the steps to do (talos_core.suites.workload): {"steps": {label: {kind: examples}},
     # "total", "theta0", "lota_calibration_iterations"}, or {"why": ...} when the data sizes are not known here
     work: dict = field(default_factory=dict)
+    device_note: str = ""  # how the cost device was chosen (``--plan``: detected from this machine's CPU)
+    workers: int = 2  # the worker processes the wall time is estimated for (``--jobs``)
 
     @property
     def edges(self) -> list[tuple[str, str]]:
@@ -167,9 +169,10 @@ class Plan:
 
     def cost_lines(self) -> list[str]:
         cost = self.cost
-        out = [f"estimated cost on {cost['device_name']} (device '{self.device}'), from the measured table "
-               f"talos_core/suites/plan_costs.json (seconds per training iteration by model, method, device and batch "
-               f"size; not a measurement of this plan):"]
+        out = [f"estimated cost on {cost['device_name']} (device '{self.device}'"
+               + (f"; {self.device_note}" if self.device_note else "") + "), from the measured table "
+               "talos_core/suites/plan_costs.json (seconds per training iteration by model, method, device and batch "
+               "size; not a measurement of this plan):"]
         if cost["groups"]:
             for g in cost["groups"]:
                 if g.get("max_hours") is not None:
@@ -211,6 +214,13 @@ class Plan:
                    + (f"; not measured: {', '.join(ev['unmeasured'])}" if ev["unmeasured"] else ""))
         out.append(f"  in all: {cost['hours'] + ev['hours']:.2f} device-hours"
                    + (f" + at most {bound:.2f} for budgets a learning curve chooses" if bound else ""))
+        sched = cost.get("schedule")
+        if sched:
+            out.append(f"  wall time with {sched['workers']} workers (--executor processes --jobs {sched['workers']}; "
+                       f"the step graph's units scheduled in table order, each priced as above): "
+                       f"{sched['wall_hours']:.1f} h for {sched['worker_hours']:.1f} worker-hours"
+                       + (" (a bound: runs that stop early end sooner)" if early else "")
+                       + f"; its longest chain of units: {sched['critical_hours']:.1f} h")
         return out
 
     def to_dict(self) -> dict:
@@ -245,10 +255,11 @@ def listing(store: Store | str | None, suite: str, fingerprint: Mapping[str, Any
 
 def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None, model: str | None = None, *,
                device: str = "h100", seed: int = 0, methods: Sequence[str] | None = None,
-               posthoc: Sequence[str] | None = None) -> Plan:
+               posthoc: Sequence[str] | None = None, workers: int = 2, device_note: str = "") -> Plan:
     """The :class:`Plan` of suite ``spec`` (a :class:`~talos_core.suites.specs.SuiteSpec` or its name) at ``scale`` with
     ``model`` (``--model``; ``None``: the suite's) against ``store`` (a path, a :class:`Store`, a
-    :class:`StoreListing` or ``None``), costed for ``device`` (a device of :mod:`talos_core.suites.costs`).
+    :class:`StoreListing` or ``None``), costed for ``device`` (a device of :mod:`talos_core.suites.costs`; the text
+    says ``device_note``) and scheduled on ``workers`` worker processes (:func:`schedule`).
 
     Offline: nothing is downloaded (model and task registries, run ids and the store only).
     """
@@ -277,11 +288,13 @@ def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None
 
     sc = spec.scales[scale]
     sizes = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
-    return build_plan(spec, scale, steps, store, device=device, sizes=sizes)
+    plan = build_plan(spec, scale, steps, store, device=device, sizes=sizes, workers=workers)
+    plan.device_note = device_note
+    return plan
 
 
 def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device: str = "h100",
-               sizes: tuple | None = None) -> Plan:
+               sizes: tuple | None = None, workers: int = 2) -> Plan:
     """The plan of ``steps`` (:func:`~talos_core.suites.steps.suite_steps` of ``spec`` at ``scale``) against a
     listing; with ``sizes`` (:func:`~talos_core.suites.workload.load_sizes`' answer) its evaluation work too."""
     from talos_core.suites.costs import estimate
@@ -338,7 +351,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     if sc.lr_by_method:
         settings["lr by method"] = dict(sc.lr_by_method)
     plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings,
-                kept=store.store.kept_work() if store.store is not None else [])
+                kept=store.store.kept_work() if store.store is not None else [], workers=workers)
     plan.cost = estimate(plan.to_train(), device)
     if sizes is not None:
         _add_work(plan, steps, spec, sizes)
@@ -357,7 +370,8 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
         plan.work = {"why": why}
         return
     per, total = {}, Counter()
-    for view, ps in zip(plan_views(plan, steps, spec.control_task), plan.steps):
+    views = plan_views(plan, steps, spec.control_task)
+    for view, ps in zip(views, plan.steps):
         if ps.done:
             continue
         w = step_work(view, found)
@@ -371,6 +385,77 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
                                             plan.model, plan.device, lota_iterations=lota,
                                             lota_batch_size=next((r.batch_size for r in todo if r.method == "lota"),
                                                                  None))
+    plan.cost["schedule"] = schedule(plan, steps, views, found, plan.workers)
+
+
+def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes) -> tuple[dict, dict]:
+    """``({unit: seconds}, {unit: units it waits for})`` of the plan's steps still to do as the executors run them
+    (:func:`talos_core.suites.executors.step_graph`): one unit per fine-tuning run a step trains (its iterations and
+    the evaluation its fine-tuning makes: validation curve, val/test accuracy, calibration) and one per step (the rest
+    of its evaluation), each priced with the plan's cells (an unmeasured one counts 0)."""
+    from collections import Counter
+
+    from talos_core.suites.costs import cell, eval_cell
+    from talos_core.suites.executors import step_graph
+    from talos_core.suites.workload import finetune_work, lota_calibration_iterations, step_work
+
+    def eval_s(work: Mapping[str, int]) -> float:
+        return sum(n * c["s_per_example"] for k, n in work.items()
+                   if n > 0 and (c := eval_cell(plan.model, plan.device, k)) is not None)
+
+    def train_s(run: PlannedRun) -> float:
+        c = cell(run.model, run.method, plan.device, run.batch_size)
+        lota = cell(run.model, "nonlinear", plan.device, run.batch_size)
+        iters = run.steps if run.steps is not None else (run.max_steps or 0)
+        return ((iters * c["s_per_iter"] if c else 0.0) + eval_s(finetune_work(run, sizes))
+                + (lota_calibration_iterations(run, sizes) * lota["s_per_iter"] if lota else 0.0))
+
+    graph, run_graph = step_graph(steps), step_graph(steps, results=False)
+    todo = {ps.label for ps in plan.steps if not ps.done}
+    seconds: dict[str, float] = {}
+    needs: dict[str, list[str]] = {}
+    for ps, view in zip(plan.steps, views):
+        if ps.done:
+            continue
+        parts = []
+        for run in view.trains:
+            unit = f"{ps.label} [{run.key}]"
+            seconds[unit], needs[unit] = train_s(run), [d for d in run_graph[ps.label] if d in todo]
+            parts.append(unit)
+        rest = step_work(view, sizes) - sum((finetune_work(r, sizes) for r in view.trains), Counter())
+        seconds[ps.label] = eval_s(rest)
+        needs[ps.label] = [d for d in graph[ps.label] if d in todo] + parts
+    return seconds, needs
+
+
+def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int) -> dict:
+    """The wall time of the plan's units (:func:`unit_seconds`) on ``workers`` processes: each free worker takes the
+    first unit (table order) whose units it waits for are done, as ``--executor processes`` does; with the total
+    (worker-hours) and the longest chain of dependent units (no number of workers does better)."""
+    import heapq
+
+    seconds, needs = unit_seconds(plan, steps, views, sizes)
+    order = list(seconds)
+    done: dict[str, float] = {}  # unit -> finish time
+    running: list[tuple[float, int, str]] = []
+    now, i = 0.0, 0
+    pending = list(order)
+    while pending or running:
+        ready = [u for u in pending if all(d in done for d in needs[u])]
+        while ready and len(running) < workers:
+            u = ready.pop(0)
+            pending.remove(u)
+            heapq.heappush(running, (now + seconds[u], i, u))
+            i += 1
+        if not running:  # nothing can start (a unit waits for one not in the plan): stop counting
+            break
+        now, _, u = heapq.heappop(running)
+        done[u] = now
+    chain: dict[str, float] = {}
+    for u in order:
+        chain[u] = seconds[u] + max((chain[d] for d in needs[u] if d in chain), default=0.0)
+    return {"workers": workers, "wall_hours": now / 3600, "worker_hours": sum(seconds.values()) / 3600,
+            "critical_hours": max(chain.values(), default=0.0) / 3600}
 
 
 def _requests(st, store: StoreListing, spec, curve_of: Mapping[Any, str],
