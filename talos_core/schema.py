@@ -374,7 +374,7 @@ be shown under another name, or as ``nan``)."""
 FIELD_RULES: dict[str, dict[str, Rule]] = {
     "addition": {"selected_alpha": required(FINITE), "alpha_grid": GRID,
                  "sparsity": SPARSITY},
-    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY},
+    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY, "control_val_n": COUNT},
     "disentanglement": {"alphas1": GRID, "alphas2": GRID, "xi": RATIO_MATRIX},
     "localization": {"matrix": RATIO_MATRIX, "accuracy": ACCURACY_MATRIX},
     "mask_iou": {"matrix": ACCURACY_MATRIX},
