@@ -214,6 +214,26 @@ def test_processes_executor_gives_the_local_results(local_tiny, tmp_path, capsys
     assert "talos: fine-tune + single [fine-tune drug-reviews]" in session["steps"]  # each run is a unit
 
 
+@pytest.mark.slow
+def test_post_hoc_steps_run_side_by_side_and_leave_the_local_store(tmp_path, capsys):
+    """The converged protocol on two worker processes: the post-hoc merges upsert the shared `single` table in any
+    order (under the store's lock, in the suite's row order), so they run side by side, and every result — the
+    `single` table's row order included — equals the local executor's."""
+    local, store = tmp_path / "local", tmp_path / "proc"
+    args = ["suite", "tiny", "--scale", "paper", "--quiet"]
+    assert main([*args, "--store", str(local)]) == 0
+    assert main([*args, "--store", str(store), "--executor", "processes", "--jobs", "2"]) == 0
+    capsys.readouterr()
+    assert differing_results(local, store) == []
+    single = json.loads((store / "results" / "single" / "tiny__tiny-text.json").read_text())
+    assert list(dict.fromkeys(r["method"] for r in single["records"])) == list(single["runs"]) == [
+        "talos", "talos-k0.9", "nonlinear", "talos-k0.9-lr0.001", "ties", "tsv", "iso_c", "iso_cts", "lines"]
+    steps = json.loads((store / "results" / "suite" / "tiny.json").read_text())["sessions"][-1]["steps"]
+    posthoc = [(v["started_s"], v["started_s"] + v["seconds"]) for k, v in steps.items() if "post-hoc" in k]
+    assert len(posthoc) == 5
+    assert any(a0 < b1 and b0 < a1 for i, (a0, a1) in enumerate(posthoc) for b0, b1 in posthoc[i + 1:])
+
+
 def test_jobs_goes_with_the_processes_executor(capsys, tmp_path):
     store = tmp_path / "s"
     assert main(["suite", "tiny", "--store", str(store), "--jobs", "2"]) == 2
@@ -331,11 +351,11 @@ def test_train_stage_on_ray_fine_tunes_each_run_as_a_task(ray_instance, tmp_path
 
 def test_train_stage_processes_share_a_steps_runs(tmp_path):
     """``talos suite --stage train`` in several processes: each trains the runs no other process holds."""
+    from tiny_text import with_curves_scale
+
     from talos_core.evaluation.runs import build_request
     from talos_core.store import Store
     from talos_core.suites.executors import fine_tune_parts, part_overrides, run_parts
-
-    from tiny_text import with_curves_scale
 
     spec = get_suite("tiny")
     paper = {st.label: st for st in suite_steps(spec, "paper", ["talos"], [], seed=0, device="cpu")}

@@ -297,9 +297,7 @@ def test_plan_paper_nlp_and_models_offline(offline, tmp_path, capsys):
 
 def test_shipped_scales_keep_their_fingerprint():
     """The issue-18 fields at their defaults stay out of a suite record's settings (resume of old records works)."""
-    from dataclasses import asdict
-
-    from dataclasses import MISSING, fields
+    from dataclasses import MISSING, asdict, fields
 
     from talos_core.suites.specs import Scale
 

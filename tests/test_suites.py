@@ -201,33 +201,47 @@ def test_suite_stage_is_checked(tmp_path):
 
 @pytest.mark.slow
 def test_paper_scale_suite_runs_the_protocol_end_to_end(tmp_path):
-    """The tiny suite under the paper's protocol, its runs first fine-tuned by a ``--stage train`` pass: the
-    suite then trains nothing, main rows use the learning-curve budget and the selected sparsity per task, the
-    fixed-0.9 row stands beside them, and the train pass wrote no suite record."""
+    """The tiny suite under the converged protocol, its runs first fine-tuned by a ``--stage train`` pass: the suite
+    then trains nothing; every run behind a row recorded its own validation curve up to its maximum or its early stop;
+    each method's rows train at the rate its lr check chose (the check agrees by construction); TaLoS at nonlinear's
+    rate is its own labelled row; the audit raises no lr or budget flag."""
+    from talos_core.evaluation.audit import audit_suite
+
     store = Store(tmp_path / "s")
-    out = run_suite("tiny", store, scale="paper", methods=["talos"], posthoc=[], stage="train", log=lambda s: None)
+    kw = dict(methods=["talos", "nonlinear"], posthoc=["ties"])
+    out = run_suite("tiny", store, scale="paper", stage="train", log=lambda s: None, **kw)
     assert out["stage"] == "train" and "suite" not in [p.name for p in (store.root / "results").iterdir()]
     trained = {r.id for r in store.runs()}
-    meta = run_suite("tiny", store, scale="paper", methods=["talos"], posthoc=[], log=lambda s: None)
+    meta = run_suite("tiny", store, scale="paper", log=lambda s: None, **kw)
     assert meta["complete"] and {r.id for r in store.runs()} == trained  # the evaluation pass trained nothing
-    budget = store.read_result("learning_curve", "tiny__tiny-text__talos")["budget"]
+    assert "learning_curve" not in [p.name for p in (store.root / "results").iterdir()]
+    checks = {m: store.read_result("lr_check", f"tiny__tiny-text__{m}") for m in ("talos", "nonlinear")}
+    assert all(c["chooses"] and c["agrees"] and c["suite_lr"] == c["best_lr"] for c in checks.values())
+    assert checks["talos"]["best_lr"] != checks["nonlinear"]["best_lr"]  # the tiny scale's candidates differ here
     selection = store.read_result("selection", "tiny__tiny-text__talos")
     addition = store.read_result("addition", "tiny__tiny-text__talos")
     for task, rid in addition["runs"].items():
         run = store.get_run(rid)
-        assert run.manifest.config["train"]["steps"] == budget
+        train = run.manifest.config["train"]
+        assert train["steps"] == 8 and train["lr"] == checks["talos"]["best_lr"]
         assert run.manifest.request["sparsity"] == selection["choices"][task]["sparsity"]
-    assert addition["task_overrides"] == selection["overrides"]
-    fixed = store.read_result("addition", "tiny__tiny-text__talos-k0.9")
+        assert run.manifest.curve and run.manifest.curve[-1]["step"] == run.manifest.timings["steps_run"]
+    assert addition["task_overrides"] == selection["overrides"] and addition["alpha_rule"] == "union"
+    one = f"talos-k0.9-lr{checks['nonlinear']['best_lr']:g}"
+    fixed = store.read_result("addition", f"tiny__tiny-text__{one}")
     assert fixed["variant_of"] == "talos"
-    assert {store.get_run(r).manifest.request["sparsity"] for r in fixed["runs"].values()} == {0.9}
+    assert {store.get_run(r).manifest.config["train"]["lr"] for r in fixed["runs"].values()} == \
+        {checks["nonlinear"]["best_lr"]}
     table = store.read_table("comparison", "tiny__tiny-text")
-    assert {"talos", "talos-k0.9"} <= set(table["method"])
-    # the lr check at the budget (trained by the train pass too): its own-lr runs are the fixed-0.9 row's
-    check = store.read_result("lr_check", "tiny__tiny-text__talos")
-    assert check["budget"] == budget and check["suite_lr"] == 1e-3 and check["row"] == "talos-k0.9"
-    assert check["tasks"] == ["drug-reviews", "fortune-topics"] and isinstance(check["agrees"], bool)
-    assert {t: r["1e-3"] for t, r in check["runs"].items()} == {t: fixed["runs"][t] for t in check["tasks"]}
+    assert {"talos", "talos-k0.9", one, "nonlinear", "ties"} == set(table["method"])
+    flags = {f.check for f in audit_suite(store.root, "tiny")}
+    assert not flags & {"lr-disagrees", "budget-other-schedule", "convergence-unknown"}, flags
+    # the lr check's runs at TaLoS's rate are the fixed-0.9 row's
+    from talos_core.evaluation.lr_check import lr_text
+
+    fixed9 = store.read_result("addition", "tiny__tiny-text__talos-k0.9")
+    assert {t: r[lr_text(checks["talos"]["best_lr"])] for t, r in checks["talos"]["runs"].items()} == \
+        {t: fixed9["runs"][t] for t in checks["talos"]["tasks"]}
     assert "talos: lr check" in meta["step_times_s"]
 
 
