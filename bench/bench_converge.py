@@ -22,7 +22,6 @@ Every figure is a bound where runs stop early (the plan prices each run at its m
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import shutil
 import tempfile
@@ -177,25 +176,6 @@ def lever_a(tmp: Path, device: str) -> list[dict]:
     return out
 
 
-def simulate(seconds: dict[str, float], needs: dict[str, list[str]], workers: int) -> float:
-    """Wall seconds of units with these dependencies on ``workers`` processes, each free worker taking the first ready
-    unit in order (as ``--executor processes``)."""
-    order, done, running, now, i = list(seconds), set(), [], 0.0, 0
-    pending = list(order)
-    while pending or running:
-        for u in [u for u in pending if all(d in done for d in needs[u])]:
-            if len(running) >= workers:
-                break
-            pending.remove(u)
-            heapq.heappush(running, (now + seconds[u], i, u))
-            i += 1
-        if not running:
-            break
-        now, _, u = heapq.heappop(running)
-        done.add(u)
-    return now
-
-
 def ordered_upserts(steps, graph: dict[str, tuple]) -> dict[str, list[str]]:
     """``graph`` with the previous rule added back: a step upserting a per-model table waits for the previous step
     upserting the same table."""
@@ -213,7 +193,7 @@ def ordered_upserts(steps, graph: dict[str, tuple]) -> dict[str, list[str]]:
 
 def lever_b(tmp: Path, device: str) -> dict:
     from talos_core.suites.executors import step_graph
-    from talos_core.suites.plan import plan_suite, unit_seconds
+    from talos_core.suites.plan import makespan, plan_suite, unit_seconds
     from talos_core.suites.steps import suite_steps
     from talos_core.suites.workload import load_sizes, plan_views
 
@@ -224,7 +204,7 @@ def lever_b(tmp: Path, device: str) -> dict:
     graph = {k: [d for d in v if d in times] for k, v in step_graph(steps).items() if k in times}
     old = {k: [d for d in v if d in times] for k, v in ordered_upserts(steps, graph).items() if k in times}
     seconds = {k: times[k] for k in graph}
-    record = {"before_h": simulate(seconds, old, 2) / 3600, "after_h": simulate(seconds, graph, 2) / 3600,
+    record = {"before_h": makespan(seconds, old, 2) / 3600, "after_h": makespan(seconds, graph, 2) / 3600,
               "worker_hours": sum(seconds.values()) / 3600,
               "posthoc_hours": sum(v for k, v in seconds.items() if "post-hoc" in k) / 3600}
     plans = {}
@@ -240,8 +220,8 @@ def lever_b(tmp: Path, device: str) -> dict:
         old_graph = ordered_upserts(table, {k: tuple(v) for k, v in step_graph(table).items()})
         old_needs = {u: ([*old_graph[u], *[d for d in needs[u] if d not in old_graph[u]]] if u in old_graph
                          else needs[u]) for u in needs}
-        plans[name] = {"before_h": simulate(secs, old_needs, 2) / 3600, "after_h": sc["wall_hours"],
-                       "after_sim_h": simulate(secs, needs, 2) / 3600, "worker_hours": sc["worker_hours"]}
+        plans[name] = {"before_h": makespan(secs, old_needs, 2) / 3600, "after_h": sc["wall_hours"],
+                       "after_sim_h": makespan(secs, needs, 2) / 3600, "worker_hours": sc["worker_hours"]}
     return {"text_record": record, "plans": plans}
 
 

@@ -428,11 +428,17 @@ def lr_check_sentence(checks: Sequence[Any]) -> str:
     " the suite's lr has the highest mean validation accuracy for 1 of 2 methods"
     >>> s.endswith("**Rule**: highest mean.")
     True
+    >>> lr_check_sentence([N(agrees=True, rule="", meta={"chooses": True})]).split(":")[0]
+    '**Learning rate chosen by the check**'
     """
     agree = sum(bool(c.agrees) for c in checks)
     rules = list(dict.fromkeys(md(str(c.rule).strip().rstrip("."), at_start=False) for c in checks
                                if getattr(c, "rule", "")))
     rule = f" **Rule**: {'; '.join(rules)}." if rules else ""
+    if checks and all((getattr(c, "meta", None) or {}).get("chooses") for c in checks):
+        return ("**Learning rate chosen by the check**: each method trains every later run at the lr with the "
+                "highest mean validation accuracy of its check (the suite lr column), so every check agrees by "
+                f"construction.{rule}")
     return (f"**Learning rate re-checked at the budget**: the suite's lr has the highest mean validation accuracy "
             f"for {agree} of {len(checks)} method{'s' if len(checks) != 1 else ''}; the suite keeps its lr either "
             f"way (the check reports, it changes no result).{rule}")

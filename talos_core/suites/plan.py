@@ -428,34 +428,42 @@ def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes) -> tuple[d
     return seconds, needs
 
 
-def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int) -> dict:
-    """The wall time of the plan's units (:func:`unit_seconds`) on ``workers`` processes: each free worker takes the
-    first unit (table order) whose units it waits for are done, as ``--executor processes`` does; with the total
-    (worker-hours) and the longest chain of dependent units (no number of workers does better)."""
+def makespan(seconds: Mapping[str, float], needs: Mapping[str, Sequence[str]], workers: int) -> float:
+    """Wall seconds of units (``{unit: seconds}``, in table order) with these dependencies on ``workers`` processes:
+    each free worker takes the first unit whose units it waits for are done, as ``--executor processes`` does.
+
+    >>> makespan({"a": 2.0, "b": 1.0, "c": 1.0}, {"a": [], "b": [], "c": ["b"]}, 2)
+    2.0
+    """
     import heapq
 
-    seconds, needs = unit_seconds(plan, steps, views, sizes)
-    order = list(seconds)
-    done: dict[str, float] = {}  # unit -> finish time
+    done: set[str] = set()
     running: list[tuple[float, int, str]] = []
     now, i = 0.0, 0
-    pending = list(order)
+    pending = list(seconds)
     while pending or running:
-        ready = [u for u in pending if all(d in done for d in needs[u])]
-        while ready and len(running) < workers:
-            u = ready.pop(0)
+        for u in [u for u in pending if all(d in done for d in needs[u])]:
+            if len(running) >= workers:
+                break
             pending.remove(u)
             heapq.heappush(running, (now + seconds[u], i, u))
             i += 1
         if not running:  # nothing can start (a unit waits for one not in the plan): stop counting
             break
         now, _, u = heapq.heappop(running)
-        done[u] = now
+        done.add(u)
+    return now
+
+
+def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int) -> dict:
+    """The wall time of the plan's units (:func:`unit_seconds`) on ``workers`` processes (:func:`makespan`), with the
+    total (worker-hours) and the longest chain of dependent units (no number of workers does better)."""
+    seconds, needs = unit_seconds(plan, steps, views, sizes)
     chain: dict[str, float] = {}
-    for u in order:
+    for u in seconds:
         chain[u] = seconds[u] + max((chain[d] for d in needs[u] if d in chain), default=0.0)
-    return {"workers": workers, "wall_hours": now / 3600, "worker_hours": sum(seconds.values()) / 3600,
-            "critical_hours": max(chain.values(), default=0.0) / 3600}
+    return {"workers": workers, "wall_hours": makespan(seconds, needs, workers) / 3600,
+            "worker_hours": sum(seconds.values()) / 3600, "critical_hours": max(chain.values(), default=0.0) / 3600}
 
 
 def _requests(st, store: StoreListing, spec, curve_of: Mapping[Any, str],

@@ -94,15 +94,22 @@ def _resolved(value: Any, store: Store) -> Any:
     return value(store) if callable(value) else value
 
 
-def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
-    """The step budget the suite's learning-curve step chose for ``method`` (``results/learning_curve``)."""
+def _earlier(store: Store, kind: str, suite: str, model: str, method: str, what: str, step: str) -> tuple[str, dict]:
+    """``(name, payload)`` of the ``kind`` result an earlier step of the suite wrote for ``method``; a store without it
+    is one sentence naming ``what`` it was read for and the ``step`` that writes it."""
     from talos_core.schema import result_name
 
     name = result_name(suite, model, method)
-    if name not in store.results("learning_curve"):
-        raise TalosError(f"store {store.root} has no learning curve {name!r} to take {method!r}'s step budget from; "
-                         f"run the suite's learning-curve step first")
-    budget = store.read_result("learning_curve", name).get("budget")
+    if name not in store.results(kind):
+        raise TalosError(f"store {store.root} has no {kind.replace('_', ' ')} {name!r} to take {method!r}'s {what} "
+                         f"from; run the suite's {step} step first")
+    return name, store.read_result(kind, name)
+
+
+def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
+    """The step budget the suite's learning-curve step chose for ``method`` (``results/learning_curve``)."""
+    name, payload = _earlier(store, "learning_curve", suite, model, method, "step budget", "learning-curve")
+    budget = payload.get("budget")
     if not is_int(budget) or budget < 1:
         raise TalosError(f"the learning curve {name!r} in {store.root} has no valid budget ({budget!r}); recompute it")
     return budget
@@ -111,13 +118,7 @@ def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
 def checked_lr(store: Store, suite: str, model: str, method: str) -> float:
     """The learning rate the suite's lr check chose for ``method`` (``results/lr_check``, written with
     ``chooses: true``)."""
-    from talos_core.schema import result_name
-
-    name = result_name(suite, model, method)
-    if name not in store.results("lr_check"):
-        raise TalosError(f"store {store.root} has no lr check {name!r} to take {method!r}'s learning rate from; "
-                         f"run the suite's lr-check step first")
-    payload = store.read_result("lr_check", name)
+    name, payload = _earlier(store, "lr_check", suite, model, method, "learning rate", "lr-check")
     lr = payload.get("best_lr")
     if not payload.get("chooses") or not is_number(lr) or not 0 < lr <= 1:
         raise TalosError(f"the lr check {name!r} in {store.root} did not choose a learning rate ({lr!r}); run it "
