@@ -910,6 +910,37 @@ def test_upsert_keeps_examples_per_method(tmp_path):
     assert st.read_result("single", "s__m")["examples"] == {"c": {"t": {"zero_shot": "1"}}}  # other data: dropped
 
 
+def test_upsert_in_the_suites_row_order_whatever_order_the_writers_come_in(tmp_path):
+    """Parallel writers of a per-model table (the post-hoc steps' `single` rows) leave the table a sequential run
+    leaves: rows, `runs` and `examples` in the suite's row order; a method written again keeps its place."""
+    import itertools
+
+    from talos_core.evaluation.request import upsert
+
+    order = ("talos", "talos-k0.9", "nonlinear", "ties", "tsv")
+    rows = lambda m: pd.DataFrame([{"method": m, "task": t, "zero_shot_acc": 0.5, "finetuned_acc": 1.0,  # noqa: E731
+                                    "split": "test"} for t in ("a", "b")])
+    data = {"max_val": 8, "max_test": 8, "eval_precision": "fp32"}
+    written = []
+    for i, perm in enumerate(itertools.islice(itertools.permutations(order), 0, None, 17)):
+        st = Store(tmp_path / str(i))
+        for m in perm:
+            upsert(st, "single", "s__m", rows(m), m, data=data, run_ids={"a": f"{m}-a"}, examples={"a": {"x": m}},
+                   order=order)
+        upsert(st, "single", "s__m", rows(perm[0]), perm[0], data=data, run_ids={"a": "again"}, order=order)
+        payload = st.read_result("single", "s__m")
+        assert list(dict.fromkeys(r["method"] for r in payload["records"])) == list(order)
+        assert list(payload["runs"]) == list(order) and payload["runs"][perm[0]] == {"a": "again"}
+        assert list(payload["examples"]) == [m for m in order if m != perm[0]]  # rewritten without examples
+        written.append(json.dumps({k: v for k, v in payload.items() if k not in ("runs", "examples")}))
+    assert len(set(written)) == 1 and len(written) > 5
+    # without an order (a plain `talos evaluate`): the writers' order, as before
+    st = Store(tmp_path / "plain")
+    for m in ("b", "a"):
+        upsert(st, "single", "s__m", rows(m), m, data=data)
+    assert [r["method"] for r in st.read_result("single", "s__m")["records"]] == ["b", "b", "a", "a"]
+
+
 def _write_comparison_inputs(st: Store, *, with_examples: bool) -> None:
     add = {"summary": {"abs_acc": 0.5, "norm_acc": 0.8}, "selected_alpha": 0.5, "alpha_grid": [0.0, 0.5]}
     neg = {"summary": {"target_acc": 0.2, "control_acc": 0.7}}

@@ -307,7 +307,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     # method -> label of its learning-curve step / of its lr check (where later steps read the rate it chooses)
     curve_of: dict[str, str] = {}
     side = {st.label for st in steps if not getattr(st, "feeds", True)}  # lr checks that report: never waited for
-    probe = _BudgetProbe(spec.scales[scale].lr_check)
+    probe = _Probe(spec.scales[scale].lr_check)
     for i, st in enumerate(steps, 1):
         if st.protocol == "selection":
             selection_of[st.method] = st.label
@@ -467,7 +467,7 @@ def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int) 
 
 
 def _requests(st, store: StoreListing, spec, curve_of: Mapping[Any, str],
-              probe: _BudgetProbe) -> tuple[list | None, list[str]]:
+              probe: _Probe) -> tuple[list | None, list[str]]:
     """``([(task, method, overrides, budget_from)], waits)`` of the runs step ``st`` uses (``None`` when they are
     a selection's per-task choice not in the store yet) and the labels of steps whose results it reads."""
     from talos_core.evaluation.runs import merge_overrides
@@ -527,7 +527,7 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[Any, str],
     return [(t, m, o, budget_from) for t, m, o in out] + extra, waits
 
 
-class _BudgetProbe:
+class _Probe:
     """Stands in for a store whose learning-curve budgets and lr-check choices are not known yet (every budget reads
     as 1, the plan replacing the step count by "chosen later"; every chosen learning rate as the first candidate, the
     dense baseline's as the last, so a one-rate row is planned as if the two checks disagree: its larger cost), so a
@@ -560,7 +560,7 @@ class _BudgetProbe:
         return {"budget": 1}
 
 
-def _probed(value: Any, store: StoreListing, probe: _BudgetProbe) -> tuple[Any, list[tuple[str, str]]]:
+def _probed(value: Any, store: StoreListing, probe: _Probe) -> tuple[Any, list[tuple[str, str]]]:
     """``value`` resolved against the store (a :data:`~talos_core.suites.steps.Resolved` function), else — no store,
     or one that lacks an earlier step's result — against ``probe``; with the ``(kind, method)`` it read there."""
     from talos_core.suites.steps import _resolved
