@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> dict:
     print("|---|---|---|---|---|")
     for r in out["c"]:
         cells = [f"{r[d]['bound']['worker_hours']:.1f} / {r[d]['at_ran_steps']['worker_hours']:.1f}"
-                 for d in ("cpu-2core", "cpu-2core-xeon")]
+                 if r[d]["bound"]["worker_hours"] else "not measured" for d in ("cpu-2core", "cpu-2core-xeon")]
         print(f"| {r['suite']} | {r['ran_on']} | {r['measured_step_hours']:.1f} | {cells[0]} | {cells[1]} |")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
