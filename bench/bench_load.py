@@ -7,7 +7,7 @@ A bounded load script against localhost, not a timed test. It
 2. opens N sessions in one headless Chromium (Playwright, asyncio; one browser context + page per session),
    each on the Arithmetic page (``/arithmetic``),
 3. in every session, for ``--seconds``: focus the α slider, press ArrowRight (ArrowLeft once the slider is at
-   its maximum, and back), and time until the *Linearized preview* chart changes — the same detection as
+   its maximum, and back), and time until the *First-order model* chart changes — the same detection as
    ``tests/test_browser.py::test_arithmetic_slider_updates_chart_in_a_real_browser`` (the Plotly figure's
    title and trace values read from the DOM); one move at a time per session,
 4. samples the RSS of the server's process tree with psutil every 0.5 s (before the sessions, peak, after).
@@ -23,7 +23,7 @@ the first α control in the deltas (:func:`bench.st_client.alpha_control`: the i
 ``st.slider`` where the page falls back to one) and moves it one slider step at a time (the widget state and the
 fragment rerun request the frontend sends on release), timing send → the fragment run's ``script_finished`` and →
 the delta of the chart the server redraws: the component's *Exact* chart (the URL the server writes must then hold
-the new α), or the server-drawn *Linearized preview* (its title must carry the new α). Errors: a move or page load
+the new α), or the server-drawn *First-order model* (its title must carry the new α). Errors: a move or page load
 without ``script_finished`` within its timeout, exception elements, ``st.error`` alerts, a missing chart or a move
 that did not take effect ("stale"), a closed
 connection. ``--ramp S`` starts one session every S seconds (default 0.5 s for ws, 0 for browsers).
@@ -51,7 +51,7 @@ from bench.server import free_port, stop_server, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
-PREVIEW = "Linearized preview"
+PREVIEW = "First-order model"
 
 # the preview chart's signature: title (holds α) + trace values, or null while it is not drawn; the first chart in
 # page order whose title starts with the prefix: a Plotly chart, or the in-browser preview component's SVG chart

@@ -7,7 +7,7 @@ pair), opens the Arithmetic page in headless Chromium (Playwright, ``--no-sandbo
 times, presses ArrowRight (ArrowLeft at the end of the range). Two clocks per move:
 
 * **in page** (the number to quote): the ``keydown`` event's ``timeStamp`` (when the browser created it) to the
-  first animation frame whose *Linearized preview* chart signature (title and bar values, the detection of
+  first animation frame whose *First-order model* chart signature (title and bar values, the detection of
   ``bench.bench_load`` and ``tests/test_browser.py``) differs from before the press. A ``requestAnimationFrame``
   loop checks the signature every frame, so this is key press → first frame that paints the new chart, to
   within one frame (≈ 16 ms), with no Playwright round trip in it;

@@ -22,7 +22,7 @@ Only :func:`alpha_control` and :class:`AlphaControl` know what the Arithmetic pa
 preview component (``dashboard/live_component.py``: its ``data.sliders`` = ``[{id, label, lo, hi, step, value,
 ...}]``, state ``{"values": {slider id: α}}``, set on release; the server then redraws the *Exact* chart and writes
 ``?<slider id>=α`` to the URL; the preview chart is drawn in the browser) or, under AppTest / without a preview
-cache, a ``st.slider`` whose move redraws the server-side *Linearized preview* chart.
+cache, a ``st.slider`` whose move redraws the server-side *First-order model* chart.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 PAGE_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
 FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
-PREVIEW = "Linearized preview"  # the server-drawn preview chart (st.slider path)
+PREVIEW = "First-order model"  # the server-drawn preview chart (st.slider path)
 EXACT = "Exact ("  # the exact chart the server redraws after a component move
 COMPONENT = "talos_live_preview"
 

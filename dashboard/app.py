@@ -19,22 +19,27 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import data, merged, ui
-from dashboard.access import ServerConfig, StoreRefused
+from dashboard.access import ServerConfig, StoreChoice, StoreRefused
+from dashboard.live_component import LIVE_VALUES
 from talos_core import schema
 from talos_core.errors import TalosError
 
-# not "pages/": a folder with that name next to app.py switches Streamlit to its legacy multipage mode
-PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
+FAVICON = "🧮"
+SMOKE_TEST = "smoke test (random-init model: its numbers mean nothing)"
+PAGES_DIR = ui.PAGES_DIR
 
 
 def _pages(read_only: bool = False) -> dict[str, list]:
-    """The navigation; read-only mode has no Run page (nothing can be computed or written). Learn is the root page
-    (``/``); ``/learn``, its name like every other page's, shows it too (a hidden entry: the same page under that
-    path, with the link's query) instead of Streamlit's "Page not found"."""
+    """The navigation; read-only mode lists no Run page (nothing can be computed or written: ``/run`` only says so).
+    Learn is the root page (``/``); ``/learn``, its name like every other page's, and ``/start`` show it too (hidden
+    entries: the same page under those paths, with the link's query) instead of Streamlit's "Page not found"."""
     p = lambda f, title, icon, **kw: st.Page(str(PAGES_DIR / f), title=title, icon=icon, **kw)  # noqa: E731
+    hidden = {"visibility": "hidden"}
     return {
-        "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="start"),
-                       p("learn.py", "Learn", ":material/school:", url_path="learn", visibility="hidden")],
+        "Understand": [p("learn.py", "Learn", ":material/school:", default=True, url_path="home"),
+                       p("learn.py", "Learn", ":material/school:", url_path="learn", **hidden),
+                       p("learn.py", "Learn", ":material/school:", url_path="start", **hidden),
+                       p("lesson.py", "Lesson (projector)", ":material/co_present:", url_path="lesson")],
         "Explore results": [
             p("arithmetic.py", "Arithmetic", ":material/calculate:", url_path="arithmetic"),
             p("disentanglement.py", "Disentanglement", ":material/grid_on:", url_path="disentanglement"),
@@ -42,7 +47,8 @@ def _pages(read_only: bool = False) -> dict[str, list]:
             p("masks.py", "Masks", ":material/texture:", url_path="masks"),
             p("efficiency.py", "Efficiency & comparison", ":material/speed:", url_path="efficiency"),
         ],
-        **({} if read_only else {"Compute": [p("run.py", "Run", ":material/play_circle:", url_path="run")]}),
+        # read-only: /run stays a page (a link to it says why nothing runs here) but leaves the navigation
+        "Compute": [p("run.py", "Run", ":material/play_circle:", url_path="run", **(hidden if read_only else {}))],
     }
 
 
@@ -95,7 +101,8 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
 
     key = st.selectbox("Store", keys, index=None, key="store", on_change=_follow,
                        placeholder="Choose a store",
-                       format_func=lambda k: merged.ALL_STORES_LABEL if k == merged.ALL_STORES else choices[k].label,
+                       format_func=lambda k: (merged.ALL_STORES_LABEL if k == merged.ALL_STORES
+                                              else store_label(choices[k], cfg.read_only)),
                        help="The stores this server shows: the shipped results, your own store (where the Run "
                             "page writes) and stores under the folders it was started with (--store-root); "
                             "or all of them at once, suites labelled by where they come from.")
@@ -111,10 +118,33 @@ def _pick_store(cfg: ServerConfig) -> Path | str | None:
         st.caption("Showing every store of this server: each suite says where it comes from; tables show the rows "
                    "of every store holding the same suite and model.")
         return merged.ALL_STORES
-    chosen = choices[key]
-    what = "your own store" if cfg.read_only and chosen.kind == "user" else chosen.description
-    st.caption(f"Showing {ui.md(what)}.")
+    st.caption(f"Showing {ui.md(store_description(choices[key], cfg.read_only))}.")
     return choices[key].path
+
+
+def store_label(choice: StoreChoice, read_only: bool) -> str:
+    """How the store picker names a store: with its folder for whoever runs the server, without any server path
+    for the visitors of a read-only (classroom) server."""
+    if not read_only:
+        return choice.label
+    return {"shipped": "Shipped results (read-only)", "user": "This server's own store"}.get(choice.kind,
+                                                                                            choice.path.name)
+
+
+def store_description(choice: StoreChoice, read_only: bool) -> str:
+    """The sentence under the store picker (no server path in read-only mode)."""
+    if not read_only:
+        return choice.description
+    return {"shipped": choice.description, "user": "this server's own store"}.get(choice.kind,
+                                                                                   "a store of this server")
+
+
+def _suite_text(idx, suite: str) -> str:
+    """A suite as the picker shows it: its name, and for a smoke-test suite (every model random-init) what it is."""
+    models = data.available(idx, "model", suite=suite)
+    if models and all(ui.random_init(m) for m in models):
+        return f"{suite} — {SMOKE_TEST}"
+    return suite
 
 
 def _pick_suite(cfg: ServerConfig, root: Path | str) -> tuple[Path, str | None, str, tuple]:
@@ -123,8 +153,10 @@ def _pick_suite(cfg: ServerConfig, root: Path | str) -> tuple[Path, str | None, 
     to compare with (filled in once the model is known: the stores list)."""
     if root != merged.ALL_STORES:
         idx = data.index(root)
-        return Path(root), ui.pick("Suite (task set)", data.available(idx, "suite", kind=[
-            k for k in schema.KINDS if k != "suite"]), "suite"), "", ()
+        suites = data.available(idx, "suite", kind=[k for k in schema.KINDS if k != "suite"])
+        texts = {s: _suite_text(idx, s) for s in suites}
+        suites = sorted(suites, key=lambda s: texts[s] != s)  # smoke-test suites last (stable: by name otherwise)
+        return Path(root), ui.pick("Suite (task set)", suites, "suite", format_func=texts.get), "", ()
     stores = cfg.stores()
     entries = merged.suite_entries(stores, _suites_of)
     label = ui.pick("Suite (task set)", [e.label for e in entries], "suite",
@@ -166,6 +198,10 @@ def _sidebar_context() -> None:
                        if c.path != root)
         st.session_state["_ctx"] = ui.Context(root=root, idx=idx, suite=suite, model=model, origin=origin,
                                               others=others)
+        _forget_alphas_of_another_view((str(root), suite, model))
+        if ui.random_init(model):
+            st.caption(f":material/warning: Model {ui.md(model)} is random-init: a {SMOKE_TEST}; it shows that "
+                       "the pipeline runs, not what task arithmetic does.")
         if others:
             st.caption(f"Also in {ui.md(', '.join(o for o, _ in others))}: suite {ui.md(suite)} with model "
                        f"{ui.md(model)}; the comparison tables show both.")
@@ -184,13 +220,29 @@ def _sidebar_context() -> None:
             st.caption("; ".join(parts))
 
 
+def _forget_alphas_of_another_view(view: tuple[str, str, str]) -> None:
+    """After a switch of store, suite or model in the sidebar, the α's in the URL (``?a.…``, ``?n.…``) and the
+    sliders' remembered values belong to the previous results: drop them, so the sliders open at the new results'
+    selected α on their own range (a link that names store, suite, model and α's keeps its α's: no switch)."""
+    before = st.session_state.get("_view")
+    st.session_state["_view"] = view
+    if before is None or before == view:
+        return
+    for k in [k for k in st.query_params if k.startswith(("a.", "n."))]:
+        del st.query_params[k]
+    for k in [k for k in st.session_state if str(k).startswith((LIVE_VALUES, "a.", "n."))]:
+        del st.session_state[k]
+
+
 def _config() -> ServerConfig:
     """The server's policy (:mod:`dashboard.access`), read from the environment ``talos dashboard`` sets."""
     return ServerConfig.from_env()
 
 
 def main() -> None:
-    st.set_page_config(page_title="TaLoS Studio", page_icon=":material/functions:", layout="wide")
+    # an emoji favicon is drawn in the browser (a data: URL); a ":material/…:" one is fetched from fonts.gstatic.com,
+    # which a room without internet answers with an error on every page
+    st.set_page_config(page_title="TaLoS Studio", page_icon=FAVICON, layout="wide")
     try:
         cfg = _config()
     except TalosError as exc:  # a bad cap in the environment: one sentence

@@ -810,3 +810,26 @@ def suite_record(root: str | Path, name: str) -> tuple[dict | None, str | None]:
     except CorruptResult as exc:
         return None, str(exc)
     return (record if isinstance(record, dict) else None), None
+
+
+@_cache_resource
+def _exact_context(root: str, name: str, stamp: tuple) -> tuple:
+    """The evaluation context, task vectors and mode of the examples ``name`` (a model load: kept per process)."""
+    from talos_core.evaluation.examples import exact_context
+    from talos_core.store import Store
+
+    ex = get_examples(root, name)
+    if ex is None:
+        raise MissingResult(f"no per-example predictions {name!r} in {root}")
+    return exact_context(Store(root), ex, device="cpu")
+
+
+def exact_predictions(root: str | Path, name: str, ex: schema.ExampleSet, task: str,
+                      alphas: Mapping[str, float]) -> np.ndarray:
+    """The exact model's predictions on ``task``'s fixed examples at ``alphas`` (task → α; a negated task: a negative
+    α), evaluated now from the runs' task vectors (:func:`talos_core.evaluation.examples.exact_predictions`)."""
+    from talos_core.evaluation.examples import exact_predictions as predict
+
+    meta, arrays = schema.examples_paths(root, name)
+    ctx, vectors, mode = _exact_context(str(root), name, (file_stamp(meta), file_stamp(arrays)))
+    return predict(ctx, vectors, mode, ex, task, alphas)

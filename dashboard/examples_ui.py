@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import figures_examples, ui
 from dashboard.plain import md
+from talos_core.errors import TalosError
 from talos_core.schema import ExampleSet
 
 
@@ -17,11 +18,11 @@ def missing_note(method: str) -> None:
 
 
 def show(g: figures_examples.Gallery, key: str, *, title: str | None = None) -> None:
-    """One task's gallery: a summary line, then thumbnails (images) or a table (texts), changed ones marked."""
-    if title:
-        st.markdown(f"**{md(title)}** — {md(figures_examples.summary(g))}")
-    else:
-        st.markdown(md(figures_examples.summary(g)))
+    """One task's gallery: a heading naming the model shown (exact or first-order, :attr:`Gallery.model`) and a
+    summary, the note saying where its predictions come from, then thumbnails (images) or a table (texts), changed
+    ones marked."""
+    head = f"**{md(title)}** · {md(g.model)}" if title else md(g.model)
+    st.markdown(f"{head} — {md(figures_examples.summary(g))}")
     (st.caption if g.source == "exact" else st.info)(md(g.note))
     if g.modality == "image" and g.thumbnails is not None:
         st.image(figures_examples.tiles(g), caption=figures_examples.captions(g), width=76, output_format="PNG")
@@ -41,3 +42,38 @@ def show(g: figures_examples.Gallery, key: str, *, title: str | None = None) -> 
 def task_picker(ex: ExampleSet, tasks: list[str], key: str, label: str = "Examples of task") -> str | None:
     have = [t for t in tasks if t in ex.eval_tasks]
     return ui.pick(label, have, key) if have else None
+
+
+def exact_on_demand(g: figures_examples.Gallery, ex: ExampleSet, root, name: str, alphas: dict[str, float],
+                    key: str) -> figures_examples.Gallery:
+    """``g``, or — when it is not the exact model and the store keeps the runs' task vectors — a button that
+    evaluates the exact model at ``alphas`` (task → α; a negated task: a negative α) on ``g``'s examples, and then the
+    exact gallery. Off (a sentence) in read-only mode and where the store keeps manifests only."""
+    if g.source == "exact":
+        return g
+    from dashboard.access import ServerConfig
+    from talos_core.evaluation.examples import vectors_missing
+    from talos_core.store import Store
+
+    done_key = f"_exact.{name}.{g.task}.{sorted(alphas.items())}"
+    got = st.session_state.get(done_key)
+    if got is not None:
+        return figures_examples.exact_gallery(ex, g.task, got, list(alphas.values()))
+    problem = vectors_missing(Store(root), ex)
+    if problem is None and ServerConfig.from_env().read_only:
+        problem = "this server runs in read-only mode and computes nothing"
+    if problem:
+        st.caption(f"The exact model at these α's cannot be evaluated here: {md(problem, at_start=False)}.")
+        return g
+    if st.button(f"Evaluate the exact model at {md(g.asked)} on these {len(g.table)} examples", key=f"{key}.exact",
+                 icon=":material/model_training:"):
+        from dashboard.data import exact_predictions
+
+        try:
+            with st.spinner("Evaluating the exact model (the first time loads the model: seconds)…"):
+                st.session_state[done_key] = exact_predictions(root, name, ex, g.task, alphas)
+        except TalosError as exc:
+            ui.show_problem(exc)
+            return g
+        return figures_examples.exact_gallery(ex, g.task, st.session_state[done_key], list(alphas.values()))
+    return g

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from talos_core.errors import TalosError
-from talos_core.schema import METHODS, base_method_of, read_result, slug
+from talos_core.schema import METHODS, base_method_of, read_result, slug, stored_hyperparameters
 
 EXPORTS_DIR = "exports"
 
@@ -58,7 +58,9 @@ def plan_mix_export(source_root: str | Path, dest_store: str | Path, kind: str, 
                          f"talos merge")
     alphas = {str(t): float(a) for t, a in alphas.items()}
     # a post-hoc result merges with the hyperparameters it chose on validation (they name the export too)
-    hp = dict(payload.get("hyperparameters") or {}) if METHODS.get(method) and METHODS[method].posthoc else None
+    # (as they were merged: a result written before a labelled option existed lacks it)
+    hp = (stored_hyperparameters(method, payload.get("hyperparameters") or {})
+          if METHODS.get(method) and METHODS[method].posthoc else None)
     if kind == "addition":
         req = MergeRequest(model, tuple(alphas), method, alphas, hyperparameters=hp)
     else:
@@ -85,3 +87,20 @@ def run_mix_export(plan: MixExport):
     if plan.done:
         return None
     return export_merge(plan.source, plan.request, plan.folder, run_ids=plan.run_ids)
+
+
+def vectors_missing(source_root: str | Path, kind: str, result: str) -> str | None:
+    """Why "export this mix" cannot work for result ``result`` of ``kind`` (one sentence), or ``None`` when every
+    run it evaluated keeps its task vector in ``source_root`` (an exported store such as the shipped
+    ``cached_results/`` keeps the runs' manifests only)."""
+    try:
+        runs = read_result(source_root, kind, result).get("runs")
+    except TalosError as exc:
+        return str(exc)
+    if not isinstance(runs, dict) or not runs:
+        return f"the {kind} result does not record which runs it evaluated"
+    for task, rid in runs.items():
+        if not (Path(source_root) / "runs" / str(rid) / "task_vector.safetensors").is_file():
+            return (f"this store keeps no task vector of run {rid} ({task}), only the runs' manifests; export from a "
+                    f"store with the runs' task vectors (talos merge)")
+    return None

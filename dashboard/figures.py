@@ -25,6 +25,7 @@ import hashlib
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,20 @@ _FALLBACK = ["#66a61e", "#d95f02", "#a6cee3", "#fdbf6f", "#ff7f00", "#6a3d9a", "
 
 LAYER_TYPES = ["embedding", "conv", "q", "k", "v", "qkv", "attn_out", "mlp_in", "mlp_out", "layernorm",
                "bias", "other"]
+#: layer types and the "outside" block as the mask figures name them
+LAYER_LABELS = {"embedding": "embedding", "conv": "convolution", "q": "attention Q", "k": "attention K",
+                "v": "attention V", "qkv": "attention QKV", "attn_out": "attention output", "mlp_in": "MLP input",
+                "mlp_out": "MLP output", "layernorm": "layer norm", "bias": "bias", "other": "other",
+                "outside": "no block"}
+
+
+def layer_label(name: str) -> str:
+    """A layer type (or ``outside``) as a person reads it.
+
+    >>> layer_label("attn_out"), layer_label("outside"), layer_label("3")
+    ('attention output', 'no block', '3')
+    """
+    return LAYER_LABELS.get(str(name), str(name))
 
 DIVERGING = "RdBu"
 SEQUENTIAL = "Viridis"
@@ -295,7 +310,8 @@ def mask_density_heatmap(masks: pd.DataFrame, *, title: str = "Trainable fractio
         raise TalosError("masks table is empty; nothing to draw")
     z = grid.to_numpy()
     zmax = _finite_max(z) if zmax is None else zmax
-    trace = {"type": "heatmap", "z": _list(z), "x": list(grid.columns), "y": list(grid.index), "zmin": zmin,
+    trace = {"type": "heatmap", "z": _list(z), "x": [layer_label(c) for c in grid.columns],
+             "y": [layer_label(r) for r in grid.index], "zmin": zmin,
              "zmax": zmax, "colorscale": SEQUENTIAL, "colorbar": MATRIX_COLORBAR | {"title": {"text": "density"}},
              "hovertemplate": "block %{x}<br>%{y}<br>density %{z:.4f}<extra></extra>"}
     return make_figure([trace], title, height=max(300, 30 * len(grid.index) + 150), margin=MATRIX_MARGIN,
@@ -321,11 +337,11 @@ def mask_density_bars(masks: pd.DataFrame, *, group: str = "method", by: str = "
         agg = sub.groupby(by, sort=False)[["trainable", "numel"]].sum()
         if by == "block":
             agg = agg.sort_index()
-            x = ["outside" if int(b) < 0 else str(int(b)) for b in agg.index]
+            x = [layer_label("outside") if int(b) < 0 else str(int(b)) for b in agg.index]
         else:
             order = [t for t in LAYER_TYPES if t in agg.index] + [t for t in agg.index if t not in LAYER_TYPES]
             agg = agg.reindex(order)
-            x = list(agg.index)
+            x = [layer_label(t) for t in agg.index]
         y = (agg["trainable"] / agg["numel"].where(agg["numel"] > 0)).to_numpy(dtype=float)
         if colors and str(key) in colors:
             color = colors[str(key)]
@@ -384,12 +400,15 @@ def _region_box(region: Sequence[float] | None, a1: np.ndarray, a2: np.ndarray, 
 @plain_figure
 def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, task1: str = "task 1",
                task2: str = "task 2", search_region: Sequence[float] | None = None, zmin: float = 0.0,
-               zmax: float | None = None, title: str | None = None) -> go.Figure:
+               zmax: float | None = None, title: str | None = None,
+               mark: tuple[float, float, str] | None = None, clickable: bool = False) -> go.Figure:
     """Disentanglement error ξ(α₁, α₂) as a heatmap (x = α₂, y = α₁), search region as a red box.
 
     ξ(α₁, α₂) = Σ_t E_x[ pred(θ0 + α_t τ_t; x) ≠ pred(θ0 + α₁τ₁ + α₂τ₂; x) ]: low (dark) = the two task
     vectors do not interfere. ``xi[i][j]`` is at ``(alphas1[i], alphas2[j])``. Pass the same ``zmax``
-    to figures you compare.
+    to figures you compare. ``mark = (α₁, α₂, label)``: a point drawn on the map (the Arithmetic page's α's),
+    named in the legend. ``clickable``: an invisible marker on every cell, so a click selects the cell
+    (``st.plotly_chart(on_select=…)`` reports its ``x`` = α₂ and ``y`` = α₁; Plotly selects no heatmap cells).
 
     >>> f = xi_heatmap([0, 1], [0, 1], [[0, .1], [.2, .3]], search_region=[0, 1])
     >>> f.layout.shapes[0].line.color
@@ -400,10 +419,23 @@ def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, t
     if z.shape != (a1.size, a2.size):
         raise TalosError(f"xi has shape {z.shape} but the grid is {a1.size} × {a2.size}")
     zmax = _finite_max(z) if zmax is None else zmax
-    trace = {"type": "heatmap", "z": _list(z), "x": _list(a2), "y": _list(a1), "zmin": zmin, "zmax": zmax,
-             "colorscale": SEQUENTIAL, "colorbar": {"title": {"text": "ξ"}},
-             "hovertemplate": f"α({task1}) %{{y:.2f}}<br>α({task2}) %{{x:.2f}}<br>ξ %{{z:.3f}}<extra></extra>"}
-    return make_figure([trace], title if title is not None else f"Disentanglement error ξ: {task1} + {task2}",
+    traces = [{"type": "heatmap", "z": _list(z), "x": _list(a2), "y": _list(a1), "zmin": zmin, "zmax": zmax,
+               "colorscale": SEQUENTIAL, "colorbar": {"title": {"text": "ξ"}},
+               "hovertemplate": f"α({task1}) %{{y:.2f}}<br>α({task2}) %{{x:.2f}}<br>ξ %{{z:.3f}}<extra></extra>"}]
+    if clickable:
+        xs, ys = np.meshgrid(a2, a1)
+        traces.append({"type": "scatter", "x": _list(xs.ravel()), "y": _list(ys.ravel()), "mode": "markers",
+                       "showlegend": False, "name": "cells", "customdata": _list(z.ravel()),
+                       "marker": {"size": 14, "symbol": "square", "opacity": 0.0},
+                       "hovertemplate": f"α({task1}) %{{y:.2f}}<br>α({task2}) %{{x:.2f}}<br>ξ %{{customdata:.3f}}"
+                                        "<br>click: open Arithmetic at these α's<extra></extra>"})
+    if mark is not None:
+        m1, m2, label = mark
+        traces.append({"type": "scatter", "x": [float(m2)], "y": [float(m1)], "mode": "markers", "name": label,
+                       "marker": {"symbol": "x", "size": 15, "color": "#ffffff",
+                                  "line": {"width": 1.5, "color": "#000000"}},
+                       "hovertemplate": f"{label}<extra></extra>"})
+    return make_figure(traces, title if title is not None else f"Disentanglement error ξ: {task1} + {task2}",
                        height=460, shapes=_region_box(search_region, a1, a2, "x", "y"),
                        xaxis={"title": _title(f"α {task2}"), "constrain": "domain"},
                        yaxis={"title": _title(f"α {task1}"), "scaleanchor": "x", "scaleratio": 1})
@@ -411,8 +443,9 @@ def xi_heatmap(alphas1: Sequence[float], alphas2: Sequence[float], xi: Any, *, t
 
 @plain_figure
 def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None = None,
-                    title: str = "Disentanglement error ξ (shared colour scale)") -> go.Figure:
-    """Several ξ heatmaps in one row on ONE colour axis (``zmin = 0``, shared ``zmax``).
+                    title: str = "Disentanglement error ξ (shared colour scale)", columns: int = 2) -> go.Figure:
+    """Several ξ heatmaps, ``columns`` to a row (two keep each wide enough to read at 1280 px), on ONE colour axis
+    (``zmin = 0``, shared ``zmax``).
 
     Each panel is a SCHEMA ``disentanglement`` payload (``alphas1``, ``alphas2``, ``xi``,
     ``search_region``, ``method``, ``task1``, ``task2``). ``zmax`` defaults to the largest ξ of all
@@ -422,8 +455,10 @@ def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None =
         raise TalosError("xi_side_by_side needs at least one panel")
     zmax = _finite_max(*[p["xi"] for p in panels]) if zmax is None else zmax
     n = len(panels)
+    cols = min(n, columns)
+    rows = math.ceil(n / cols)
     titles = [method_label(str(p.get("method", f"panel {i + 1}"))) for i, p in enumerate(panels)]
-    axes, anns = _panel_axes(n, titles=titles)
+    axes, anns = _grid_axes(n, cols, titles, hspacing=0.1, vspacing=0.18)
     traces, shapes = [], []
     for i, p in enumerate(panels, start=1):
         a1, a2 = np.asarray(p["alphas1"], dtype=float), np.asarray(p["alphas2"], dtype=float)
@@ -434,11 +469,9 @@ def xi_side_by_side(panels: Sequence[Mapping[str, Any]], *, zmax: float | None =
                        "hovertemplate": "α₁ %{y:.2f}<br>α₂ %{x:.2f}<br>ξ %{z:.3f}<extra></extra>"})
         shapes += _region_box(p.get("search_region"), a1, a2, f"x{sfx}", f"y{sfx}")
         axes[f"xaxis{sfx}"]["title"] = _title(f"α {p.get('task2', 'task 2')}")
-        if i == 1:
-            axes["yaxis"]["title"] = _title(f"α {p.get('task1', 'task 1')}")
-        else:
-            axes[f"yaxis{sfx}"]["showticklabels"] = False
-    return make_figure(traces, title, height=420, shapes=shapes, annotations=anns,
+        axes[f"yaxis{sfx}"]["title"] = _title(f"α {p.get('task1', 'task 1')}" if (i - 1) % cols == 0 else "")
+    return make_figure(traces, title, height=110 + 330 * rows, shapes=shapes, annotations=anns,
+                       margin={"l": 60, "r": 20, "t": 80, "b": 50},
                        coloraxis={"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": zmax,
                                   "colorbar": {"title": {"text": "ξ"}}}, **axes)
 
@@ -531,17 +564,47 @@ def sharing_heatmap(tasks: Sequence[str], matrix: Any, *, mode: str = "prune", z
     return make_figure([trace], title or f"Parameter sharing ({mode})", height=matrix_height(len(tasks)),
                        shapes=diagonal_shapes(len(tasks)), margin=MATRIX_MARGIN,
                        xaxis={"title": _title("evaluated on"), "type": "category"},
-                       yaxis={"title": _title(f"{mode}d entries of"), "type": "category", "autorange": "reversed"})
+                       yaxis={"title": _title(f"{SHARING_DONE.get(mode, mode)} entries of"), "type": "category",
+                              "autorange": "reversed"})
+
+
+#: a sharing mode as its axis names what was done to the entries
+SHARING_DONE = {"prune": "pruned", "perturb": "perturbed"}
 
 
 # --------------------------------------------------------------------------------------------
 # arithmetic
 # --------------------------------------------------------------------------------------------
+#: the plot width :func:`turn_labels` assumes: a chart in half of the page's main column at 1280 px
+HALF_COLUMN_PX = 400
+#: the average width of a task-name character at the figures' 12 px tick font
+CHAR_PX = 6.6
+
+
+def turn_labels(names: Sequence[str], width: float = HALF_COLUMN_PX) -> bool:
+    """Whether category labels under ``len(names)`` bars of a ``width``-px chart would run into each other, so both
+    twins of a chart pair (the server-drawn exact bars and the browser-drawn first-order ones) turn them by 30° or
+    neither does (Plotly's own choice depends on the width it is drawn at; the browser chart measures its text).
+
+    >>> turn_labels(["mnist", "digits", "animal-shapes"]), turn_labels(["tweets", "wordnet-nouns", "wordnet-verbs",
+    ...                                                                  "drug-reviews", "fortune-topics"])
+    (False, True)
+    """
+    if not names:
+        return False
+    band = (width - 80) / len(names)
+    return max(len(str(n)) for n in names) * CHAR_PX > band - 6
+
+
+def _category_axis(turn: bool | None, **extra: Any) -> dict:
+    return {"type": "category", **({} if turn is None else {"tickangle": 30 if turn else 0}), **extra}
+
+
 @plain_figure
 def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: str = "accuracy",
                     color: str | None = None, method: str | None = None, opacity: float = 1.0,
                     zero_shot: Sequence[float] | None = None, single_task: Sequence[float] | None = None,
-                    title: str = "Per-task accuracy", y_title: str = "accuracy") -> go.Figure:
+                    title: str = "Per-task accuracy", y_title: str = "accuracy", turn: bool | None = None) -> go.Figure:
     """Bars of per-task accuracy with reference markers.
 
     Markers: ``zero_shot`` (grey dash: the pre-trained model θ0) and ``single_task`` (black diamond:
@@ -574,31 +637,31 @@ def arithmetic_bars(tasks: Sequence[str], accuracy: Sequence[float], *, name: st
         shapes.append(hline(mean, color=color, dash="dash"))
         traces.append(legend_line(f"mean {mean:.3f}", color=color, dash="dash"))
     return make_figure(traces, title, height=380, shapes=shapes,
-                       yaxis={"range": [0, 1.05], "title": _title(y_title)}, xaxis={"type": "category"})
+                       yaxis={"range": [0, 1.05], "title": _title(y_title)}, xaxis=_category_axis(turn))
 
 
 @plain_figure
-def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_acc: Sequence[float], *,
+def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_acc: Sequence[float] | None, *,
                   control_task: str = "control", zero_shot_target: Sequence[float] | None = None,
                   control_zero_shot: float | None = None, method: str | None = None,
-                  title: str = "Task negation: θ0 − α τ") -> go.Figure:
-    """Per target: accuracy on the target (should DROP) and on the control task (should STAY).
+                  title: str = "Task negation: θ0 − α τ", turn: bool | None = None) -> go.Figure:
+    """Per target: accuracy on the target (should DROP) and on the control task (should STAY; ``None``: not
+    measured, so neither bars nor a legend entry for it).
 
     The dotted red line is 95 % of the zero-shot control accuracy (the paper's constraint), named in the legend;
     values are written at the bars' feet (:func:`arithmetic_bars`).
     """
     t = np.asarray(target_acc, dtype=float)
-    c = np.asarray(control_acc, dtype=float)
+    c = np.full(len(targets), np.nan) if control_acc is None else np.asarray(control_acc, dtype=float)
     if t.shape != (len(targets),) or c.shape != (len(targets),):
         raise TalosError(f"negation bars need one target and one control accuracy per target ({len(targets)})")
     color = method_color(method) if method else method_color("talos")
     x = list(targets)
-    traces = [
-        {"type": "bar", "x": x, "y": _list(t), "name": "target accuracy (lower = forgotten)",
-         "marker": {"color": color}, **_value_labels(t)},
-        {"type": "bar", "x": x, "y": _list(c), "name": f"control accuracy ({control_task})",
-         "marker": {"color": "#bbbbbb"}, **_value_labels(c)},
-    ]
+    traces = [{"type": "bar", "x": x, "y": _list(t), "name": "target accuracy (lower = forgotten)",
+               "marker": {"color": color}, **_value_labels(t)}]
+    if control_acc is not None:
+        traces.append({"type": "bar", "x": x, "y": _list(c), "name": f"control accuracy ({control_task})",
+                       "marker": {"color": "#bbbbbb"}, **_value_labels(c)})
     if zero_shot_target is not None:
         traces.append({"type": "scatter", "x": x, "y": _list(np.asarray(zero_shot_target, dtype=float)),
                        "mode": "markers", "name": "zero-shot target",
@@ -616,18 +679,28 @@ def negation_bars(targets: Sequence[str], target_acc: Sequence[float], control_a
                        legend={"orientation": "h", "yref": "container", "y": 1 - 34 / 440, "yanchor": "top",
                                "xanchor": "left", "x": 0.0},
                        yaxis={"range": [0, 1.05], "title": _title("accuracy")},
-                       xaxis={"type": "category", "title": _title("negated task")})
+                       xaxis=_category_axis(turn, title=_title("negated task")))
+
+
+def _x_range(x_range: tuple[float, float] | None) -> dict:
+    """An α axis over ``x_range`` (a little margin each side so the end points show), or Plotly's own range."""
+    if x_range is None:
+        return {}
+    lo, hi = (float(v) for v in x_range)
+    pad = 0.02 * (hi - lo) if hi > lo else 0.5
+    return {"range": [lo - pad, hi + pad]}
 
 
 @plain_figure
 def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, current_alpha: float | None = None,
                 y: str = "normalized_accuracy", method: str | None = None,
-                title: str = "Average accuracy vs α") -> go.Figure:
+                title: str = "Average accuracy vs α", x_range: tuple[float, float] | None = None) -> go.Figure:
     """Mean-over-tasks ``y`` against α, one line per split, selected α (chosen on val) marked in red.
 
     ``curve`` has columns ``alpha, split, <y>`` (already averaged over tasks, see
     ``dashboard.data.average_curve``). ``current_alpha`` (the slider) is drawn as a grey dotted line.
-    The selected α is also a red star marker trace named ``"selected α"`` on the val line.
+    The selected α is a red line and a red star on the val line, named in the legend (``"selected α = …"``: a
+    label in the plot ran into the legend). ``x_range``: the α span shown (the sliders'), else the whole curve.
     """
     for col in ("alpha", "split", y):
         if col not in curve.columns:
@@ -645,21 +718,25 @@ def alpha_curve(curve: pd.DataFrame, *, selected_alpha: float | None = None, cur
         ref = curve[curve["split"] == "val"] if (curve["split"] == "val").any() else curve
         ref = ref.iloc[(ref["alpha"] - selected_alpha).abs().argsort()[:1]]
         yv = float(ref[y].iloc[0]) if len(ref) else None
-        sh, anns = vline(selected_alpha, color=MARK_COLOR, text=f"selected α = {selected_alpha:g}", name="selected α")
-        shapes.append(sh)
-        traces.append({"type": "scatter", "x": [selected_alpha], "y": [yv], "mode": "markers", "name": "selected α",
+        shapes.append(vline(selected_alpha, color=MARK_COLOR, name="selected α")[0])
+        traces.append({"type": "scatter", "x": [selected_alpha], "y": [yv], "mode": "markers",
+                       "name": f"selected α = {selected_alpha:g} (on val)",
                        "marker": {"symbol": "star", "size": 15, "color": MARK_COLOR}})
     if current_alpha is not None:
         shapes.append(vline(current_alpha, color="#888888", dash="dot", name="current α")[0])
+        traces.append(legend_line(f"shown α = {current_alpha:g}", color="#888888", dash="dot", width=2))
     return make_figure(traces, title, height=340, shapes=shapes, annotations=anns,
-                       xaxis={"title": _title("α")}, yaxis={"title": _title(y.replace("_", " "))})
+                       xaxis={"title": _title("α"), **_x_range(x_range)},
+                       yaxis={"title": _title(y.replace("_", " "))})
 
 
 @plain_figure
 def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | None = None,
                    current_alpha: float | None = None, control_zero_shot: float | None = None,
-                   method: str | None = None) -> go.Figure:
-    """Target and control accuracy vs α for negating ``target`` (SCHEMA ``negation`` table, split val/test)."""
+                   method: str | None = None, x_range: tuple[float, float] | None = None) -> go.Figure:
+    """Target and control accuracy vs α for negating ``target`` (SCHEMA ``negation`` table, split val/test); the
+    selected α, the shown α and 95 % of the zero-shot control accuracy are lines named in the legend; ``x_range``
+    as in :func:`alpha_curve`."""
     sub = table[table["target"] == target]
     if sub.empty:
         raise TalosError(f"no negation results for target {target!r}")
@@ -673,16 +750,18 @@ def negation_curve(table: pd.DataFrame, target: str, *, selected_alpha: float | 
                        "name": f"target ({split})", "mode": "lines", "line": {"color": color, "dash": dash}})
         traces.append({"type": "scatter", "x": xs, "y": _list(s["control_acc"].to_numpy(dtype=float)),
                        "name": f"control ({split})", "mode": "lines", "line": {"color": "#999999", "dash": dash}})
-    shapes, anns = [], []
+    shapes = []
     if selected_alpha is not None:
-        sh, anns = vline(selected_alpha, color=MARK_COLOR, text=f"selected α = {selected_alpha:g}", name="selected α")
-        shapes.append(sh)
+        shapes.append(vline(selected_alpha, color=MARK_COLOR, name="selected α")[0])
+        traces.append(legend_line(f"selected α = {selected_alpha:g} (on val)", color=MARK_COLOR, width=2))
     if current_alpha is not None:
         shapes.append(vline(current_alpha, color="#888888", dash="dot", name="current α")[0])
+        traces.append(legend_line(f"shown α = {current_alpha:g}", color="#888888", dash="dot", width=2))
     if control_zero_shot is not None:
         shapes.append(hline(0.95 * control_zero_shot, color=MARK_COLOR, dash="dot"))
-    return make_figure(traces, f"Negating {target}", height=320, shapes=shapes, annotations=anns,
-                       xaxis={"title": _title("α (θ0 − α τ)")},
+        traces.append(legend_line("95% of zero-shot control", color=MARK_COLOR, dash="dot"))
+    return make_figure(traces, f"Negating {target} (exact model)", height=360, shapes=shapes,
+                       xaxis={"title": _title("α (θ0 − α τ)"), **_x_range(x_range)},
                        yaxis={"title": _title("accuracy"), "range": [0, 1.05]})
 
 
@@ -714,7 +793,26 @@ def efficiency_summary(eff: pd.DataFrame) -> pd.DataFrame:
             out[c] = [pooled[str(m)][c] if str(m) in pooled else v for m, v in zip(out["method"], out[c])]
     if "peak_memory_kind" in eff.columns:
         out["peak_memory_kind"] = eff.groupby("method", sort=False)["peak_memory_kind"].first().to_numpy()
+    if "steps" in eff.columns:  # the steps the timings pool (the error bars' n)
+        out["steps"] = pd.to_numeric(eff["steps"], errors="coerce").groupby(eff["method"], sort=False).sum(
+            min_count=1).reindex(out["method"]).to_numpy()
     return out
+
+
+def mean_interval(mean: Any, std: Any, n: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(below, above)``: the half-widths of a 95 % interval of a mean of ``n`` values with standard deviation
+    ``std`` (normal approximation, 1.96 · std / √n), clipped so the interval never goes below zero (a time or a size
+    cannot be negative); NaN where ``n`` or ``std`` is unknown.
+
+    A standard deviation of step times is no error bar for their mean: one 18-second step among a thousand
+    half-second ones makes it 10 s, drawn from −10 to +11 s around a 0.7 s bar.
+
+    >>> [np.round(a, 3).tolist() for a in mean_interval([0.5, 0.01], [0.2, 0.5], [100, 4])]
+    [[0.039, 0.01], [0.039, 0.49]]
+    """
+    m, s, k = (np.asarray(v, dtype=float) for v in (mean, std, n))
+    half = 1.96 * s / np.sqrt(np.where(k > 0, k, np.nan))
+    return np.minimum(half, m), half
 
 
 MEMORY_KINDS = {"peak_rss_since_reset": "peak RSS", "peak_rss_since_start": "peak RSS since the process started",
@@ -735,10 +833,10 @@ def memory_kind_label(kind: Any) -> str:
 
 @plain_figure
 def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over all tasks)") -> go.Figure:
-    """Three panels: time per step split into forward+backward and optimizer (stacked, ± std),
-    peak memory, calibration time. One colour per method; the optimizer part is hatched. The legend (grey: it
-    names the two parts, whatever the method's colour) sits in its own row under the title, above the panels'
-    titles."""
+    """Three panels: time per step split into forward+backward and optimizer (stacked; whiskers: the 95 % interval
+    of each mean over all steps, :func:`mean_interval`), peak memory, calibration time. One colour per method; the
+    optimizer part is hatched. The legend (grey: it names the two parts, whatever the method's colour) sits in its own
+    row under the title, above the panels' titles."""
     summ = efficiency_summary(eff)
     if summ.empty:
         raise TalosError("efficiency table is empty; nothing to draw")
@@ -754,14 +852,20 @@ def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over al
     legend = [{"type": "bar", "x": labels[:1], "y": [0], "name": name, "hoverinfo": "skip", "xaxis": "x",
                "yaxis": "y", "marker": {"color": "#9a9a9a", **({"pattern": {"shape": "/"}} if hatched else {})}}
               for name, hatched in (("forward + backward", False), ("optimizer step (hatched)", True))]
+    steps = col("steps") if "steps" in summ else np.full(len(summ), np.nan)
+
+    def whiskers(part: str) -> dict:  # the 95 % interval of the mean step time (mean_interval), none without n
+        below, above = mean_interval(col(f"{part}_s_mean") * ms, col(f"{part}_s_std") * ms, steps)
+        return {"type": "data", "symmetric": False, "array": _list(np.nan_to_num(above)),
+                "arrayminus": _list(np.nan_to_num(below)), "visible": bool(np.isfinite(above).any())}
+
     traces = [
         {"type": "bar", "x": labels, "y": _list(col("fwd_bwd_s_mean") * ms), "name": "forward + backward",
          "marker": {"color": colors}, "xaxis": "x", "yaxis": "y", "showlegend": False,
-         "error_y": {"type": "data", "array": _list(np.nan_to_num(col("fwd_bwd_s_std")) * ms), "visible": True}},
+         "error_y": whiskers("fwd_bwd")},
         {"type": "bar", "x": labels, "y": _list(col("opt_s_mean") * ms), "name": "optimizer step",
          "marker": {"color": colors, "pattern": {"shape": "/"}, "line": {"color": "white"}}, "xaxis": "x",
-         "yaxis": "y", "showlegend": False,
-         "error_y": {"type": "data", "array": _list(np.nan_to_num(col("opt_s_std")) * ms), "visible": True}},
+         "yaxis": "y", "showlegend": False, "error_y": whiskers("opt")},
         {"type": "bar", "x": labels, "y": _list(col("peak_memory_mb")), "name": "peak memory",
          "marker": {"color": colors}, "showlegend": False, "xaxis": "x2", "yaxis": "y2"},
         {"type": "bar", "x": labels, "y": _list(calib), "name": "calibration", "marker": {"color": colors},
@@ -793,11 +897,14 @@ def sparsity_curve(table: pd.DataFrame, *, method: str | None = None,
 
 @plain_figure
 def linearization_scatter(table: pd.DataFrame, *, title: str = "Is fine-tuning in the linear regime?") -> go.Figure:
-    """Fine-tuned accuracy (x) vs its linearized prediction's accuracy (y); on the diagonal = linear regime."""
+    """Fine-tuned accuracy (x) vs its linearized prediction's accuracy (y); on the diagonal = linear regime. One
+    colour per method; the task is in each point's hover text (labels written beside 25 points pile up)."""
     traces = [{"type": "scatter", "x": _list(sub["finetuned_acc"].to_numpy(dtype=float)),
-               "y": _list(sub["linearized_acc"].to_numpy(dtype=float)), "mode": "markers+text",
-               "text": sub["task"].tolist(), "textposition": "top center", "name": method_label(str(method)),
-               "marker": {"size": 11, "color": method_color(str(method))}}
+               "y": _list(sub["linearized_acc"].to_numpy(dtype=float)), "mode": "markers",
+               "text": sub["task"].tolist(), "name": method_label(str(method)),
+               "hovertemplate": f"{method_label(str(method))} · %{{text}}<br>fine-tuned %{{x:.3f}}<br>linearized "
+                                "%{y:.3f}<extra></extra>",
+               "marker": {"size": 11, "color": method_color(str(method)), "line": {"width": 1, "color": "white"}}}
               for method, sub in table.groupby("method", sort=False)]
     return make_figure(traces, title, height=380,
                        shapes=[{"type": "line", "x0": 0, "y0": 0, "x1": 1, "y1": 1,
@@ -983,6 +1090,25 @@ COMPARISON_HIGHER_BETTER = {"addition_abs", "addition_norm", "negation_control",
 COMPARISON_LOWER_BETTER = {"negation_target", "time_per_step_s", "peak_memory_mb"}
 
 
+#: the comparison table's columns as a person reads them (units in the header, numbers alone in the cells)
+COMPARISON_HEADERS = {
+    "store": "Store", "name": "Method", "addition_abs": "Addition: absolute accuracy (%)",
+    "addition_norm": "Addition: normalized accuracy (%)", "negation_target": "Negation: target accuracy (%, ↓)",
+    "negation_control": "Negation: control accuracy (%)", "single_task_acc": "Single-task accuracy (%)",
+    "zero_shot_acc": "Zero-shot accuracy (%)", "time_per_step_s": "Time per step (ms)",
+    "peak_memory_mb": "Peak memory (MB)", "sparsity": "Sparsity (fraction frozen)"}
+
+
+def header(col: str) -> str:
+    """A table column as a person reads it: :data:`COMPARISON_HEADERS`, else the id with spaces (``snake_case``
+    never reaches the page).
+
+    >>> header("addition_abs"), header("time_per_step_s"), header("some_new_column")
+    ('Addition: absolute accuracy (%)', 'Time per step (ms)', 'Some new column')
+    """
+    return COMPARISON_HEADERS.get(col) or col.replace("_", " ").strip().capitalize()
+
+
 def best_per_column(df: pd.DataFrame, exclude: Iterable[tuple[str, str]] = (),
                     veto: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """Index label of the best row per comparison column (max for accuracies, min for costs and the
@@ -1011,6 +1137,42 @@ def best_per_column(df: pd.DataFrame, exclude: Iterable[tuple[str, str]] = (),
     return out
 
 
+def separated_best(df: pd.DataFrame, exclude: Iterable[tuple[str, str]] = (),
+                   veto: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+    """The best row per column (:func:`best_per_column`, with its ``exclude`` and ``veto`` cells: numbers the audit
+    flags) only where the 95 % intervals separate it from every other competing row: its interval lies wholly above
+    (below, for lower-is-better columns) every other row's. A column without intervals (time, memory, a store
+    written before them) or a row without one cannot be told apart: no best.
+
+    >>> df = pd.DataFrame({"addition_abs": [0.8209, 0.8208, 0.5], "addition_abs_lo": [0.80, 0.79, 0.45],
+    ...                    "addition_abs_hi": [0.84, 0.85, 0.55], "addition_norm": [0.9, 0.6, 0.5],
+    ...                    "addition_norm_lo": [0.88, 0.55, 0.45], "addition_norm_hi": [0.92, 0.65, 0.55]})
+    >>> separated_best(df)
+    {'addition_norm': 0}
+    """
+    out: dict[str, Any] = {}
+    excluded = set(exclude)
+    methods = [str(m) for m in df["method"]] if "method" in df.columns else [None] * len(df)
+    for col, best in best_per_column(df, excluded, veto).items():
+        iv = interval_of(df, col)
+        if iv is None:
+            continue
+        lo, hi = iv
+        values = pd.to_numeric(df[col], errors="coerce")
+        out_of_race = {i for i, m in zip(df.index, methods) if (m, col) in excluded
+                       or (col == "addition_norm" and values[i] > 1.0)}
+        others = [i for i in df.index if i != best and pd.notna(values[i]) and i not in out_of_race]
+        if not others or pd.isna(lo[best]) or pd.isna(hi[best]):
+            continue
+        if col in COMPARISON_HIGHER_BETTER:
+            apart = all(pd.notna(hi[i]) and hi[i] < lo[best] for i in others)
+        else:
+            apart = all(pd.notna(lo[i]) and lo[i] > hi[best] for i in others)
+        if apart:
+            out[col] = best
+    return out
+
+
 INTERVAL_SUFFIXES = ("_lo", "_hi")
 
 
@@ -1033,17 +1195,19 @@ def _is_accuracy(col: str) -> bool:
     return col in COMPARISON_HIGHER_BETTER or col == "negation_target" or col.endswith(("_acc", "_norm", "_abs"))
 
 
-def comparison_cells(df: pd.DataFrame, *, labels: bool = False) -> pd.DataFrame:
-    """The comparison table as display strings (pure; what :func:`comparison_styler` shows): accuracies as
-    percentages with their 95% bootstrap interval over test examples beside them where the table has one
-    (``45.00% [41.2, 48.9]``), seconds in ms, memory in MB; the ``_lo``/``_hi`` columns folded into their means.
-    ``labels``: a first column ``name`` with each method's readable label (:func:`~talos_core.schema.method_label`,
-    variant rows such as ``talos-k0.9`` as ``TaLoS (k = 0.9)``).
+def comparison_cells(df: pd.DataFrame, *, labels: bool = False, units: bool = True) -> pd.DataFrame:
+    """The comparison table as display strings (pure), column ids kept: accuracies as percentages with their 95%
+    bootstrap interval over test examples beside them where the table has one (``45.00% [41.2, 48.9]``), seconds in
+    ms, memory in MB; the ``_lo``/``_hi`` columns folded into their means. ``labels``: a first column ``name`` with
+    each method's readable label (:func:`~talos_core.schema.method_label`, variant rows such as ``talos-k0.9`` as
+    ``TaLoS (k = 0.9)``). ``units=False``: the numbers without their unit (the header names it:
+    :func:`comparison_table`).
 
     >>> comparison_cells(pd.DataFrame({"method": ["talos"], "addition_abs": [0.45],
     ...                                "addition_abs_lo": [0.412], "addition_abs_hi": [0.489]})).iloc[0].tolist()
     ['talos', '45.00% [41.2, 48.9]']
     """
+    pct, ms, mb = ("%", " ms", " MB") if units else ("", "", "")
     folded = {f"{c}{sfx}" for c in df.columns if interval_of(df, c) is not None for sfx in INTERVAL_SUFFIXES}
     out = pd.DataFrame(index=df.index)
     if labels and "method" in df.columns:
@@ -1057,40 +1221,59 @@ def comparison_cells(df: pd.DataFrame, *, labels: bool = False) -> pd.DataFrame:
             iv = interval_of(df, col)
             cells = []
             for i, v in zip(df.index, num):
-                text = "—" if pd.isna(v) else f"{100 * v:.2f}%"
+                text = "—" if pd.isna(v) else f"{100 * v:.2f}{pct}"
                 if iv is not None and not pd.isna(v) and not (pd.isna(iv[0][i]) or pd.isna(iv[1][i])):
                     text += f" [{100 * iv[0][i]:.1f}, {100 * iv[1][i]:.1f}]"
                 cells.append(text)
             out[col] = cells
         elif col == "time_per_step_s":
-            out[col] = ["—" if pd.isna(v) else f"{1000 * v:.1f} ms" for v in pd.to_numeric(values, errors="coerce")]
+            out[col] = ["—" if pd.isna(v) else f"{1000 * v:.1f}{ms}" for v in pd.to_numeric(values, errors="coerce")]
         elif col == "peak_memory_mb":
-            out[col] = ["—" if pd.isna(v) else f"{v:.0f} MB" for v in pd.to_numeric(values, errors="coerce")]
+            out[col] = ["—" if pd.isna(v) else f"{v:.0f}{mb}" for v in pd.to_numeric(values, errors="coerce")]
         else:
             out[col] = values
     return out
 
 
-def comparison_styler(df: pd.DataFrame, *, labels: bool = False,
-                      badges: Mapping[tuple[str, str], str] | None = None,
-                      not_best: tuple[Iterable[tuple[str, str]], Iterable[tuple[str, str]]] = ((), ())):
-    """A pandas ``Styler`` for the comparison table: best value per column bold on a green background,
-    accuracies as percentages with their 95% interval beside them where the table has one
-    (:func:`comparison_cells`), seconds and MB with sensible precision. ``badges``: ``{(method, column): text}``
-    appended to those cells (the audit's ⚑ footnote numbers, :mod:`dashboard.audit_view`); ``not_best``: the
-    ``(exclude, veto)`` cells of :func:`best_per_column` (:func:`dashboard.audit_view.not_best`)."""
-    best = best_per_column(df, *not_best)
-    cells = comparison_cells(df, labels=labels)
+BEST_STYLE = "font-weight: bold; background-color: #d9f0d3"
+@dataclass(frozen=True)
+class ComparisonTable:
+    """The method comparison table as the Efficiency page shows it: ``cells`` (display strings under the headers a
+    person reads, :func:`header`; one row per method, named by its catalogue label), ``best`` (header → row
+    position of a best the 95 % intervals separate, :func:`separated_best`) and the table it was built from."""
+
+    cells: pd.DataFrame
+    best: dict[str, int]
+    raw: pd.DataFrame
+
+    def styler(self):
+        """The cells as a pandas ``Styler`` (the separated bests bold on green; no index column)."""
+        def _highlight(col: pd.Series) -> list[str]:
+            return [BEST_STYLE if self.best.get(col.name) == pos else "" for pos in range(len(col))]
+
+        return self.cells.style.apply(_highlight, axis=0).hide(axis="index")
+
+
+def comparison_table(df: pd.DataFrame, *, badges: Mapping[tuple[str, str], str] | None = None,
+                     not_best: tuple[Iterable[tuple[str, str]], Iterable[tuple[str, str]]] = ((), ())
+                     ) -> ComparisonTable:
+    """The one builder of the displayed comparison table (:class:`ComparisonTable`): method labels instead of
+    ids, headers with units, numbers with their 95 % interval, and the bests the intervals separate. ``badges``:
+    ``{(method, column): text}`` appended to those cells (the audit's ⚑ footnote numbers,
+    :func:`dashboard.audit_view.cell_badges`); ``not_best``: the ``(exclude, veto)`` cells of
+    :func:`best_per_column` (:func:`dashboard.audit_view.not_best`)."""
+    cells = comparison_cells(df, labels=True, units=False)
     if badges and "method" in df.columns:
         from dashboard.audit_view import badge_table
 
         cells = badge_table(cells, [str(m) for m in df["method"]], badges)
-
-    def _highlight(col: pd.Series) -> list[str]:
-        return ["font-weight: bold; background-color: #d9f0d3" if best.get(col.name) == idx else ""
-                for idx in col.index]
-
-    return cells.style.apply(_highlight, axis=0)
+    if "name" in cells.columns:
+        cells = cells.drop(columns=["method"])
+    first = [c for c in ("store", "name") if c in cells.columns]
+    cells = cells[first + [c for c in cells.columns if c not in first]]
+    positions = {idx: pos for pos, idx in enumerate(df.index)}
+    best = {header(col): positions[idx] for col, idx in separated_best(df, *not_best).items()}
+    return ComparisonTable(cells.rename(columns=header).reset_index(drop=True), best, df)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 * :func:`addition_gallery` / :func:`negation_gallery` / :func:`localization_gallery` — the fixed examples of a
   task (SCHEMA.md ``examples``, read by :func:`talos_core.schema.load_examples`) with true label, zero-shot
-  prediction and the prediction of the model the page shows: exact on the stored α grid, the linearized
-  model ``f(x, θ0) + Σ α_t τ_tᵀ∇f(x, θ0)`` between grid points (its terms are stored with the examples);
+  prediction and the prediction of the model the page shows, named in every heading (:attr:`Gallery.model`): the
+  exact model at the stored α's (the grid and the teaching range), the first-order (linearized) model
+  ``f(x, θ0) + Σ α_t τ_tᵀ∇f(x, θ0)`` between them with how far it is from the exact one at the nearest stored point
+  (:func:`distance_to_exact`), or the exact model evaluated on demand (:func:`exact_gallery`);
 * :func:`tiles` — bordered thumbnails of image examples (green = right, red = wrong, amber frame = the
   prediction changed from zero-shot);
 * :func:`xi_linearized` — ξ(α1, α2) of the linearized model at any resolution from a preview cache.
@@ -52,11 +54,24 @@ class Gallery:
     note: str
     predicted: np.ndarray | None = None
     thumbnails: np.ndarray | None = None
+    asked: str = ""  # the α's the page asked for, as the heading names them ("α = 11", "α = (0.5, 1, 0)")
 
     @property
     def changed(self) -> int:
         """How many examples' prediction differs from zero-shot."""
         return int((self.table["status"] != "").sum())
+
+    @property
+    def model(self) -> str:
+        """Which model the predictions are of, in the words every view uses: ``exact model`` (evaluated at the α's
+        shown, stored or computed on demand), ``first-order model`` (the linearized model between the stored
+        exact points), or the exact model at another α (the nearest stored point, when no first-order terms are
+        stored)."""
+        if self.source == "exact":
+            return f"exact model at {self.asked}" if self.asked else "exact model"
+        if self.source == "linearized":
+            return f"first-order model at {self.asked}"
+        return f"exact model at the nearest exact point α = {self.alpha:.3g} (asked {self.asked})"
 
 
 def status(labels: np.ndarray, zero_shot: np.ndarray, predicted: np.ndarray) -> list[str]:
@@ -107,57 +122,94 @@ def _on_grid(grid: Sequence[float], alpha: float) -> float | None:
 
 
 def _gallery(ex: ExampleSet, task: str, predicted: np.ndarray, source: str, alpha: float | None,
-             note: str) -> Gallery:
+             note: str, asked: str = "") -> Gallery:
     return Gallery(task, ex.modality(task), gallery_table(ex, task, predicted), source, alpha, note,
-                   np.asarray(predicted), ex.thumbnails(task))
+                   np.asarray(predicted), ex.thumbnails(task), asked)
+
+
+def asked_alphas(alphas: Sequence[float]) -> str:
+    """``α = 0.5`` for one shared α, ``α = (0.5, 1, 0)`` for a mix.
+
+    >>> asked_alphas([0.5, 0.5]), asked_alphas([0.5, 1.0, 0.0])
+    ('α = 0.5', 'α = (0.5, 1, 0)')
+    """
+    vals = [float(a) for a in alphas]
+    if vals and max(vals) - min(vals) <= GRID_TOL:
+        return f"α = {vals[0]:.3g}"
+    return "α = (" + ", ".join(f"{a:.3g}" for a in vals) + ")"
+
+
+def distance_to_exact(ex: ExampleSet, task: str, first_order: np.ndarray, exact: np.ndarray, point: float) -> str:
+    """How far the first-order model is from the exact one at the nearest stored exact point ``point``: right
+    answers of each on ``task``'s examples and on how many they disagree (``first_order`` and ``exact``: their
+    predictions there)."""
+    labels = ex.labels(task)
+    n = len(labels)
+    fo, xa = int((first_order == labels).sum()), int((exact == labels).sum())
+    apart = int((np.asarray(first_order) != np.asarray(exact)).sum())
+    return (f"Exact predictions are stored at the grid's α's only; this is the first-order model f(x, θ0) + Σ α_t "
+            f"τ_tᵀ∇f(x, θ0) between them. At the nearest exact point, α = {point:.3g}, the first-order model gets "
+            f"{fo}/{n} right and the exact model {xa}/{n}: they disagree on {apart} of {n} examples.")
 
 
 def addition_gallery(ex: ExampleSet, task: str, alphas: Mapping[str, float]) -> Gallery:
-    """``task``'s examples under θ0 + Σ_t α_t τ_t: exact when every α is the same grid point of the stored
-    addition grid, else the linearized model (or, without its terms, the grid point nearest the mean α)."""
+    """``task``'s examples under θ0 + Σ_t α_t τ_t: the exact model when every α is the same stored exact point,
+    else the first-order model with its distance to the exact one at the nearest exact point (or, without
+    first-order terms, the exact model at that point)."""
     if task not in ex.tasks:
         raise TalosError(f"no examples of task {task!r} under addition; tasks: {', '.join(ex.tasks)}")
     vals = np.array([float(alphas.get(t, 0.0)) for t in ex.tasks])
+    asked = asked_alphas(vals)
     shared = float(vals.mean()) if vals.size else 0.0
     grid = ex.meta["addition_alphas"]
     point = _on_grid(grid, shared) if np.ptp(vals) <= GRID_TOL else None
     if point is not None:
         pred, a = ex.addition_at(task, point)
-        return _gallery(ex, task, pred, "exact", a, f"Exact predictions at α = {a:.3g} (a point of the α grid).")
+        return _gallery(ex, task, pred, "exact", a, f"Exact predictions of θ0 + {a:.3g}·Σ_t τ_t, stored at this α.",
+                        asked)
+    exact, near = ex.addition_at(task, shared)
     if ex.has_linearized(task):
         pred = ex.linearized(task, {t: float(alphas.get(t, 0.0)) for t in ex.tasks})
-        why = "per-task α's differ" if np.ptp(vals) > GRID_TOL else f"α = {shared:.3g} is between grid points"
-        return _gallery(ex, task, pred, "linearized", None,
-                        f"Linearized preview ({why}): predictions of f(x, θ0) + Σ α_t τ_tᵀ∇f(x, θ0); exact "
-                        "predictions are stored at the grid points only.")
-    pred, a = ex.addition_at(task, shared)
-    return _gallery(ex, task, pred, "nearest", a,
-                    f"Nearest grid point α = {a:.3g} (asked {shared:.3g}); this result has no linearized terms "
-                    "to preview in between.")
+        at_point = ex.linearized(task, {t: near for t in ex.tasks})
+        return _gallery(ex, task, pred, "linearized", None, distance_to_exact(ex, task, at_point, exact, near), asked)
+    return _gallery(ex, task, exact, "nearest", near,
+                    f"This result stores no first-order terms: the gallery shows the exact model at the stored α "
+                    f"nearest the mean of your α's, {near:.3g}.", asked)
 
 
 def negation_gallery(ex: ExampleSet, target: str, alpha: float) -> tuple[Gallery, Gallery | None]:
     """θ0 − α τ_target on the target's examples (``forgotten`` ones are what negation should produce) and on
-    the control task's (any ``status`` there is a flip the control constraint should keep rare)."""
+    the control task's (any ``status`` there is a flip the control constraint should keep rare): the exact model
+    at a stored exact point, else the first-order model and its distance to the exact one (:func:`addition_gallery`)."""
     if target not in ex.tasks:
         raise TalosError(f"no examples of target {target!r} under negation; targets: {', '.join(ex.tasks)}")
     grid = ex.meta["negation_alphas"][target]
     point = _on_grid(grid, float(alpha))
     control = ex.control_task
+    asked = asked_alphas([alpha])
     out = []
     for task in [target] + ([control] if control else []):
         if point is not None:
             pred, a = ex.negation_at(target, task, point)
-            out.append(_gallery(ex, task, pred, "exact", a, f"Exact predictions at α = {a:.3g} (a grid point)."))
-        elif ex.has_linearized(task):
-            out.append(_gallery(ex, task, ex.linearized(task, {target: -float(alpha)}), "linearized", None,
-                                f"Linearized preview (α = {alpha:.3g} is between grid points): f(x, θ0) − α "
-                                "τᵀ∇f(x, θ0); exact predictions are stored at the grid points only."))
+            out.append(_gallery(ex, task, pred, "exact", a, f"Exact predictions of θ0 − {a:.3g}·τ_{target}, stored "
+                                                             "at this α.", asked))
+            continue
+        exact, near = ex.negation_at(target, task, float(alpha))
+        if ex.has_linearized(task):
+            pred = ex.linearized(task, {target: -float(alpha)})
+            at_point = ex.linearized(task, {target: -near})
+            out.append(_gallery(ex, task, pred, "linearized", None,
+                                distance_to_exact(ex, task, at_point, exact, near), asked))
         else:
-            pred, a = ex.negation_at(target, task, float(alpha))
-            out.append(_gallery(ex, task, pred, "nearest", a, f"Nearest grid point α = {a:.3g} (asked "
-                                                               f"{alpha:.3g})."))
+            out.append(_gallery(ex, task, exact, "nearest", near, "This result stores no first-order terms: the "
+                                f"gallery shows the exact model at the stored α nearest yours, {near:.3g}.", asked))
     return out[0], (out[1] if len(out) > 1 else None)
+
+
+def exact_gallery(ex: ExampleSet, task: str, predicted: np.ndarray, alphas: Sequence[float]) -> Gallery:
+    """``task``'s examples under the exact model evaluated on demand at ``alphas`` (the page's α's)."""
+    return _gallery(ex, task, predicted, "exact", None, "Exact predictions, evaluated now from the runs' task "
+                                                         "vectors at these α's.", asked_alphas(alphas))
 
 
 def localization_gallery(ex: ExampleSet, row_task: str, col_task: str) -> Gallery:
@@ -167,7 +219,8 @@ def localization_gallery(ex: ExampleSet, row_task: str, col_task: str) -> Galler
     if pred is None:
         raise TalosError(f"no examples of {col_task!r} under the {row_task!r} task vector; "
                          f"tasks: {', '.join(ex.tasks)}")
-    return _gallery(ex, col_task, pred, "exact", 1.0, f"Predictions of θ0 + τ_{row_task} on {col_task}'s examples.")
+    return _gallery(ex, col_task, pred, "exact", 1.0, f"Exact predictions of θ0 + τ_{row_task} on {col_task}'s "
+                                                      "examples.", "α = 1")
 
 
 def summary(g: Gallery) -> str:

@@ -1,5 +1,5 @@
-"""Streamlit side of the Arithmetic page's in-browser preview (issue 17): the ``st.components.v2`` component that
-holds the α slider(s) and the *Linearized preview* chart, recomputed in the browser on every slider ``input`` —
+"""Streamlit side of the Arithmetic page's in-browser preview: the ``st.components.v2`` component that
+holds the α slider(s) and the *First-order model* preview chart, recomputed in the browser on every slider ``input`` —
 in the addition tab (:func:`addition_sliders`) and the negation tab (:func:`negation_sliders`).
 
 The data it gets and the numerics are in :mod:`dashboard.live_preview` (pure, tested without Streamlit); the
@@ -29,13 +29,15 @@ _CSS = """
 .talos-live-sliders.talos-live-grid { grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); }
 .talos-live-slider label { display: flex; justify-content: space-between; font-size: 14px; line-height: 1.6; }
 .talos-live-value { color: var(--st-primary-color, #ff4b4b); font-variant-numeric: tabular-nums; }
-.talos-live-slider input[type=range] { -webkit-appearance: none; appearance: none; width: 100%; height: 4px;
-  margin: 0.6rem 0 0.9rem 0; border-radius: 2px; cursor: pointer; outline: none;
-  background: linear-gradient(to right, var(--st-primary-color, #ff4b4b) var(--pct, 0%), #d5dae5 var(--pct, 0%)); }
+.talos-live-slider input[type=range] { -webkit-appearance: none; appearance: none; width: 100%; height: 24px;
+  margin: 0.1rem 0 0.4rem 0; cursor: pointer; outline: none; background-color: transparent;
+  background-image: linear-gradient(to right, var(--st-primary-color, #ff4b4b) var(--pct, 0%), #d5dae5 var(--pct, 0%));
+  background-size: 100% 4px; background-position: center; background-repeat: no-repeat; }
 .talos-live-slider input[type=range]::-webkit-slider-thumb { -webkit-appearance: none; appearance: none;
-  width: 12px; height: 12px; border-radius: 50%; background: var(--st-primary-color, #ff4b4b); border: none; }
-.talos-live-slider input[type=range]::-moz-range-thumb { width: 12px; height: 12px; border-radius: 50%;
-  background: var(--st-primary-color, #ff4b4b); border: none; }
+  width: 18px; height: 18px; border-radius: 50%; background: var(--st-primary-color, #ff4b4b);
+  border: 2px solid #ffffff; box-shadow: 0 0 0 1px rgba(0, 0, 0, 0.15); }
+.talos-live-slider input[type=range]::-moz-range-thumb { width: 18px; height: 18px; border-radius: 50%;
+  background: var(--st-primary-color, #ff4b4b); border: 2px solid #ffffff; }
 .talos-live-slider input[type=range]:focus-visible::-webkit-slider-thumb {
   box-shadow: 0 0 0 0.2rem rgba(255, 75, 75, 0.5); }
 .talos-live-chart { width: 100%; min-height: 380px; overflow: hidden; }
@@ -46,6 +48,7 @@ _CSS = """
 _component = st.components.v2.component("talos_live_preview", js=_JS, css=_CSS, isolate_styles=False)
 
 _SENT = "_talos_live_sent"  # payload keys this session's browser received
+LIVE_VALUES = "_talos_live_values."  # + component key: the slider values it last reported
 _PAYLOADS: dict[tuple, tuple[PreviewCache, dict]] = {}  # built payloads, per loaded preview cache (a few)
 
 
@@ -105,7 +108,7 @@ def _mount(specs: list[live_preview.SliderSpec], payload: dict, tasks: list[str]
            **extra) -> dict[str, float]:
     """Mount the component with ``specs`` and return slider id → value (state, else URL, else default), keeping
     the URL equal to them."""
-    mirror = f"_talos_live_values.{ckey}"
+    mirror = LIVE_VALUES + ckey
     query = st.query_params.to_dict()
     values = live_preview.resolve_values(specs, st.session_state.get(mirror), query)
     sent: set = st.session_state.setdefault(_SENT, set())
@@ -151,29 +154,45 @@ def negation_payload(neg: data.Negation, preview: PreviewCache | None, *,
     return payload, targets, control
 
 
-def negation_sliders(neg: data.Negation, got: tuple[dict, list[str], str | None], *, method: str,
-                     split: str = "test") -> dict[str, float]:
+def _view_key(view: str, specs: Sequence[live_preview.SliderSpec]) -> str:
+    """A short key of the results shown (``view``: store, suite, model, method) and the sliders' spans: another view
+    or α range mounts a fresh component, never one holding the previous results' sliders and values."""
+    import hashlib
+
+    sig = view + "|" + "|".join(f"{s.id}:{s.lo:g}:{s.hi:g}:{s.step:g}" for s in specs)
+    return hashlib.sha1(sig.encode()).hexdigest()[:10]
+
+
+def negation_sliders(neg: data.Negation, got: tuple[dict, list[str], str | None], *, method: str, view: str,
+                     ranges: Mapping[str, tuple[float, float, float]], split: str = "test") -> dict[str, float]:
     """Mount the negation tab's component (one slider per target + the live preview chart, each target negated
-    on its own) and return target → α; ``got`` is :func:`negation_payload`'s (not ``None``)."""
+    on its own) and return target → α; ``got`` is :func:`negation_payload`'s (not ``None``); ``ranges``: each
+    target's ``(lo, hi, step)`` (:mod:`dashboard.alpha_range`)."""
     payload, targets, control = got
     specs = live_preview.negation_sliders(neg.targets, {t: neg.grid(t) for t in neg.targets}, neg.selected,
-                                key=ui.qkey("n", method))
+                                          key=ui.qkey("n", method), ranges=ranges)
     czs = neg.control_zero_shot.get(split)
-    values = _mount(specs, payload, targets, f"live.neg.{ui.qkey(method)}", "negation_preview", control=control,
-                    control_label=neg.control_task,
-                    control_zero_shot=float(czs) if czs is not None and math.isfinite(float(czs)) else None)
+    from dashboard.figures import turn_labels
+
+    values = _mount(specs, payload, targets, f"live.neg.{ui.qkey(method)}.{_view_key(view, specs)}",
+                    "negation_preview", control=control, control_label=neg.control_task,
+                    control_zero_shot=float(czs) if czs is not None and math.isfinite(float(czs)) else None,
+                    turn=turn_labels(targets))
     return live_preview.alphas_of(specs, values)
 
 
-def addition_sliders(add: data.Addition, got: tuple[dict, list[str]], *, method: str, same: bool) -> dict[str, float]:
-    """Mount the component (sliders + live preview chart) and return task → α as the sliders stand; ``got`` is
-    :func:`addition_payload`'s (not ``None``).
+def addition_sliders(add: data.Addition, got: tuple[dict, list[str]], *, method: str, same: bool, view: str,
+                     lo: float, hi: float, step: float) -> dict[str, float]:
+    """Mount the component (sliders over ``[lo, hi]`` by ``step`` + live preview chart) and return task → α as the
+    sliders stand; ``got`` is :func:`addition_payload`'s (not ``None``); ``view`` names the results shown.
 
     The values come from the component's state (what the browser reported on the last release), else the URL
     (``?a.<method>=α``, ``?a.<method>.<task>=α``), else the selected α; the URL is kept equal to them."""
     payload, tasks = got
-    lo, hi = float(min(add.alpha_grid)), float(max(add.alpha_grid))
-    specs = live_preview.addition_sliders(add.tasks, lo, hi, add.grid_step / 5, add.selected_alpha, same=same,
-                                key=ui.qkey("a", method))
-    ckey = f"live.add.{ui.qkey(method)}.{'same' if same else 'each'}"
-    return live_preview.alphas_of(specs, _mount(specs, payload, tasks, ckey, "addition_preview"))
+    specs = live_preview.addition_sliders(add.tasks, lo, hi, step, add.selected_alpha, same=same,
+                                          key=ui.qkey("a", method))
+    from dashboard.figures import turn_labels
+
+    ckey = f"live.add.{ui.qkey(method)}.{'same' if same else 'each'}.{_view_key(view, specs)}"
+    return live_preview.alphas_of(specs, _mount(specs, payload, tasks, ckey, "addition_preview",
+                                                turn=turn_labels(tasks)))

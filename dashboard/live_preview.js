@@ -1,4 +1,4 @@
-// The Arithmetic page's in-browser linearized preview (issue 17): α slider(s) + the "Linearized preview" bar chart.
+// The Arithmetic page's in-browser first-order preview: α slider(s) + the "First-order model" bar chart.
 // Mounted by dashboard/live_component.py (st.components.v2, no iframe, no build step); the data format is
 // described in dashboard/live_preview.py. On every `input` event of a slider the accuracies are recomputed here
 // from the cached arrays (base + Σ α_t jvp_t, summed exactly as talos_core.schema.preview_logits) and the chart is
@@ -163,15 +163,16 @@ function textWidth(text, size) {
 }
 
 // the frame every chart shares: background, title, legend band, y axis 0..1.05 with its grid, category labels
-// (turned by 30° when they would overlap: Plotly's auto-angle) and an optional x-axis title
-function frame(width, cats, title, legend, xTitle) {
+// (turned by 30° when Python says so — dashboard.figures.turn_labels, the rule its twin chart follows — else when
+// they would overlap) and an optional x-axis title
+function frame(width, cats, title, legend, xTitle, turnLabels) {
   const H = 380;
   const W = Math.max(240, Math.round(width));
   const L = 60, R = 20, T = 95;
   const pw = W - L - R;
   const band = pw / Math.max(1, cats.length);
   const widest = Math.max(0, ...cats.map((t) => textWidth(t, 12)));
-  const turn = widest > band - 6;
+  const turn = typeof turnLabels === 'boolean' ? turnLabels : widest > band - 6;
   const labelsH = turn ? widest * 0.5 + 12 * 0.87 + 16 : 30;
   const B = Math.max(50, Math.ceil(labelsH + (xTitle ? 24 : 0)));
   const ph = H - T - B;
@@ -249,15 +250,15 @@ function hline(f, v, color, dash, width) {
 }
 
 // dashboard.figures.arithmetic_bars: bars (opacity 0.6), zero-shot dashes, single-task diamonds, dashed mean
-function svgChart(width, tasks, acc, zs, st, color, title) {
-  const legend = [{ kind: 'bar', text: 'linearized preview', color, opacity: 0.6 }];
+function svgChart(width, tasks, acc, zs, st, color, title, turn) {
+  const legend = [{ kind: 'bar', text: 'first-order model', color, opacity: 0.6 }];
   if (zs.some((v) => v === v)) legend.push({ kind: 'zs', text: 'zero-shot' });
   if (st.some((v) => v === v)) legend.push({ kind: 'st', text: 'single-task fine-tuned' });
   const m = acc.some((v) => Number.isFinite(v)) ? npNanMean(acc) : null;
   if (m !== null) legend.push({ kind: 'line', text: `mean ${fmtF(m, 3)}`, color, dash: '9,9', width: 1 });
-  const f = frame(width, tasks, title, legend, null);
+  const f = frame(width, tasks, title, legend, null, turn);
   tasks.forEach((t, i) => bar(f, f.cx(i), f.band * 0.8, acc[i], color, 0.6, '#ffffff',
-                              `${t}: ${fmtF(acc[i], 4)} (linearized preview)`));
+                              `${t}: ${fmtF(acc[i], 4)} (first-order model)`));
   tasks.forEach((t, i) => {
     if (zs[i] === zs[i]) {
       f.out.push(`<path d="M${f.cx(i) - 23.8},${f.y(zs[i])}H${f.cx(i) + 23.8}" stroke="${ZERO_SHOT}" stroke-width="3">`
@@ -275,17 +276,20 @@ function svgChart(width, tasks, acc, zs, st, color, title) {
 }
 
 // dashboard.figures.negation_bars: per negated target, target accuracy (method colour) and control accuracy
-// (grey) side by side; the dotted red line is 95 % of the control's zero-shot accuracy
-function svgNegation(width, targets, tacc, cacc, color, control, controlZeroShot, title) {
-  const legend = [{ kind: 'bar', text: 'target accuracy (lower = forgotten)', color, opacity: 1 },
-                  { kind: 'bar', text: `control accuracy (${control})`, color: '#bbbbbb', opacity: 1 }];
+// (grey) side by side — the control only where the cache has its points (hasControl), else neither its bars nor
+// its legend entry; the dotted red line is 95 % of the control's zero-shot accuracy
+function svgNegation(width, targets, tacc, cacc, color, control, hasControl, controlZeroShot, title, turn) {
+  const legend = [{ kind: 'bar', text: 'target accuracy (lower = forgotten)', color, opacity: 1 }];
+  if (hasControl) legend.push({ kind: 'bar', text: `control accuracy (${control})`, color: '#bbbbbb', opacity: 1 });
   const limit = controlZeroShot !== null && controlZeroShot !== undefined && Number.isFinite(controlZeroShot);
   if (limit) legend.push({ kind: 'line', text: '95% of zero-shot control', color: '#d62728', dash: '3,3', width: 1.5 });
-  const f = frame(width, targets, title, legend, 'negated task');
-  const w = f.band * 0.4;
+  const f = frame(width, targets, title, legend, 'negated task', turn);
+  const w = hasControl ? f.band * 0.4 : f.band * 0.6;
   targets.forEach((t, i) => {
-    bar(f, f.cx(i) - w / 2, w, tacc[i], color, 1, '#ffffff', `${t}: target ${fmtF(tacc[i], 4)}`);
-    bar(f, f.cx(i) + w / 2, w, cacc[i], '#bbbbbb', 1, '#444444', `${t}: control ${control} ${fmtF(cacc[i], 4)}`);
+    bar(f, f.cx(i) - (hasControl ? w / 2 : 0), w, tacc[i], color, 1, '#ffffff', `${t}: target ${fmtF(tacc[i], 4)}`);
+    if (hasControl) {
+      bar(f, f.cx(i) + w / 2, w, cacc[i], '#bbbbbb', 1, '#444444', `${t}: control ${control} ${fmtF(cacc[i], 4)}`);
+    }
   });
   if (limit) hline(f, 0.95 * controlZeroShot, '#d62728', '3,3', 1.5);
   f.out.push('</svg>');
@@ -331,7 +335,12 @@ function build(inst, data) {
   chart.dataset.talosChart = data.chart;
   root.append(box, chart);
   inst.chart = chart;
-  inst.sliderIds = data.sliders.map((s) => s.id).join('|');
+  inst.sliderIds = sliderSignature(data);
+}
+
+// what the sliders are: their ids, spans, steps and tasks (another store, suite or α range rebuilds them)
+function sliderSignature(data) {
+  return data.sliders.map((s) => [s.id, s.lo, s.hi, s.step, s.tasks.join(',')].join(':')).join('|');
 }
 
 function makeInstance(parentElement, setStateValue, setTriggerValue) {
@@ -378,17 +387,18 @@ function makeInstance(parentElement, setStateValue, setTriggerValue) {
         tacc.push(accuracy(d, one, t));
         cacc.push(control && d.evals.has(control) ? accuracy(d, one, control) : NaN);
       }
-      title = 'Linearized preview: θ0 − α τ_target';
+      title = 'First-order model: θ0 − α τ_target';
       values = [...tacc, ...cacc];
       inst.chart.innerHTML = svgNegation(width, tasks, tacc, cacc, d.color, inst.data.control_label || control || '',
-                                         inst.data.control_zero_shot, title);
+                                         Boolean(control && d.evals.has(control)), inst.data.control_zero_shot, title,
+                                         inst.data.turn);
     } else {
       const acc = tasks.map((t) => accuracy(d, alphaOf, t));
-      title = `Linearized preview, α = (${tasks.map((t) => fmtG(alphaOf[t] === undefined ? 0 : alphaOf[t], 2)).join(', ')})`
+      title = `First-order model, α = (${tasks.map((t) => fmtG(alphaOf[t] === undefined ? 0 : alphaOf[t], 2)).join(', ')})`
         + ` — mean ${fmtF(npMean(acc), 3)}`;
       values = acc;
       inst.chart.innerHTML = svgChart(width, tasks, acc, tasks.map((t) => d.zs[d.tasks.indexOf(t)]),
-                                      tasks.map((t) => d.st[d.tasks.indexOf(t)]), d.color, title);
+                                      tasks.map((t) => d.st[d.tasks.indexOf(t)]), d.color, title, inst.data.turn);
     }
     const t1 = performance.now();
     REG.draws += 1;
@@ -413,8 +423,7 @@ export default function (component) {
     ro.observe(inst.root);
     inst.ro = ro;
   }
-  const ids = data.sliders.map((s) => s.id).join('|');
-  const fresh = !inst.data || inst.sliderIds !== ids;
+  const fresh = !inst.data || inst.sliderIds !== sliderSignature(data);
   inst.data = data;
   if (fresh) build(inst, data);  // first mount: the values come from Python (state, URL or default)
   // later reruns keep the sliders as the user left them: Python's values are the ones this component reported

@@ -1,7 +1,7 @@
-"""The Arithmetic page's in-browser linearized preview (issue 17, "sliders that feel live"): pure functions, no
+"""The Arithmetic page's in-browser first-order (linearized) preview: pure functions, no
 Streamlit.
 
-A slider move on the Arithmetic page must redraw the *Linearized preview* chart without a server round trip. The
+A slider move on the Arithmetic page must redraw the *First-order model* chart without a server round trip. The
 preview is a weighted sum of cached arrays (SCHEMA.md ``preview``; :func:`talos_core.schema.preview_logits`), so
 the browser can compute it itself: the page sends these arrays once per session (:func:`preview_payload`), and the
 component (``dashboard/live_preview.js``, mounted by :mod:`dashboard.live_component`) recomputes the accuracies
@@ -185,16 +185,18 @@ def addition_sliders(tasks: Sequence[str], lo: float, hi: float, step: float, de
 
 
 def negation_sliders(targets: Sequence[str], grids: Mapping[str, Sequence[float]], selected: Mapping[str, float], *,
-                     key: str) -> list[SliderSpec]:
-    """The sliders of the negation tab: one per target over its own α grid (step: a fifth of the grid step, URL key
-    ``key.<target slug>``, like the page's Streamlit sliders), starting at the selected α."""
+                     key: str, ranges: Mapping[str, tuple[float, float, float]] | None = None) -> list[SliderSpec]:
+    """The sliders of the negation tab: one per target over ``ranges[target]`` = ``(lo, hi, step)`` (default: its
+    whole α grid by a fifth of the grid step; URL key ``key.<target slug>``, like the page's Streamlit sliders),
+    starting at the selected α."""
     from talos_core.schema import slug
 
     out = []
     for t in targets:
         g = np.unique(np.asarray(grids[t], dtype=float))
-        step = _tidy(float(np.min(np.diff(g))) / 5 if g.size > 1 else 1.0)
-        proto = SliderSpec(f"{key}.{slug(t)}", f"α negate {t}", (t,), _tidy(g.min()), _tidy(g.max()), step, 0.0)
+        lo, hi, step = (ranges or {}).get(t) or (g.min(), g.max(), float(np.min(np.diff(g))) / 5 if g.size > 1
+                                                 else 1.0)
+        proto = SliderSpec(f"{key}.{slug(t)}", f"α negate {t}", (t,), _tidy(lo), _tidy(hi), _tidy(step), 0.0)
         out.append(SliderSpec(**{**asdict(proto), "tasks": proto.tasks,
                                  "default": proto.snap(selected.get(t, float(g.min())))}))
     return out
@@ -255,4 +257,4 @@ def preview_title(tasks: Sequence[str], alphas: Mapping[str, float], accuracy: M
     """The chart title :func:`dashboard.views.addition_preview` writes (the browser writes the same string)."""
     pm = float(np.mean([accuracy[t] for t in tasks])) if tasks else float("nan")
     label = ", ".join(f"{alphas.get(t, 0.0):.2g}" for t in tasks)
-    return f"Linearized preview, α = ({label}) — mean {pm:.3f}"
+    return f"First-order model, α = ({label}) — mean {pm:.3f}"

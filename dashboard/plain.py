@@ -51,6 +51,24 @@ def md(value: Any, *, at_start: bool = True) -> str:
     return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
 
 
+_NOTATION = [(re.compile(p), r) for p, r in (
+    (r"\btheta0\b", "θ0"), (r"\btheta_0\b", "θ0"), (r"\balphas\b", "α's"), (r"\balpha\b", "α"), (r"\btau\b", "τ"),
+    (r"\s\*\s", "·"), (r">=", "≥"), (r"<=", "≤"), (r"\.\.\.", "…"),
+    (r"(?<=[\d,)])\s+x\s+(?=[\w(])", " × "), (r"(?<=[\w)])\s-\s(?=[\w(])", " − "))]
+
+
+def notation(text: str) -> str:
+    """Text a protocol wrote with ASCII math (a stored rule: ``theta0 - alpha * tau``, ``>= 0.95 x``) in the
+    notation every page uses (``θ0 − α·τ``, ``≥ 0.95 ×``); words with hyphens stay as they are.
+
+    >>> notation("curve theta0 - alpha * tau over (0, step, ..., 1, x 1/(1 - k)); >= 0.95 x its task-negation")
+    'curve θ0 − α·τ over (0, step, …, 1, × 1/(1 − k)); ≥ 0.95 × its task-negation'
+    """
+    for pattern, repl in _NOTATION:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def plain_data(obj: Any) -> Any:
     r"""``obj`` (a store's JSON: dicts, lists, strings, numbers) with every string, keys included, passed
     through :func:`md` for use inside a Markdown line; other values unchanged.

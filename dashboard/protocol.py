@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.plain import md, plain_data
+from dashboard.plain import md, notation, plain_data
 from talos_core.errors import is_number
 from talos_core.schema import METHODS, base_method_of, method_label, parse_variant, variant_id
 
@@ -323,7 +323,7 @@ def budget_sentence(curves: Sequence[Any]) -> str:
              for c in curves]
     tols = sorted({c.tolerance for c in curves if c.tolerance is not None})
     tol = f" (tolerance {', '.join(f'{t:g}' for t in tols)})" if tols else ""
-    rules = list(dict.fromkeys(md(str(c.rule).strip().rstrip("."), at_start=False) for c in curves
+    rules = list(dict.fromkeys(md(notation(str(c.rule)).strip().rstrip("."), at_start=False) for c in curves
                                if getattr(c, "rule", "")))
     rule = f" **Rule**: {'; '.join(rules)}." if rules else " The rule is not recorded in these results."
     return f"**Budget**: {', '.join(parts)}{tol}.{rule}"
@@ -432,7 +432,7 @@ def lr_check_sentence(checks: Sequence[Any]) -> str:
     '**Learning rate chosen by the check**'
     """
     agree = sum(bool(c.agrees) for c in checks)
-    rules = list(dict.fromkeys(md(str(c.rule).strip().rstrip("."), at_start=False) for c in checks
+    rules = list(dict.fromkeys(md(notation(str(c.rule)).strip().rstrip("."), at_start=False) for c in checks
                                if getattr(c, "rule", "")))
     rule = f" **Rule**: {'; '.join(rules)}." if rules else ""
     if checks and all((getattr(c, "meta", None) or {}).get("chooses") for c in checks):

@@ -20,11 +20,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data
-from dashboard.plain import md
+from dashboard.plain import md, notation
 from talos_core.errors import TalosError
 from talos_core.schema import EmptyStore, method_label, result_name, slug
 
 CHROME_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+#: the pages' scripts (not "pages/": a folder with that name next to app.py switches Streamlit to its legacy
+#: multipage mode); links between pages (st.page_link, st.switch_page) name them
+PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,21 @@ class Context:
         return bool(((self.idx["kind"] == kind) & (self.idx["name"] == name)).any())
 
 
+def random_init(model: str) -> bool:
+    """Whether ``model`` is one of the registry's random-init models (``tiny-*``: smoke tests whose numbers mean
+    nothing); an unknown model is not.
+
+    >>> random_init("tiny-text"), random_init("minilm-l6"), random_init("no-such-model")
+    (True, False, False)
+    """
+    from talos_core.models import get_model_spec
+
+    try:
+        return get_model_spec(model).weights == "random"
+    except TalosError:
+        return False
+
+
 def block_word(model: str) -> str:
     """What one column of a mask heatmap is for ``model``: a stage of a CNN, else a transformer block.
 
@@ -74,7 +92,28 @@ def show_problem(exc: BaseException) -> None:
     """One sentence, never a traceback: info for "not computed yet", error for broken files. The sentence
     names store files and values, so it is shown as plain text (:func:`md`)."""
     level = getattr(exc, "level", "error")
-    (st.info if level == "info" else st.error)(md(exc))
+    (st.info if level == "info" else st.error)(md(for_visitors(str(exc))))
+
+
+def for_visitors(text: str) -> str:
+    """``text`` as a visitor of a read-only (classroom) server may read it: the server's folders (its stores and
+    store roots, the checkout) replaced by what the store picker calls them; unchanged for whoever runs the server."""
+    from dashboard.access import ServerConfig
+
+    try:
+        cfg = ServerConfig.from_env()
+    except TalosError:
+        return text
+    if not cfg.read_only:
+        return text
+    names = {str(c.path): ("the shipped results" if c.kind == "shipped" else f"the store {c.path.name}")
+             for c in cfg.stores()}
+    names.update({str(r): "a store folder of this server" for r in cfg.roots})
+    if cfg.shipped is not None:
+        names.setdefault(str(cfg.shipped.parent), "the dashboard's folder")
+    for path in sorted(names, key=len, reverse=True):  # the longest first: a store inside a root keeps its name
+        text = text.replace(path, names[path])
+    return text
 
 
 def stop_on_problem(exc: BaseException) -> None:
@@ -174,7 +213,10 @@ def pick(label: str, options: Sequence[str], key: str, *, default: str | None = 
     where = container or st
     index = options.index(default) if default in options else 0
     if key in st.session_state and st.session_state[key] not in options:
-        del st.session_state[key]
+        # the options changed under the widget (another store or suite): set the value, so the browser's widget
+        # shows it too (a deleted value left the old option on screen while the page used the new one)
+        st.session_state[key] = options[index]
+        index = 0  # the value comes from the state now (a default beside it would be a Streamlit warning)
     text = shown_as(options, format_func)
     _adopt_query(key, options, text)
     return where.selectbox(label, options, index=index, key=key, bind="query-params", help=help, format_func=text)
@@ -368,7 +410,7 @@ def chosen_hyperparameters(ctx: Context, methods: Sequence[str] | None = None, *
               key=f"{key}.chosen")
     rules = {s.rule for s in sels if s.rule}
     right.caption("Each value was chosen by validation task negation (paper App. \"Hyperparameter selection\"): "
-                  + ("; ".join(md(r, at_start=False) for r in sorted(map(str, rules))) if rules
+                  + ("; ".join(md(notation(r), at_start=False) for r in sorted(map(str, rules))) if rules
                      else "lowest target accuracy with the control task kept")
                   + ".")
     with expander("Selection candidates (value → validation negation score)", f"{key}.candidates") as shown:

@@ -243,7 +243,7 @@ def store_accuracies(root: str | Path, req: MergeRequest, run_ids: Mapping[str, 
     hyperparameters); negation results when the request negates one
     task with nothing added and the result evaluated that run at that α (target and control task). Torch-free.
     """
-    from talos_core.schema import iter_results, read_result
+    from talos_core.schema import iter_results, read_result, stored_hyperparameters
 
     rows: list[dict] = []
     alphas = {float(req.alphas[t]) for t in list(req.tasks) + list(req.negate)}
@@ -265,7 +265,8 @@ def store_accuracies(root: str | Path, req: MergeRequest, run_ids: Mapping[str, 
             tasks = payload.get("tasks")
             if not isinstance(tasks, list) or sorted(tasks) != sorted(req.tasks):
                 continue
-            if req.posthoc and payload.get("hyperparameters") != dict(req.hyperparameters or {}):
+            if req.posthoc and stored_hyperparameters(req.method, payload.get("hyperparameters") or {}) != \
+                    dict(req.hyperparameters or {}):
                 continue
             if recorded_runs is not None and any(recorded_runs.get(t) != run_ids[t] for t in req.tasks):
                 continue
@@ -291,7 +292,7 @@ def store_accuracies(root: str | Path, req: MergeRequest, run_ids: Mapping[str, 
 def store_hyperparameters(root: str | Path, req: MergeRequest, run_ids: Mapping[str, str]) -> dict | None:
     """The hyperparameters the store's addition result of post-hoc ``req.method`` on exactly ``req.tasks`` (with
     these runs, when it records them) chose on validation; ``None`` when the store has none. Torch-free."""
-    from talos_core.schema import iter_results, read_result
+    from talos_core.schema import iter_results, read_result, stored_hyperparameters
 
     for kind, name, fields in iter_results(root):
         if kind != "addition" or fields.get("method") != req.method:
@@ -304,7 +305,8 @@ def store_hyperparameters(root: str | Path, req: MergeRequest, run_ids: Mapping[
         if (payload.get("model") == req.model and sorted(payload.get("tasks") or []) == sorted(req.tasks)
                 and all(runs.get(t, run_ids[t]) == run_ids[t] for t in req.tasks)
                 and isinstance(payload.get("hyperparameters"), dict)):
-            return dict(payload["hyperparameters"])
+            # merged as it was computed: a result written before an option existed lacks it
+            return stored_hyperparameters(req.method, payload["hyperparameters"])
     return None
 
 

@@ -901,6 +901,23 @@ VARIANT_PARAMS: dict[str, str] = {"sparsity": "k", "rank": "r", "lr": "lr"}
 VARIANT_SYMBOLS: dict[str, str] = {"sparsity": "k", "rank": "r", "lr": "lr"}
 """How a variant's label names each hyperparameter (``TaLoS (k = 0.9)``)."""
 
+#: option values of the later post-hoc merges that results stored before the option existed were computed with
+#: (the options' defaults then changed to their authors' code): a stored result whose hyperparameters lack an
+#: option reads as this value, so re-merging it reproduces the stored numbers (:func:`stored_hyperparameters`)
+POSTHOC_LEGACY_OPTIONS: dict[str, dict[str, Any]] = {
+    "iso_c": {"nonmatrix": "sum"}, "iso_cts": {"nonmatrix": "sum"}, "lines": {"nonblock": "nearest"}}
+
+
+def stored_hyperparameters(method: str, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored post-hoc result's hyperparameters as they were merged with: every labelled option it lacks at its
+    :data:`POSTHOC_LEGACY_OPTIONS` value (results written since record every option).
+
+    >>> stored_hyperparameters("iso_c", {}), stored_hyperparameters("iso_c", {"nonmatrix": "mean"})
+    ({'nonmatrix': 'sum'}, {'nonmatrix': 'mean'})
+    """
+    return {**POSTHOC_LEGACY_OPTIONS.get(method, {}), **dict(hyperparameters)}
+
+
 _VARIANT_PART = re.compile(r"^(k|r|lr)([0-9]+(?:\.[0-9]+)?)$")
 
 

@@ -318,13 +318,14 @@ def dashboard_store(request, fixture_store) -> Path:
 
 
 @contextmanager
-def app_server(store: Path, log_path: Path) -> Iterator[str]:
+def app_server(store: Path, log_path: Path, *, env: dict[str, str] | None = None) -> Iterator[str]:
     """``streamlit run dashboard/app.py`` on ``store`` (as docs/dashboard.md says) on a free port; yields its URL and
-    kills its process group afterwards. The browser tests' ``server`` fixtures."""
+    kills its process group afterwards. The browser tests' ``server`` fixtures; ``env``: more of the server's
+    environment (``TALOS_DASHBOARD_READ_ONLY``, ...)."""
     from bench.server import free_port, stop_server, wait_healthy
 
     port = free_port()
-    env = dict(os.environ, TALOS_STORE=str(store), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, TALOS_STORE=str(store), PYTHONUNBUFFERED="1", **(env or {}))
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"),
                                  "--server.headless", "true", "--server.port", str(port),

@@ -64,10 +64,10 @@ def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
         try:
             page = new_page(browser, viewport={"width": 1400, "height": 2200})
             page.goto(f"{server}/arithmetic?method=talos")
-            exact_title = "Exact (test): θ0 +"
+            exact_title = "Exact model (test): θ0 +"
             before = wait_until(page, lambda: _traces(page, exact_title), "the exact-results chart")
             # the in-browser preview component draws its chart after it mounts, possibly after the exact chart
-            preview_before = wait_until(page, lambda: _traces(page, "Linearized preview"), "the linearized preview")
+            preview_before = wait_until(page, lambda: _traces(page, "First-order model"), "the linearized preview")
             wait_drawn(page)  # the first run is over: a key press now starts a run of its own
             page.screenshot(path="/tmp/talos_dashboard_arithmetic_before.png", full_page=True)
 
@@ -81,8 +81,8 @@ def test_arithmetic_slider_updates_chart_in_a_real_browser(server):
             wait_until(page, lambda: _traces(page, exact_title) and _traces(page, exact_title)[0] != before[0],
                        "the exact chart to change after the slider move")
             after = _traces(page, exact_title)
-            preview_after = wait_until(page, lambda: (_traces(page, "Linearized preview")
-                                                      if _traces(page, "Linearized preview")[0] != preview_before[0]
+            preview_after = wait_until(page, lambda: (_traces(page, "First-order model")
+                                                      if _traces(page, "First-order model")[0] != preview_before[0]
                                                       else None), "the preview chart to change")
             assert after[0] != before[0] and preview_after[0] != preview_before[0]
             assert float(slider.input_value()) == pytest.approx(5.5)

@@ -108,7 +108,7 @@ def server(fixture_store, tmp_path):
 def _exact_title(page) -> str:
     return page.evaluate("""() => { for (const el of document.querySelectorAll('.js-plotly-plot')) {
         const t = ((el.layout && el.layout.title && el.layout.title.text) || '').replace(/<[^>]+>/g, '');
-        if (t.startsWith('Exact (test): θ0 +')) return t; } return ''; }""")
+        if (t.startsWith('Exact model (test): θ0 +')) return t; } return ''; }""")
 
 
 def _check_drawn(page, cache, tasks, slider_values: list[float], n_sliders: int) -> dict:

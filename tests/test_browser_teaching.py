@@ -53,14 +53,15 @@ def _step_live_slider(page) -> None:
     gallery's linearized note. The key is pressed once the page has drawn everything (:func:`wait_drawn`: the
     component has mounted and drawn its chart, so the range input is its own, not a Streamlit slider whose step is a
     whole grid step; and the page's first run is over, so the release starts a run of its own); the slider's value
-    must then move, and the release's run must bring the note."""
+    must then move, and the release's run must bring the gallery's first-order heading."""
     wait_drawn(page)
     slider = page.locator(LIVE_SLIDER).first
     before = slider.input_value()
     slider.focus()
     page.keyboard.press("ArrowRight")
     wait_until(page, lambda: slider.input_value() != before, "the α slider one step further")
-    wait_until(page, lambda: any("Linearized preview (α =" in t for t in texts(page)), "the gallery's linearized note")
+    wait_until(page, lambda: any("· first-order model at α =" in t for t in texts(page)),
+               "the gallery's first-order heading")
 
 
 def _frames(page, n: int = 2) -> None:
@@ -73,14 +74,14 @@ def test_teaching_views_in_a_real_browser(server):  # noqa: F811
     with _chromium_page() as (page, errors):
         page.goto(f"{server}/arithmetic?method=talos")
         wait_until(page, lambda: page.locator('[data-testid="stImage"] img').count() >= 12, "the gallery thumbnails")
-        assert any(re.search(r"under addition — \d+/12 right", t) for t in texts(page))
+        assert any(re.search(r"under addition · .* — \d+/12 right", t) for t in texts(page))
         _step_live_slider(page)
         wait_drawn(page)
         page.get_by_text("The examples behind the numbers").scroll_into_view_if_needed()
         page.screenshot(path="/tmp/talos_teaching_arithmetic.png")
 
         page.goto(f"{server}/disentanglement")
-        wait_until(page, lambda: page.evaluate(CELL_JS, ["Live first-order ξ, 50×50", 0, 0]), "the live ξ map")
+        wait_until(page, lambda: page.evaluate(CELL_JS, ["First-order model: live ξ, 50×50", 0, 0]), "the live ξ map")
         wait_drawn(page)
         page.get_by_text("Live ξ of the first-order model").scroll_into_view_if_needed()
         page.screenshot(path="/tmp/talos_teaching_disentanglement.png")
@@ -105,7 +106,7 @@ def test_text_gallery_on_the_shipped_store_in_a_real_browser(tmp_path):
 
     with _chromium_page() as (page, errors), app_server(REPO / "cached_results", tmp_path / "streamlit.log") as url:
         page.goto(f"{url}/arithmetic?suite=text&method=talos")
-        wait_until(page, lambda: any(re.search(r"under addition — \d+/24 right", t) for t in texts(page)),
+        wait_until(page, lambda: any(re.search(r"under addition · .* — \d+/24 right", t) for t in texts(page)),
                    "the text gallery's summary")
         wait_until(page, lambda: page.locator('[data-testid="stDataFrame"]').count() >= 1, "the gallery table")
         assert page.locator('[data-testid="stImage"] img').count() == 0, "a text suite has no thumbnails"

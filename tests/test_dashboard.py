@@ -82,29 +82,29 @@ def test_every_page_opens_without_errors(monkeypatch, dashboard_store, page):
 
 def test_arithmetic_slider_moves_exact_and_preview(monkeypatch, fixture_store):
     at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "talos"})
-    before_exact = figure_titled(at, "Exact (test): θ0 +")
-    before_prev = figure_titled(at, "Linearized preview")
+    before_exact = figure_titled(at, "Exact model (test): θ0 +")
+    before_prev = figure_titled(at, "First-order model")
     assert "θ0 + 8·Στ_t" in before_exact.layout.title.text  # starts at the selected α
     at.slider(key="a.talos").set_value(4.2).run()
     assert not at.exception
-    after_exact = figure_titled(at, "Exact (test): θ0 +")
-    after_prev = figure_titled(at, "Linearized preview")
+    after_exact = figure_titled(at, "Exact model (test): θ0 +")
+    after_prev = figure_titled(at, "First-order model")
     assert "θ0 + 4·Στ_t" in after_exact.layout.title.text  # snapped to the grid point 4.0
     assert not np.allclose(after_exact.data[0].y, before_exact.data[0].y)
     assert not np.allclose(after_prev.data[0].y, before_prev.data[0].y)
     assert any("snapped to the nearest cached grid point α = 4" in w.value for w in at.warning)
     curve = figure_titled(at, "Mean normalized accuracy")
-    assert [t for t in curve.data if t.name == "selected α"][0].x[0] == 8.0
+    assert [t for t in curve.data if t.name.startswith("selected α")][0].x[0] == 8.0
 
 
 def test_arithmetic_per_task_sliders(monkeypatch, fixture_store):
     at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "talos"})
-    at.toggle(key="same").set_value(False).run()
+    at.toggle(key="same_alpha").set_value(False).run()
     keys = {s.key for s in at.slider}
     assert {f"a.talos.{t}" for t in TASKS} <= keys
-    before = figure_titled(at, "Linearized preview")
+    before = figure_titled(at, "First-order model")
     at.slider(key=f"a.talos.{TASKS[0]}").set_value(0.0).run()
-    after = figure_titled(at, "Linearized preview")
+    after = figure_titled(at, "First-order model")
     assert after.data[0].y[0] != before.data[0].y[0]
     assert any("shared by all tasks" in w.value for w in at.warning)
 
@@ -112,16 +112,16 @@ def test_arithmetic_per_task_sliders(monkeypatch, fixture_store):
 def test_arithmetic_method_switch_and_negation(monkeypatch, fixture_store):
     at = open_app(monkeypatch, fixture_store, "arithmetic")
     at.selectbox(key="method").set_value("nonlinear").run()
-    exact = figure_titled(at, "Exact (test): θ0 +")
+    exact = figure_titled(at, "Exact model (test): θ0 +")
     from dashboard.figures import method_color
 
     assert exact.data[0].marker.color == method_color("nonlinear")
-    assert not [f for f in figures(at) if f.layout.title.text.startswith("Exact (test): θ0 − α")], "a closed tab"
+    assert not [f for f in figures(at) if f.layout.title.text.startswith("Exact model (test): θ0 − α")], "a closed tab"
     open_negation_tab(at)
     key = f"n.nonlinear.{TASKS[0]}"
-    neg0 = figure_titled(at, "Exact (test): θ0 − α τ_target")
+    neg0 = figure_titled(at, "Exact model (test): θ0 − α τ_target")
     at.slider(key=key).set_value(0.0).run()
-    neg1 = figure_titled(at, "Exact (test): θ0 − α τ_target")
+    neg1 = figure_titled(at, "Exact model (test): θ0 − α τ_target")
     assert neg1.data[0].y[0] > neg0.data[0].y[0]  # less negation → target accuracy higher
 
 
@@ -129,7 +129,7 @@ def test_url_query_restores_view(monkeypatch, fixture_store):
     at = open_app(monkeypatch, fixture_store, "arithmetic", {"method": "nonlinear", "a.nonlinear": "0.3"})
     assert at.selectbox(key="method").value == "nonlinear"
     assert at.slider(key="a.nonlinear").value == pytest.approx(0.3)
-    assert "θ0 + 0.3·Στ_t" in figure_titled(at, "Exact (test): θ0 +").layout.title.text
+    assert "θ0 + 0.3·Στ_t" in figure_titled(at, "Exact model (test): θ0 +").layout.title.text
 
 
 def test_method_pickers_show_the_catalogues_labels(monkeypatch, fixture_store):
@@ -188,9 +188,10 @@ def test_empty_store_shows_a_sentence(monkeypatch, tmp_path, page):
 
 
 def _comparison_frame(at: AppTest):
-    for d in at.dataframe:
-        if "addition_abs" in d.value.columns and "time_per_step_s" in d.value.columns:
-            return d.value
+    """The comparison table as the Efficiency page shows it (``st.table``: headers a person reads)."""
+    for t in at.table:
+        if "Addition: absolute accuracy (%)" in t.value.columns and "Time per step (ms)" in t.value.columns:
+            return t.value
     raise AssertionError("the Efficiency page shows no comparison table")
 
 
@@ -200,8 +201,11 @@ def test_comparison_table_shows_intervals_beside_means(monkeypatch, fixture_stor
 
     at = open_app(monkeypatch, fixture_store, "efficiency")
     plain = _comparison_frame(at)
-    assert not plain["addition_abs"].str.contains(r"\[").any()
+    abs_, norm, target = ("Addition: absolute accuracy (%)", "Addition: normalized accuracy (%)",
+                          "Negation: target accuracy (%, ↓)")
+    assert not plain[abs_].str.contains(r"\[").any()
     assert not any("bootstrap interval" in c.value for c in at.caption)
+    assert any("no best is marked" in c.value for c in at.caption)
 
     store = Store(shutil.copytree(fixture_store, tmp_path / "store"))
     name = "default__tiny-clip"
@@ -210,15 +214,15 @@ def test_comparison_table_shows_intervals_beside_means(monkeypatch, fixture_stor
         comp[f"{col}_lo"], comp[f"{col}_hi"] = (comp[col] - 0.05).clip(0, 1), (comp[col] + 0.05).clip(0, 1)
     store.write_table("comparison", name, comp)
     at = open_app(monkeypatch, store.root, "efficiency")
-    shown = _comparison_frame(at).set_index("method")
+    shown = _comparison_frame(at).set_index("Method")
     want = comp.set_index("method").loc["talos"]
     lo, hi = 100 * want.addition_abs_lo, 100 * want.addition_abs_hi
     # the cell may end with the audit's ⚑ badge (this tiny store has flags)
-    assert shown.loc["talos", "addition_abs"].split(" ⚑")[0] == f"{100 * want.addition_abs:.2f}% [{lo:.1f}, {hi:.1f}]"
-    assert shown["negation_target"].str.contains(r"\[").all()
-    assert not shown["addition_norm"].str.contains(r"\[").any()  # no interval stored for it
-    assert "addition_abs_lo" not in shown.columns
-    assert any("95% bootstrap interval over test examples" in c.value for c in at.caption)
+    assert shown.loc["TaLoS", abs_].split(" ⚑")[0] == f"{100 * want.addition_abs:.2f} [{lo:.1f}, {hi:.1f}]"
+    assert shown[target].str.contains(r"\[").all()
+    assert not shown[norm].str.contains(r"\[").any()  # no interval stored for it
+    assert not any("_" in c for c in shown.columns)
+    assert any("95 % bootstrap interval over test examples" in c.value for c in at.caption)
 
 
 def test_missing_store_folder_is_an_error_message(monkeypatch, tmp_path):
@@ -331,16 +335,16 @@ def test_mask_heatmaps_name_the_models_blocks(monkeypatch, suite, word):
 def test_audit_badges_and_panel_on_the_shipped_store(monkeypatch):
     """Every number the audit flags carries a ⚑ badge with its footnote numbers, and the panel below lists each
     footnote with what was found and why it matters (vision: TaLoS's negation breaks the control on test)."""
-    from dashboard import audit_view
+    from dashboard.figures import header
     from talos_core.evaluation.audit import audit_suite
 
     at = open_app(monkeypatch, REPO / "cached_results", "efficiency", {"suite": "vision"})
-    shown = _comparison_frame(at).set_index("method")
-    assert "⚑" in shown.loc["talos", "negation_target"] and "⚑" in shown.loc["talos", "single_task_acc"]
-    assert "⚑" not in shown.loc["talos", "zero_shot_acc"]  # measured, not selected: nothing to flag
+    shown = _comparison_frame(at).set_index("Method")
+    assert "⚑" in shown.loc["TaLoS", header("negation_target")] and "⚑" in shown.loc["TaLoS", header("single_task_acc")]
+    assert "⚑" not in shown.loc["TaLoS", header("zero_shot_acc")]  # measured, not selected: nothing to flag
     flags = audit_suite(REPO / "cached_results", "vision")
     panel = next(d.value for d in at.dataframe if "why it matters" in d.value.columns)
-    assert len(panel) == len(audit_view.panel_rows(flags, list(shown.index)))
+    assert len(panel) == len({(f.row or "", f.check) for f in flags})
     broken = panel[panel["check"] == "control broken on test"]
     assert broken["found"].str.contains("test control 58.0 % is 86.8 % of zero-shot 66.8 %").any()
     assert any(f"Audit: {len(flags)} flags" in e.label for e in at.expander)
@@ -358,11 +362,11 @@ def test_normalized_accuracy_above_100_is_never_best():
 def test_a_flagged_number_is_never_highlighted_as_best(monkeypatch):
     import pandas as pd
 
-    from dashboard.figures import best_per_column
+    from dashboard.figures import best_per_column, header
 
     at = open_app(monkeypatch, REPO / "cached_results", "efficiency", {"suite": "vision"})
     shown = _comparison_frame(at)
-    assert "⚑" in shown.set_index("method").loc["talos", "negation_target"]
+    assert "⚑" in shown.set_index("Method").loc["TaLoS", header("negation_target")]
     df = pd.DataFrame({"method": ["talos", "nonlinear"], "negation_target": [0.155, 0.21]})
     assert best_per_column(df)["negation_target"] == 0
     assert best_per_column(df, {("talos", "negation_target")})["negation_target"] == 1  # excluded: passed on

@@ -264,8 +264,8 @@ def test_efficiency_page_learning_curves(monkeypatch, protocol_store):
     fig = figure_titled(at, "Validation accuracy vs training step")
     assert {t.name for t in fig.data if t.mode == "lines+markers"} == {"TaLoS"}
     # the comparison table names the variant row, and the chosen hyperparameters sit beside it
-    comp = [d.value for d in at.dataframe if "addition_abs" in d.value.columns and "name" in d.value.columns][0]
-    assert "TaLoS (k = 0.9)" in comp["name"].tolist() and "talos-k0.9" in comp["method"].tolist()
+    comp = [t.value for t in at.table if "Method" in t.value.columns][0]
+    assert "TaLoS (k = 0.9)" in comp["Method"].tolist() and "talos-k0.9" not in comp["Method"].tolist()
     chosen = [d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns][0]
     assert chosen["L-LoRA · rank"].tolist() == ["64"] * 3
 

@@ -660,14 +660,30 @@ def test_cli_posthoc_and_sparsity_ablation_protocols(store, capsys):
     single = store.read_result("single", "cli__tiny-text")
     assert {r["method"] for r in single["records"]} == {"ties"} and set(single["runs"]) == {"ties"}
     assert single["data"]["max_test"] == OVERRIDES["max_test"]
-    # the later merges (issue 32): Iso-C searches α up to 2, LiNeS one β of its grid
+    # the later merges: Iso-C searches α up to 3 as its authors, with their conventions recorded; LiNeS one β of
+    # its grid, added at α = 1 as its authors, negated over the paper's 0…1
     assert _cli(["evaluate", "posthoc", "--method", "iso_c", *common]) == 0
     iso = store.read_result("addition", "cli__tiny-text__iso_c")
-    assert iso["alpha_grid"] == [0.0, 0.5, 1.0, 1.5, 2.0] and iso["hyperparameters"] == {}
+    assert iso["alpha_grid"] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    assert iso["hyperparameters"] == {"nonmatrix": "mean", "conv1x1": "other"}
     assert _cli(["evaluate", "posthoc", "--method", "lines", "--posthoc-points", "1", *common]) == 0
-    assert store.read_result("addition", "cli__tiny-text__lines")["hyperparameters"] == {"beta": 0.5}
+    lines = store.read_result("addition", "cli__tiny-text__lines")
+    assert lines["hyperparameters"] == {"beta": 0.6, "nonblock": "first"} and lines["alpha_grid"] == [1.0]
+    assert store.read_result("negation", "cli__tiny-text__lines")["alpha_grid"] == [0.0, 0.5, 1.0]
     assert {r["method"] for r in store.read_result("single", "cli__tiny-text")["records"]} == {"ties", "iso_c",
                                                                                                 "lines"}
+    # a labelled option instead of the authors' convention, under its own suite
+    one = [*common[:common.index("--suite")], "--suite", "cli1x1", *common[common.index("--suite") + 2:]]
+    assert _cli(["evaluate", "posthoc", "--method", "iso_c", "--posthoc-option", "conv1x1=matrix,nonmatrix=sum",
+                 *one]) == 0
+    assert store.read_result("addition", "cli1x1__tiny-text__iso_c")["hyperparameters"] == {
+        "nonmatrix": "sum", "conv1x1": "matrix"}
+    capsys.readouterr()
+    assert _cli(["evaluate", "posthoc", "--method", "tsv", "--posthoc-option", "conv1x1=yes", *one]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: option conv1x1 of post-hoc method 'tsv' must be one of 'other', 'matrix', got 'yes'"]
+    assert _cli(["evaluate", "posthoc", "--method", "ties", "--posthoc-option", "conv1x1=matrix", *one]) == 2
+    assert "'conv1x1' is not an option of post-hoc method 'ties' (its options: none)" in capsys.readouterr().err
 
     assert _cli(["evaluate", "sparsity-ablation", "--method", "talos", "--sparsities", "0.9", *common]) == 0
     table = store.read_table("sparsity_ablation", "cli__tiny-text__talos")

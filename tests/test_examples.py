@@ -11,7 +11,16 @@ from tiny_text import CONTROL, MODEL, TASKS
 
 from talos_core.cli import main
 from talos_core.errors import TalosError
-from talos_core.evaluation.examples import choose_examples, examples_from_store, snippet, thumbnails
+from talos_core.evaluation.examples import (
+    choose_examples,
+    exact_context,
+    exact_predictions,
+    examples_from_store,
+    snippet,
+    teaching_alphas,
+    thumbnails,
+    vectors_missing,
+)
 from talos_core.evaluation.protocols import AdditionSettings, ExamplesSettings, NegationSettings, evaluate
 from talos_core.evaluation.stats import decode_examples
 from talos_core.schema import CorruptResult, MissingResult, examples_paths, load_examples, result_name
@@ -71,8 +80,9 @@ def test_protocol_writes_the_schema_and_agrees_with_the_stored_correctness(store
     assert ex.tasks == TASKS and ex.eval_tasks == [*TASKS, CONTROL] and ex.control_task == CONTROL
     add = store.read_result("addition", name)
     neg = store.read_result("negation", name)
-    assert ex.meta["addition_alphas"] == add["alpha_grid"]
-    assert ex.meta["negation_alphas"] == {t: neg["alpha_grid"] for t in TASKS}
+    # the protocol's grids, and the teaching range's exact points (every 0.05 from 0 to 2) inside them
+    assert ex.meta["addition_alphas"] == teaching_alphas(add["alpha_grid"])
+    assert ex.meta["negation_alphas"] == {t: teaching_alphas(neg["alpha_grid"]) for t in TASKS}
     single = store.read_result("single", result_name("default", MODEL))
     for k, t in enumerate(ex.eval_tasks):
         idx = np.asarray(ex.meta["indices"][t])
@@ -105,6 +115,34 @@ def _test_labels(task):
     from talos_core.tasks import load_task
 
     return load_task(task, max_train=1, max_val=OVERRIDES["max_val"], max_test=OVERRIDES["max_test"]).test.labels
+
+
+def test_the_teaching_range_is_exact_and_the_exact_model_is_evaluated_on_demand(store):
+    """Exact predictions are stored every 0.05 from 0 to 2 (besides the grid, here 0, 5, 10), and the exact model
+    evaluated on demand from the runs' task vectors gives the stored predictions at any stored α — addition, a mix,
+    negation, on the target and the control task."""
+    ex = load_examples(store.root, result_name("default", MODEL, "talos"))
+    add = store.read_result("addition", result_name("default", MODEL, "talos"))
+    dense = [round(0.05 * k, 10) for k in range(41)]
+    assert set(dense) <= set(ex.meta["addition_alphas"]) and set(add["alpha_grid"]) <= set(ex.meta["addition_alphas"])
+    assert set(dense) <= set(ex.meta["negation_alphas"][TASKS[0]])
+    assert vectors_missing(store, ex) is None
+    ctx, vectors, mode = exact_context(store, ex, device="cpu")
+    for a in (0.35, 1.05, 5.0):  # two teaching points and a grid point
+        for t in TASKS:
+            stored, at = ex.addition_at(t, a)
+            assert at == a and (exact_predictions(ctx, vectors, mode, ex, t, {u: a for u in TASKS}) == stored).all()
+    target = TASKS[1]
+    for e in (target, CONTROL):
+        stored, at = ex.negation_at(target, e, 0.7)
+        assert at == 0.7 and (exact_predictions(ctx, vectors, mode, ex, e, {target: -0.7}) == stored).all()
+    mix = {TASKS[0]: 0.3, TASKS[1]: 1.2}  # no stored exact point: evaluated now; θ0 at α = 0
+    assert exact_predictions(ctx, vectors, mode, ex, TASKS[1], {t: 0.0 for t in TASKS}).tolist() == \
+        ex.zero_shot(TASKS[1]).tolist()
+    assert exact_predictions(ctx, vectors, mode, ex, TASKS[0], mix).shape == ex.labels(TASKS[0]).shape
+    assert teaching_alphas(add["alpha_grid"], hi=0.0) == sorted(add["alpha_grid"])  # teaching_max 0: the grid only
+    with pytest.raises(TalosError, match="teaching_max"):
+        ExamplesSettings(teaching_max=-1)
 
 
 def test_linearized_terms_give_the_zero_shot_prediction_at_zero(store):

@@ -143,10 +143,11 @@ def test_posthoc_merge_exports_the_merged_nonlinear_vectors(tmp_path, capsys):
     out = tmp_path / "lines"
     assert main([*base, "--out", str(out)]) == 0
     meta = json.loads((out / "talos_merge.json").read_text())
-    assert meta["hyperparameters"] == {"beta": 0.3} and meta["run_method"] == "nonlinear"
+    # the stored result predates LiNeS's `nonblock` option: it is merged as it was computed (nearest block)
+    assert meta["hyperparameters"] == {"beta": 0.3, "nonblock": "nearest"} and meta["run_method"] == "nonlinear"
     assert meta["runs"] == {t: r.id for t, r in runs.items()} and meta["accuracies"]  # the store's mix
     assert "lines(τ_drug-reviews, τ_tweets)" in (out / "README.md").read_text()
-    merged = posthoc_merged("lines", {t: r.task_vector() for t, r in runs.items()}, beta=0.3)
+    merged = posthoc_merged("lines", {t: r.task_vector() for t, r in runs.items()}, beta=0.3, nonblock="nearest")
     model, spec = load_model("tiny-text"), get_task(tasks[1])
     model.set_head(model.build_head(spec), spec.name)
     split = load_task(tasks[1], max_train=8, max_val=8, max_test=8).test
@@ -162,7 +163,7 @@ def test_posthoc_merge_exports_the_merged_nonlinear_vectors(tmp_path, capsys):
     from dashboard.export import plan_mix_export, run_mix_export
 
     plan = plan_mix_export(st.root, tmp_path / "dest", "addition", "mine__tiny-text__lines", {t: 0.8 for t in tasks})
-    assert plan.request.hyperparameters == {"beta": 0.3} and plan.run_ids == meta["runs"]
+    assert plan.request.hyperparameters == {"beta": 0.3, "nonblock": "nearest"} and plan.run_ids == meta["runs"]
     assert run_mix_export(plan).accuracies and plan.done
     with pytest.raises(TalosError, match="one α"):
         plan_mix_export(st.root, tmp_path / "dest", "addition", "mine__tiny-text__lines", {tasks[0]: 0.8, tasks[1]: 1})

@@ -44,7 +44,8 @@ def test_mask_density_grid_and_heatmap(masks):
     hm = fig.data[0]
     np.testing.assert_allclose(np.asarray(hm.z, dtype=float), grid.to_numpy(), equal_nan=True)
     assert hm.zmax == 0.9 and hm.zmin == 0.0
-    assert list(hm.y) == list(grid.index)
+    assert list(hm.y) == [F.layer_label(t) for t in grid.index]  # the names a person reads
+    assert "attention output" in list(hm.y) and "no block" in list(hm.x)
 
 
 def test_mask_density_bars_one_series_per_group(masks):
@@ -148,11 +149,15 @@ def test_alpha_curve_marks_selected_alpha(fixture_store):
     curve = D.average_curve(add)
     fig = F.alpha_curve(curve, selected_alpha=add.selected_alpha, current_alpha=2.0, method="talos")
     lines = {t.name: t for t in fig.data}
-    assert set(lines) == {"val", "test", "selected α"}
-    assert list(lines["selected α"].x) == [add.selected_alpha]
-    assert lines["selected α"].marker.color == F.MARK_COLOR
+    star = f"selected α = {add.selected_alpha:g} (on val)"
+    assert set(lines) == {"val", "test", star, "shown α = 2"}  # both α's named in the legend, none in the plot
+    assert not fig.layout.annotations
+    assert list(lines[star].x) == [add.selected_alpha]
+    assert lines[star].marker.color == F.MARK_COLOR
     val = curve[curve["split"] == "val"].set_index("alpha")["normalized_accuracy"]
-    assert lines["selected α"].y[0] == pytest.approx(val.loc[add.selected_alpha])
+    assert lines[star].y[0] == pytest.approx(val.loc[add.selected_alpha])
+    ranged = F.alpha_curve(curve, selected_alpha=add.selected_alpha, x_range=(0.0, 2.0))
+    assert ranged.layout.xaxis.range[0] < 0 < 2 < ranged.layout.xaxis.range[1] < 2.1
     xs = sorted(s.x0 for s in fig.layout.shapes)
     assert xs == sorted([add.selected_alpha, 2.0])
     red = [s for s in fig.layout.shapes if s.line.color == F.MARK_COLOR]
@@ -210,14 +215,21 @@ def test_efficiency_summary_aggregates_like_the_comparison_table():
     assert summ.loc[0, "calibration_s"] == 5.0
 
 
-def test_comparison_styler_highlights_best(fixture_store):
+def test_comparison_table_marks_only_bests_the_intervals_separate(fixture_store):
     comp = D.load_table(fixture_store, "comparison", _name())
     best = F.best_per_column(comp)
     assert comp.loc[best["addition_norm"], "addition_norm"] == comp["addition_norm"].max()
     assert comp.loc[best["negation_target"], "negation_target"] == comp["negation_target"].min()
     assert comp.loc[best["time_per_step_s"], "method"] == "talos"
-    html = F.comparison_styler(comp).to_html()
-    assert "font-weight: bold" in html and "%" in html
+    table = F.comparison_table(comp)  # no intervals stored: nothing is separated, nothing marked
+    assert table.best == {} and "font-weight: bold" not in table.styler().to_html()
+    assert table.cells.columns[0] == "Method" and table.cells["Method"].tolist() == ["Non-linear FT", "TaLoS"]
+    assert not any("_" in c for c in table.cells.columns)
+    apart = comp.assign(addition_norm_lo=comp["addition_norm"] - 0.001, addition_norm_hi=comp["addition_norm"] + 0.001,
+                        addition_abs_lo=comp["addition_abs"] - 0.5, addition_abs_hi=comp["addition_abs"] + 0.5)
+    table = F.comparison_table(apart)  # narrow intervals separate the normalized accuracies, wide ones do not
+    assert table.best == {"Addition: normalized accuracy (%)": int(best["addition_norm"])}
+    assert "font-weight: bold" in table.styler().to_html()
 
 
 def test_comparison_cells_show_the_interval_beside_each_mean():
@@ -235,9 +247,10 @@ def test_comparison_cells_show_the_interval_beside_each_mean():
     plain = df.drop(columns=[c for c in df.columns if c.endswith(("_lo", "_hi"))])
     assert not F.has_intervals(plain)
     assert F.comparison_cells(plain).loc[0, "addition_abs"] == "45.00%"
-    html = F.comparison_styler(df).to_html()  # best per column still chosen on the numbers
-    assert "45.00% [41.2, 48.9]" in html and "font-weight: bold" in html
-    assert F.best_per_column(df)["addition_abs"] == 1
+    table = F.comparison_table(df)  # headers carry the units, cells the numbers
+    assert table.cells.loc[0, "Addition: absolute accuracy (%)"] == "45.00 [41.2, 48.9]"
+    assert table.cells.loc[0, "Time per step (ms)"] == "12.5"
+    assert F.best_per_column(df)["addition_abs"] == 1 and table.best == {}  # ties has no interval: not separated
 
 
 def test_sparsity_and_linearization_figures(fixture_store):

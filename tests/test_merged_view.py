@@ -122,7 +122,8 @@ def test_all_stores_is_the_default_and_lists_every_suite_by_origin(monkeypatch, 
 def test_a_named_store_is_still_shown_alone(monkeypatch, workshop):
     at = open_app(monkeypatch, workshop, None, {}, env={"TALOS_STORE": workshop / "runs"})
     assert at.selectbox(key="store").value == str(workshop / "runs"), "--store keeps its store first"
-    assert at.selectbox(key="suite").options == ["tiny"]
+    suites = at.selectbox(key="suite").options  # the only suite, shown as what it is
+    assert len(suites) == 1 and suites[0].startswith("tiny — smoke test")
     at = open_app(monkeypatch, workshop, None, {"store": "all"}, env={"TALOS_STORE": workshop / "runs"})
     assert at.selectbox(key="store").value == M.ALL_STORES, "the link ?store=all opens the side-by-side view"
 
@@ -130,13 +131,14 @@ def test_a_named_store_is_still_shown_alone(monkeypatch, workshop):
 def test_same_suite_in_two_stores_shows_both_sets_of_rows(monkeypatch, workshop):
     query = {"store": "all", "suite": "tiny · yours", "model": "tiny-text"}
     at = open_app(monkeypatch, workshop, "efficiency", query)
-    tables = [t.value for t in at.dataframe if "store" in getattr(t.value, "columns", [])]
+    tables = [t.value for t in at.table if "Store" in getattr(t.value, "columns", [])]
     assert tables, "the comparison table has a store column"
     comp = tables[0]
-    assert set(comp["store"]) == {"yours", "shipped"}
-    mine = comp[comp["store"] == "yours"]
-    assert all(v.startswith("99.00%") for v in mine["addition_abs"]), mine
-    assert not any(str(v).startswith("99.00%") for v in comp[comp["store"] == "shipped"]["addition_abs"])
+    abs_ = "Addition: absolute accuracy (%)"
+    assert set(comp["Store"]) == {"yours", "shipped"}
+    mine = comp[comp["Store"] == "yours"]
+    assert all(v.startswith("99.00") for v in mine[abs_]), mine
+    assert not any(str(v).startswith("99.00") for v in comp[comp["Store"] == "shipped"][abs_])
     assert any("Also in shipped" in c.value for c in at.sidebar.caption)
 
     at = open_app(monkeypatch, workshop, "arithmetic", {**query, "method": "talos"})
@@ -147,8 +149,8 @@ def test_same_suite_in_two_stores_shows_both_sets_of_rows(monkeypatch, workshop)
 
 def test_a_suite_in_one_store_only_has_no_store_column(monkeypatch, workshop):
     at = open_app(monkeypatch, workshop, "efficiency", {"store": "all", "suite": "vision · shipped"})
-    assert not [t for t in at.dataframe if "store" in getattr(t.value, "columns", [])]
-    assert any(t.value is not None for t in at.dataframe), "the shipped comparison table is shown as before"
+    assert not [t for t in at.table if "Store" in getattr(t.value, "columns", [])]
+    assert any(t.value is not None for t in at.table), "the shipped comparison table is shown as before"
 
 
 def test_read_only_side_by_side_has_no_run_page_and_refuses_other_folders(monkeypatch, workshop, tmp_path):

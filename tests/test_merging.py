@@ -328,13 +328,21 @@ def test_lam_and_other_validation() -> None:
 def test_registry_grids() -> None:
     assert set(mg.POSTHOC_METHODS) == {"ties", "dare", "breadcrumbs", "tall_consensus", "tsv", "iso_c", "iso_cts",
                                        "lines"}
-    assert mg.POSTHOC_METHODS["tsv"].grid_points(8) == mg.POSTHOC_METHODS["iso_c"].grid_points(8) == [{}]
-    assert mg.POSTHOC_METHODS["iso_cts"].grid_points(8) == [{"common_fraction": 0.8}]
+    spectral = {"nonmatrix": "mean", "conv1x1": "other"}  # the authors' conventions, recorded with every point
+    assert mg.POSTHOC_METHODS["tsv"].grid_points(8) == mg.POSTHOC_METHODS["iso_c"].grid_points(8) == [spectral]
+    assert mg.POSTHOC_METHODS["iso_cts"].grid_points(8) == [{"common_fraction": 0.8, **spectral,
+                                                             "spectrum": "combined"}]
+    assert mg.POSTHOC_METHODS["iso_c"].grid_points(8, {"conv1x1": "matrix"}) == [{**spectral, "conv1x1": "matrix"}]
     assert [p["beta"] for p in mg.POSTHOC_METHODS["lines"].grid_points(8)] == list(mg.LINES_BETA_GRID)
-    assert {n: s.alpha_stop for n, s in mg.POSTHOC_METHODS.items() if s.alpha_stop != 1.0} == {"iso_c": 2.0,
-                                                                                                "iso_cts": 2.0}
+    assert all(p["nonblock"] == "first" for p in mg.POSTHOC_METHODS["lines"].grid_points(8))
+    assert {n: s.alpha_stop for n, s in mg.POSTHOC_METHODS.items() if s.alpha_stop != 1.0} == {
+        "tsv": 3.0, "iso_c": 3.0, "iso_cts": 3.0}
+    assert {n: s.addition_alpha for n, s in mg.POSTHOC_METHODS.items() if s.addition_alpha is not None} == {
+        "lines": 1.0}
     with pytest.raises(TalosError, match="alpha_stop"):
         mg.PosthocSpec("tsv", "", merge=mg.tsv_merge, single_task=mg.tsv_merge, grid={}, alpha_stop=0.0)
+    with pytest.raises(TalosError, match="addition_alpha"):
+        mg.PosthocSpec("tsv", "", merge=mg.tsv_merge, single_task=mg.tsv_merge, grid={}, addition_alpha=-1.0)
     assert mg.SPARSITY_GRID == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
     assert len(mg.POSTHOC_METHODS["dare"].grid_points(8)) == 11
     bc = mg.POSTHOC_METHODS["breadcrumbs"].grid_points(8)

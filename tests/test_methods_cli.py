@@ -85,7 +85,11 @@ def test_method_table_lists_every_method_once() -> None:
     table = method_table()
     assert list(table["name"]) == list(schema.METHODS)
     assert list(table.columns) == ["name", "label", "family", "kind", "sparse", "calibrates", "eval_mode",
-                                   "description"]
+                                   "options", "description"]
+    options = table.set_index("name")["options"]
+    assert options["iso_c"] == "nonmatrix=mean|sum conv1x1=other|matrix"
+    assert options["lines"] == "nonblock=first|nearest"
+    assert options["ties"] == options["talos"] == "-"
     assert table["description"].str.len().min() > 0
     row = table.set_index("name").loc["talos"]
     assert (row["label"], row["family"], row["kind"], row["sparse"], row["calibrates"]) == \

@@ -140,7 +140,7 @@ def test_report_escapes_store_names(tmp_path, capsys):
     _report_store(tmp_path / "s", method="evil|name")
     assert main(["report", "t", "--store", str(tmp_path / "s")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "evil" in line)
-    assert "evil\\|name" in row and row.replace("\\|", "").count("|") == 10  # one row of nine cells
+    assert "evil\\|name" in row and row.replace("\\|", "").count("|") == 11  # one row of ten cells (audit flags last)
 
 
 # --------------------------------------------------------------------------------------------

@@ -172,10 +172,12 @@ def test_spectral_merges_per_parameter_kind() -> None:
     stacked = {k: torch.stack([v[k] for v in vs]) for k in vs[0]}
     tsv = mg.tsv_merge(vs)
     torch.testing.assert_close(tsv["w"], sp.tsv_matrix(stacked["w"]))
-    for k in ("b", "conv"):  # not 2-D: the mean (TSV's code) or the sum (Iso's task arithmetic)
+    for k in ("b", "conv"):  # not 2-D: the mean (the authors' code of all three) or the sum (task arithmetic)
         torch.testing.assert_close(tsv[k], stacked[k].mean(0))
-        torch.testing.assert_close(mg.iso_c_merge(vs)[k], stacked[k].sum(0))
-        torch.testing.assert_close(mg.iso_cts_merge(vs, nonmatrix="mean")[k], stacked[k].mean(0))
+        torch.testing.assert_close(mg.iso_c_merge(vs)[k], stacked[k].mean(0))
+        torch.testing.assert_close(mg.iso_cts_merge(vs)[k], stacked[k].mean(0))
+        torch.testing.assert_close(mg.iso_c_merge(vs, nonmatrix="sum")[k], stacked[k].sum(0))
+        torch.testing.assert_close(mg.tsv_merge(vs, nonmatrix="sum")[k], stacked[k].sum(0))
     torch.testing.assert_close(mg.iso_c_merge(vs)["w"], sp.iso_c_matrix(stacked["w"]))
     torch.testing.assert_close(mg.iso_cts_merge(vs, 0.5)["w"], sp.iso_cts_matrix(stacked["w"], 0.5))
     for v, b in zip(vs, before):
@@ -188,6 +190,62 @@ def test_spectral_merges_per_parameter_kind() -> None:
         mg.iso_cts_merge(vs, spectrum="max")  # type: ignore[arg-type]
     with pytest.raises(TalosError, match="common_fraction"):
         mg.iso_cts_merge(vs, 1.5)
+    with pytest.raises(TalosError, match="^conv1x1 must be 'other' or 'matrix', got 'yes'$"):
+        mg.iso_c_merge(vs, conv1x1="yes")  # type: ignore[arg-type]
+
+
+def test_iso_c_on_a_small_matrix_has_the_mean_spectrum_and_averages_the_rest() -> None:
+    """Known answer: two rank-1 updates along orthogonal directions sum to a 3 × 2 matrix with spectrum (4, 2), mean
+    3: Iso-C keeps the sum's singular vectors with every singular value 3 (α = 1); the bias, not a matrix, is the
+    tasks' mean (the authors' ``iso_c``: ``sum(tvs) / len(tvs)``)."""
+    a = {"w": torch.tensor([[4.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), "b": torch.tensor([1.0, -1.0])}
+    b = {"w": torch.tensor([[0.0, 0.0], [0.0, 2.0], [0.0, 0.0]]), "b": torch.tensor([3.0, 5.0])}
+    merged = mg.iso_c_merge([a, b])
+    assert merged["w"].tolist() == [[3.0, 0.0], [0.0, 3.0], [0.0, 0.0]]
+    assert merged["b"].tolist() == [2.0, 2.0]
+    # on a dense random matrix: all singular values equal the summed spectrum's mean (nuclear norm / rank)
+    stacked = _random((4, 7, 5), seed=21)
+    sigma = np.linalg.svd(stacked.sum(0).numpy(), compute_uv=False)
+    flat = np.linalg.svd(mg.iso_c_merge([{"w": d} for d in stacked])["w"].numpy(), compute_uv=False)
+    np.testing.assert_allclose(flat, np.full(5, sigma.sum() / 5), rtol=1e-10)
+
+
+@pytest.mark.parametrize("merge", [mg.tsv_merge, mg.iso_c_merge, mg.iso_cts_merge])
+def test_a_1x1_kernel_merged_as_a_matrix_equals_the_matrix_case(merge) -> None:
+    """``conv1x1="matrix"``: a pointwise kernel ``[out, in, 1, 1]`` is merged exactly as its ``[out, in]`` matrix;
+    by default (the authors' code: only 2-D tensors are matrices) it is averaged like a bias; 3 × 3 kernels are
+    never matrices."""
+    mats = _random((3, 6, 4), seed=31)
+    k3 = _random((3, 6, 4, 3, 3), seed=32)
+    conv = [{"pw": m[:, :, None, None], "dw": k, "bias": m[0]} for m, k in zip(mats, k3)]
+    dense = [{"pw": m, "dw": k, "bias": m[0]} for m, k in zip(mats, k3)]
+    as_matrix, reference = merge(conv, conv1x1="matrix"), merge(dense)
+    assert as_matrix["pw"].shape == (6, 4, 1, 1)
+    torch.testing.assert_close(as_matrix["pw"][:, :, 0, 0], reference["pw"], rtol=0, atol=0)
+    for k in ("dw", "bias"):
+        torch.testing.assert_close(as_matrix[k], reference[k], rtol=0, atol=0)
+        torch.testing.assert_close(as_matrix[k], torch.stack([v[k] for v in conv]).mean(0))
+    torch.testing.assert_close(merge(conv)["pw"], torch.stack([v["pw"] for v in conv]).mean(0))  # the default
+    assert not torch.allclose(as_matrix["pw"], merge(conv)["pw"])
+
+
+def test_registered_options_default_to_the_merges_own_defaults() -> None:
+    """One home per convention: each spec's first option value is its merge function's default (the authors')."""
+    import inspect
+
+    for name, spec in mg.POSTHOC_METHODS.items():
+        params = inspect.signature(spec.merge).parameters
+        for key, values in spec.options.items():
+            assert params[key].default == values[0], (name, key)
+    assert mg.POSTHOC_METHODS["iso_c"].check_options() == {"nonmatrix": "mean", "conv1x1": "other"}
+    assert mg.POSTHOC_METHODS["lines"].check_options({"nonblock": "nearest"}) == {"nonblock": "nearest"}
+    with pytest.raises(TalosError, match="^option conv1x1 of post-hoc method 'tsv' must be one of 'other', "
+                                         "'matrix', got 'yes'$"):
+        mg.POSTHOC_METHODS["tsv"].grid_points(3, {"conv1x1": "yes"})
+    with pytest.raises(TalosError, match="'nonblock' is not an option of post-hoc method 'iso_c'"):
+        mg.POSTHOC_METHODS["iso_c"].check_options({"nonblock": "first"})
+    with pytest.raises(TalosError, match=r"options: none\)$"):
+        mg.POSTHOC_METHODS["ties"].check_options({"conv1x1": "matrix"})
 
 
 # ------------------------------------------------------------------------------------------ LiNeS
@@ -203,11 +261,18 @@ EFFICIENTNET = ["conv_stem.weight", "bn1.weight", "blocks.0.0.conv_dw.weight", "
 
 
 def test_lines_layers_of_real_parameter_names() -> None:
+    # the authors' code: a parameter outside the blocks takes the first block's factor α
     assert sp.lines_layers(BERT) == ({**dict.fromkeys(BERT[:2], 0), **{BERT[2 + i]: i for i in range(4)},
-                                      "pooler.dense.weight": 3}, 4)
-    assert sp.lines_layers(T5) == (dict(zip(T5, [0, 0, 1, 1, 2, 3, 3])), 4)
-    assert sp.lines_layers(EFFICIENTNET) == (dict(zip(EFFICIENTNET, [0, 0, 0, 1, 1, 2, 2, 2])), 3)
+                                      "pooler.dense.weight": 0}, 4)
+    assert sp.lines_layers(T5) == (dict(zip(T5, [0, 0, 1, 0, 2, 3, 0])), 4)
+    assert sp.lines_layers(EFFICIENTNET) == (dict(zip(EFFICIENTNET, [0, 0, 0, 1, 1, 2, 0, 0])), 3)
     assert sp.lines_layers(["w", "b"]) == ({"w": 0, "b": 0}, 1)
+    # nonblock="nearest": the depth of the block before it
+    assert sp.lines_layers(BERT, "nearest")[0]["pooler.dense.weight"] == 3
+    assert sp.lines_layers(T5, "nearest") == (dict(zip(T5, [0, 0, 1, 1, 2, 3, 3])), 4)
+    assert sp.lines_layers(EFFICIENTNET, "nearest") == (dict(zip(EFFICIENTNET, [0, 0, 0, 1, 1, 2, 2, 2])), 3)
+    with pytest.raises(TalosError, match="^nonblock must be 'first' or 'nearest', got 'last'$"):
+        sp.lines_layers(BERT, "last")  # type: ignore[arg-type]
 
 
 def test_lines_factors_follow_the_paper_formula() -> None:
@@ -217,7 +282,8 @@ def test_lines_factors_follow_the_paper_formula() -> None:
         ell = i + 1
         assert factors[BERT[2 + i]] == pytest.approx(alpha + beta * (ell - 1) / (num_layers - 1))
     assert factors["embeddings.word_embeddings.weight"] == pytest.approx(alpha)
-    assert factors["pooler.dense.weight"] == pytest.approx(alpha + beta)
+    assert factors["pooler.dense.weight"] == pytest.approx(alpha)  # outside the blocks: the minimum factor α
+    assert sp.lines_factors(BERT, alpha, beta, "nearest")["pooler.dense.weight"] == pytest.approx(alpha + beta)
     assert sp.lines_factors(["w"], 0.3, 5.0) == {"w": 0.3}  # one layer: λ = α
     with pytest.raises(TalosError, match="beta must be a finite number"):
         sp.lines_factors(BERT, 0.5, float("nan"))
@@ -239,3 +305,37 @@ def test_lines_scale_and_merge() -> None:
     torch.testing.assert_close(deep["encoder.layer.1.attention.self.query.weight"],
                                (0.25 + 0.6 / 3) * total["encoder.layer.1.attention.self.query.weight"])
     torch.testing.assert_close(mg.lines_merge(vs, 0.0, alpha=1.0)[BERT[0]], total[BERT[0]])
+    # the pooler, outside the blocks, gets α = 1/T as the authors' code, or the last block's factor with "nearest"
+    torch.testing.assert_close(deep["pooler.dense.weight"], 0.25 * total["pooler.dense.weight"])
+    torch.testing.assert_close(mg.lines_merge(vs, 0.6, nonblock="nearest")["pooler.dense.weight"],
+                               (0.25 + 0.6) * total["pooler.dense.weight"])
+
+
+# ------------------------------------------------------------------------------------------ α grids as the authors
+
+
+@pytest.mark.parametrize("method", ["tsv", "iso_c", "iso_cts"])
+def test_spectral_alpha_grid_is_the_authors_range(method) -> None:
+    """TSV's and Iso's code search ``np.linspace(0.0, 3.0, 31)[1:]`` (0.1, …, 3.0) on validation: with the step 0.1
+    our grid is theirs plus α = 0 (the unedited model, on every grid here); with the paper's 0.05 it holds theirs."""
+    from talos_core.evaluation.posthoc import posthoc_alphas
+
+    authors = np.linspace(0.0, 3.0, 31)[1:]
+    addition, negation = posthoc_alphas(method, 0.1)
+    assert addition == negation and addition[0] == 0.0
+    np.testing.assert_allclose(addition[1:], authors, atol=1e-12)
+    fine, _ = posthoc_alphas(method, 0.05)
+    assert len(fine) == 61 and all(np.isclose(fine, a).any() for a in authors)
+
+
+def test_lines_searches_beta_and_adds_at_one_as_the_authors() -> None:
+    """LiNeS' code: multi-task β over ``np.linspace(0.0, 1.0, 11)[1:]``, the scaled vector added with coefficient 1;
+    its negation (task arithmetic's, on the fine-tuned vectors) keeps the paper's 0…1 grid."""
+    from talos_core.evaluation.posthoc import posthoc_alphas
+
+    np.testing.assert_allclose(mg.LINES_BETA_GRID, np.linspace(0.0, 1.0, 11)[1:], atol=1e-12)
+    assert [p["beta"] for p in mg.POSTHOC_METHODS["lines"].grid_points(8)] == list(mg.LINES_BETA_GRID)
+    assert posthoc_alphas("lines", 0.05) == ([1.0], [round(0.05 * i, 10) for i in range(21)])
+    assert posthoc_alphas("ties", 0.05)[0] == posthoc_alphas("ties", 0.05)[1] == [round(0.05 * i, 10)
+                                                                                  for i in range(21)]
+

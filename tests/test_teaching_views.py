@@ -48,9 +48,12 @@ def test_addition_gallery_is_exact_on_the_grid_and_linearized_between():
     assert g.table["#"].tolist() == [0, 5, 9] and g.table["input"].tolist() == ["x", "y", "z"]
     lin = FX.addition_gallery(ex, "a", {"a": 1.5, "b": 1.5})  # base [1, 0] + 1.5·[-0.5, 0.5] → class 1
     assert lin.source == "linearized" and lin.table["predicted"].tolist() == ["pos", "pos", "pos"]
-    assert lin.table["status"].tolist() == ["forgotten", "learned", "learned"] and "between grid points" in lin.note
+    assert lin.table["status"].tolist() == ["forgotten", "learned", "learned"]
+    assert lin.model == "first-order model at α = 1.5" and "nearest exact point, α = 1" in lin.note
+    assert "first-order model gets 1/3 right and the exact model 2/3" in lin.note  # its distance to the exact one
+    assert g.model == "exact model at α = 1"
     mixed = FX.addition_gallery(ex, "a", {"a": 0.5, "b": 2.0})  # per-task α: linearized (0.5 keeps class 0)
-    assert mixed.source == "linearized" and "differ" in mixed.note and mixed.changed == 0
+    assert mixed.source == "linearized" and mixed.model == "first-order model at α = (0.5, 2)" and mixed.changed == 0
     near = FX.addition_gallery(_example_set(with_linear=False), "a", {"a": 1.6, "b": 1.6})
     assert near.source == "nearest" and near.alpha == 2.0
     with pytest.raises(TalosError, match="no examples of task 'c'"):
@@ -123,11 +126,13 @@ def test_arithmetic_page_shows_the_gallery_and_follows_the_slider(monkeypatch, f
     at = _open(monkeypatch, fixture_store, "arithmetic", {"method": "nonlinear"})
     assert at.get("image"), "the image gallery is drawn"
     assert any("under addition" in m.value for m in at.markdown)
-    exact_note = [c.value for c in at.caption if c.value.startswith("Exact predictions at α")]
+    exact_note = [c.value for c in at.caption if c.value.startswith("Exact predictions of θ0 +")]
     assert exact_note, [c.value for c in at.caption]
+    assert any("· exact model at α = " in m.value for m in at.markdown)
     at.slider(key="a.nonlinear").set_value(0.52).run()  # between grid points 0.5 and 0.55
     assert not at.exception
-    assert any("Linearized preview (α = 0.52 is between grid points)" in i.value for i in at.info)
+    assert any("· first-order model at α = 0.52" in m.value for m in at.markdown)
+    assert any("At the nearest exact point, α = 0.5," in i.value for i in at.info)
     from tests.test_dashboard import open_negation_tab
 
     open_negation_tab(at)  # the negation tab (built once opened) holds the forgotten/flipped galleries
@@ -139,12 +144,12 @@ def test_disentanglement_page_live_xi_at_any_resolution(monkeypatch, fixture_sto
     at = _open(monkeypatch, fixture_store, "disentanglement")
     from tests.test_dashboard import figure_titled
 
-    live = figure_titled(at, "Live first-order ξ, 50×50")
+    live = figure_titled(at, "First-order model: live ξ, 50×50")
     assert np.asarray(live.data[0].z).shape == (50, 50)
-    assert figure_titled(at, "Exact ξ on the stored")
+    assert figure_titled(at, "Exact model: ξ on the stored")
     assert any("First order means" in c.value for c in at.caption)
     at.slider(key="xires").set_value(20).run()
-    assert np.asarray(figure_titled(at, "Live first-order ξ, 20×20").data[0].z).shape == (20, 20)
+    assert np.asarray(figure_titled(at, "First-order model: live ξ, 20×20").data[0].z).shape == (20, 20)
 
 
 def test_localization_page_cell_examples(monkeypatch, fixture_store):
@@ -202,7 +207,7 @@ def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, moda
     if modality == "text":
         assert len(ex.snippets(task)) == 24 and all(0 < len(s) <= SNIPPET_CHARS for s in ex.snippets(task))
     at = _open(monkeypatch, shipped, "arithmetic", {"suite": suite, "method": "talos"})
-    assert any(" under addition** — " in m.value for m in at.markdown), [m.value for m in at.markdown][:20]
+    assert any(" under addition** · exact model" in m.value for m in at.markdown), [m.value for m in at.markdown][:20]
     if modality == "text":
         assert not at.get("image")
         tables = [d.value for d in at.dataframe if "input" in getattr(d.value, "columns", [])]

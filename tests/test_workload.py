@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.plan_costs import computed_work
+from talos_core.schema import load_examples
 from talos_core.store import Store
 from talos_core.suites import run_suite
 from talos_core.suites.plan import plan_suite, recount
@@ -83,3 +84,8 @@ def test_the_text_full_step_graph_runs_on_the_tiny_model_and_its_plan_counts_eve
     rows = recount(store, "text")
     assert {r["label"] for r in rows} == set(meta["step_work"])
     assert _mismatched(rows) == {}
+    # the suite's examples step stores the exact model every 0.05 from 0 to 2 besides the 0.5-step grid (and --plan
+    # counted those passes: above)
+    ex = load_examples(store.root, "text__tiny-text__talos")
+    assert {round(0.05 * k, 10) for k in range(41)} <= set(ex.meta["addition_alphas"])
+    assert all({0.05, 1.95} <= set(grid) for grid in ex.meta["negation_alphas"].values())

@@ -45,8 +45,10 @@ if ctx.has("efficiency"):
         else:
             ui.chart(figures.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
             kind = figures.memory_kind_label(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
-            st.caption("Time per training step, mean ± std over all steps of all tasks (hatched = optimizer "
-                       "step). Peak memory is the largest over tasks"
+            st.caption("Time per training step, the mean over all steps of all tasks (hatched = optimizer step); "
+                       "whiskers: the 95 % interval of the mean (1.96 standard errors). The standard deviation of the "
+                       "steps is in the Data table: a few slow steps (a pause of the machine) make it larger than "
+                       "the mean itself, so it is no error bar. Peak memory is the largest over tasks"
                        + (f" ({ui.md(kind)}). " if kind else ". ")
                        + "Calibration = TaLoS/LoTA mask calibration before training (— = none).")
             with ui.expander("Data", key="eff_data") as shown:
@@ -110,16 +112,19 @@ if ctx.has("comparison"):
         # one store's flags number its own rows; a table merged from several stores shows them in the panel only
         badges = {} if ctx.others else audit_view.cell_badges(flags, rows, audit_view.AUDITED_COLUMNS)
         flagged = (set(), set()) if ctx.others else audit_view.not_best(flags, rows, audit_view.AUDITED_COLUMNS)
-        st.dataframe(figures.comparison_styler(comp, labels=True, badges=badges, not_best=flagged), hide_index=True)
+        shown_table = figures.comparison_table(comp, badges=badges, not_best=flagged)
+        st.table(shown_table.styler())
         if ctx.others:
             st.caption("Rows of every store holding this suite and model: the store column says which.")
         st.caption("Accuracies on test at the α selected on validation"
-                   + ("; [lo, hi] = 95% bootstrap interval over test examples (1,000 resamples within each task)"
-                      if figures.has_intervals(comp) else "")
-                   + ". Best per column in bold (lowest for negation target accuracy, time and memory); no best "
-                     "where the best number carries an audit flag of its own, and normalized accuracy above 100 % or "
-                     "reached without editing is never best."
-                   + (f" {audit_view.BADGE}n: audit flag n on that number (panel below)." if badges else ""))
+                   + ("; [lo, hi] = 95 % bootstrap interval over test examples (1,000 resamples within each task). "
+                      "Bold: a best whose interval lies clear of every other row's (lowest for the negation target); "
+                      "where the intervals overlap no row is marked, and columns without intervals (time, memory) "
+                      "are not marked" if figures.has_intervals(comp)
+                      else "; this store records no intervals, so no best is marked")
+                   + ". A number the audit flags is never marked best, nor is a normalized accuracy above 100 % or "
+                     "one the unedited model reaches"
+                   + (f"; {audit_view.BADGE}n: audit flag n on that number (panel below)." if badges else "."))
         ui.table(comp, f"comparison_{ctx.suite}_{ctx.model}", key="comp", show=False)
         if audit_problem:
             st.caption(f"Audit not run: {ui.md(audit_problem)}")

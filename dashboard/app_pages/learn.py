@@ -102,7 +102,7 @@ def _task_vectors() -> None:
     tasks = df["task"].tolist()
     zs, ft = data.single_reference(single, method, tasks)
     ui.chart(figures.arithmetic_bars(tasks, ft, method=method, name=f"{method_label(method)} fine-tuned",
-                               zero_shot=zs, title="Each task vector alone: θ0 + τ_t (test accuracy)"),
+                               zero_shot=zs, title="Exact model, each task vector alone: θ0 + τ_t (test accuracy)"),
              "learn_task_vectors", key="l_tv")
 
 
@@ -150,15 +150,17 @@ def _xi() -> None:
     f = parse_result_name("disentanglement", pairs[0])
     panels = [data.get("disentanglement", ctx.root, ctx.name(m, f["task1"], f["task2"]))
               for m in [method, baseline] if m and ctx.has("disentanglement", m, f["task1"], f["task2"])]
-    ui.chart(figures.xi_side_by_side(panels, title=f"ξ for {f['task1']} + {f['task2']} (same colour scale)"),
+    ui.chart(figures.xi_side_by_side(panels, title=f"ξ for {f['task1']} + {f['task2']}: exact model, same colour "
+                                                   "scale"),
              "learn_xi", key="l_xi")
 
 
 section("4 · Weight disentanglement", r"""
 Addition works when each task vector only changes the model **on its own task**. The disentanglement
-error $\xi(\alpha_1,\alpha_2)$ counts how often $\theta_0+\alpha_1\tau_1+\alpha_2\tau_2$ predicts
-differently from $\theta_0+\alpha_t\tau_t$ on task $t$'s inputs. **Dark = disentangled.** The red box is
-the α range searched for addition: that is where it must be dark.
+error $\xi(\alpha_1,\alpha_2)$ adds up, over the two tasks $t$, the fraction of task $t$'s inputs on which
+$\theta_0+\alpha_1\tau_1+\alpha_2\tau_2$ predicts differently from $\theta_0+\alpha_t\tau_t$: from 0 (no prediction
+changes) to 2 (every prediction of both tasks changes). **Dark = disentangled.** The red box is the α range searched
+for addition: that is where it must be dark.
 """, _xi, wide=True)
 
 
@@ -205,6 +207,7 @@ ui.published_reference("Published reference numbers (paper, not measured here)",
 
 if single is not None:
     zs = single[single["split"] == "test"].drop_duplicates("task")["zero_shot_acc"]
-    st.caption(f"Store: {ui.md(ctx.root)} · suite {ui.md(ctx.suite)} · model {ui.md(ctx.model)} · mean zero-shot "
+    st.caption(f"Store: {ui.md(ui.for_visitors(str(ctx.root)))} · suite {ui.md(ctx.suite)} · model {ui.md(ctx.model)} "
+               "· mean zero-shot "
                "test accuracy "
                f"{float(np.mean(zs)):.3f}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, figures, ui
+from dashboard import data, figures, readings, ui
 from dashboard.plain import figure_text_back
 from talos_core.schema import MissingResult, method_label
 
@@ -91,17 +91,21 @@ modes = data.available(ctx.idx, "mode", kind="sharing", suite=ctx.suite, model=c
 if modes:
     st.subheader("Parameter sharing")
     st.caption("Prune (or perturb) the entries a task's mask would *not* train (its bottom-k by TaLoS score) "
-               "and measure every task: value = accuracy ÷ unpruned accuracy. A low diagonal with ≈ 1 "
-               "elsewhere means tasks rely on different, non-shared low-sensitivity weights.")
+               "and measure every task: value = accuracy ÷ unpruned accuracy. If tasks rely on different, non-shared "
+               "low-sensitivity weights, the diagonal is low and the rest ≈ 1; what these maps show is read below "
+               "each one.")
     cols = st.columns(len(modes))
     for col, mode in zip(cols, modes):
         with col:
             sh = ui.load("sharing", ctx, mode, stop=False)
             if sh is not None:
                 frac = sh.extra.get("fraction")
+                done = figures.SHARING_DONE.get(mode, mode)
                 ui.chart(figures.sharing_heatmap(sh.tasks, sh.matrix, mode=mode,
-                                           title=f"{mode}" + (f" (fraction {frac:g})" if frac is not None else "")),
+                                                 title=f"Parameter sharing: {done} bottom "
+                                                       + (f"{frac:g}" if frac is not None else "k")),
                          f"sharing_{mode}", key=f"sh_{mode}")
+                st.caption(ui.md(readings.sharing_reading(mode, sh.matrix)))
 
 if ctx.has("linearization"):
     st.subheader("Linear regime")
@@ -112,6 +116,7 @@ if ctx.has("linearization"):
             ui.chart(figures.linearization_scatter(lin), "linearization", key="lin")
         with right:
             st.markdown("Points on the diagonal: the fine-tuned model behaves like its first-order Taylor "
-                        "expansion around θ0 — the regime in which task arithmetic is provably "
-                        "disentangled. TaLoS stays there by training only low-sensitivity weights.")
-            ui.table(lin, "linearization", key="lin_tbl")
+                        "expansion around θ0 — the regime in which task arithmetic is provably disentangled. "
+                        "TaLoS aims to stay near it by training only low-sensitivity weights.")
+            st.caption(ui.md(readings.linear_regime_reading(lin)))
+        ui.table(readings.linear_regime_table(lin), "linearization", key="lin_tbl", raw=lin)

@@ -43,11 +43,18 @@ for m, t in panels:
         st.stop()
     tables[(m, t)] = sub
 
-zmax = max(float(figures.mask_density_grid(t).max().max()) for t in tables.values())
+tops = {k: float(figures.mask_density_grid(t).max().max()) for k, t in tables.items()}
+# one colour scale makes equal colours equal densities; but a method training 10 % of a cell beside one training all
+# of it is then uniformly dark: far-apart maxima (over 4×) get a colour scale each unless the URL asks for one
+apart = max(tops.values()) > 4 * max(min(tops.values()), 1e-12)
+scale = st.radio("Colour scale", ["one for both", "each its own"], index=1 if apart else 0, horizontal=True,
+                 key="mscale", bind="query-params")
+own = scale == "each its own"
 cols = st.columns(2)
 for col, ((m, t), sub) in zip(cols, tables.items()):
     with col:
-        ui.chart(figures.mask_density_heatmap(sub, zmax=zmax, title=f"{method_label(m)} · {t}"),
+        ui.chart(figures.mask_density_heatmap(sub, zmax=tops[(m, t)] if own else max(tops.values()),
+                                              title=f"{method_label(m)} · {t}"),
                  f"mask_heatmap_{m}_{t}", key=f"mh_{m}_{t}")
         diag = data.mask_diagnostics(ctx.root, ctx.name(m))
         row = diag[diag["task"] == t]
@@ -65,7 +72,11 @@ for col, ((m, t), sub) in zip(cols, tables.items()):
             st.caption(" · ".join(p for p in parts if p) + " of the mask's entries")
             for warning in mask_warnings(d):
                 st.warning(warning[0].upper() + warning[1:] + ".")
-st.caption("Both heatmaps share one colour scale. Under each: the fraction of the mask's entries that training "
+st.caption(("Each heatmap has its own colour scale (its colour bar): "
+            + ", ".join(f"{ui.md(method_label(m))} · {ui.md(t)} up to {tops[(m, t)]:.2f}" for m, t in tables)
+            + "; compare colours within a heatmap, values between them. " if own
+            else "Both heatmaps share one colour scale. ")
+           + "Under each: the fraction of the mask's entries that training "
            "changed (entries that cannot learn are not trainable capacity), that have exactly zero sensitivity on "
            "the calibration data, and that tied at the last calibration round's threshold.")
 
@@ -86,6 +97,9 @@ with left:
         if isinstance(iou, data.Matrix):
             ui.chart(figures.mask_iou_heatmap(iou.tasks, iou.matrix, title=f"{method_label(m1)}: IoU between tasks"),
                      f"mask_iou_{m1}", key="miou")
+            if m1 in ctx.methods("selection"):
+                st.caption(f"{ui.md(method_label(m1))} chose its sparsity per task, so these masks differ in size, "
+                           "which alone lowers their overlap; a fixed-sparsity row (k = …) compares like with like.")
     else:
         st.info(ui.md(f"No task × task mask IoU for {method_label(m1)}."))
 with right:

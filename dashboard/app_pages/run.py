@@ -14,11 +14,21 @@ from dashboard.access import ServerConfig
 from talos_core.errors import TalosError
 from talos_core.schema import method_label
 
-st.title("Run: compute new results")
 try:
     cfg = ServerConfig.from_env()
+except TalosError as exc:  # a bad cap
+    ui.stop_on_problem(exc)
+if cfg.read_only:  # the page is not in the navigation then; a link to it says why nothing runs here
+    st.title("Classroom mode: nothing runs on this server")
+    st.info("Classroom mode: this dashboard shows the results it holds and computes nothing, so there is no Run "
+            "page here. Explore them on the other pages (the sidebar); to fine-tune and evaluate your own runs, "
+            "start the dashboard on your own machine (`talos dashboard`), where the Run page writes into your "
+            "own store.")
+    st.stop()
+st.title("Run: compute new results")
+try:
     root = cfg.writable_store()
-except TalosError as exc:  # read-only mode (the page is not in the navigation then) or a bad cap
+except TalosError as exc:  # the user's store is the shipped one
     ui.stop_on_problem(exc)
 limits = cfg.limits
 caps = [f"{limits.max_jobs} concurrent job{'s' if limits.max_jobs != 1 else ''}" if limits.max_jobs else "",
@@ -285,6 +295,17 @@ with st.expander("A suite (every method and analysis of `talos suite`), here or 
 st.subheader("Jobs in this store")
 
 
+def finished(spec: dict) -> None:
+    """Where a finished job's results are: the store, suite and model to pick, the pages that show them, and a
+    link that opens them (Arithmetic, with the store, suite and model picked)."""
+    suite, model = str(spec.get("suite") or ""), str(spec.get("model") or "")
+    st.success(f"Finished: the results are in your store {ui.md(root)} under suite **{ui.md(suite)}**, model "
+               f"**{ui.md(model)}**. Pick them in the sidebar (Store: your store) to see them on Arithmetic, "
+               "Disentanglement, Localization, Masks and Efficiency, or open them with the link below.")
+    st.page_link(ui.PAGES_DIR / "arithmetic.py", label=f"Open the results: {ui.md(suite)} · {ui.md(model)}",
+                 icon=":material/calculate:", query_params={"store": str(root), "suite": suite, "model": model})
+
+
 def _monitor() -> None:
     listed = jobs.list_jobs(root)
     if not listed:
@@ -304,8 +325,8 @@ def _monitor() -> None:
     if state in ("queued", "running") and cols[0].button("Cancel", key="run_cancel"):
         jobs.cancel_job(job)
     if state == "done":
-        cols[1].success("Finished: the new results are in your store; open the other pages "
-                        f"(suite **{ui.md(job.spec.get('suite'))}**, model **{ui.md(job.spec.get('model'))}**).")
+        with cols[1]:
+            finished(job.spec)
     elif state in ("failed", "died"):
         cols[1].error(f"The job {state}; the log below says why.")
     if is_suite:  # per-step states from the suite record (both executors rewrite it on every change)

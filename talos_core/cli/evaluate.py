@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from talos_core.cli.common import add_run_arguments, number, positive_int, request_from_args, seed
+from talos_core.cli.common import add_run_arguments, number, option, positive_int, request_from_args, seed
 from talos_core.errors import TalosError
 
 
@@ -46,6 +46,11 @@ def candidate_values(text: str) -> tuple[int | float, ...]:
             except ValueError:
                 raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
     return tuple(out)
+
+
+def option_pairs(text: str) -> tuple[tuple[str, object], ...]:
+    """``"conv1x1=matrix,nonmatrix=sum"`` → ``(("conv1x1", "matrix"), ("nonmatrix", "sum"))``."""
+    return tuple(option(part.strip()) for part in text.split(",") if part.strip())
 
 
 def numbers(text: str) -> tuple[float, ...]:
@@ -85,6 +90,10 @@ SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str, tuple[str, ...] 
                                            "nonlinear, as the paper; e.g. imported for checkpoints from talos import; "
                                            "results are written under the post-hoc method, so give them their own "
                                            "--suite)", None),
+    ("--posthoc-option", "options", option_pairs, "posthoc: the method's labelled options KEY=VALUE[,KEY=VALUE] "
+                                                  "instead of its authors' conventions, e.g. conv1x1=matrix for TSV / "
+                                                  "Iso-C / Iso-CTS, nonmatrix=sum, nonblock=nearest for LiNeS (`talos "
+                                                  "methods` lists them; give the results their own --suite)", None),
     ("--sparsities", "sparsities", numbers, "sparsity-ablation: comma-separated sparsities "
                                             "(default: 0.5,0.9,0.95,0.99)", None),
     ("--param", "param", str, "selection: the hyperparameter chosen per task: sparsity (sparse methods), rank "

@@ -6,6 +6,8 @@ The dashboard's galleries show the inputs behind the accuracies: for ≤ 24 fixe
 * θ0 (zero-shot),
 * θ0 + α Σ_t τ_t at every point α of the addition grid (on each task's examples),
 * θ0 − α τ_t at every point of target t's negation grid (on t's and on the control task's examples),
+* both grids with the teaching range added: every 0.05 from 0 to 2 (:func:`teaching_alphas`), so a gallery shows the
+  exact model wherever a class stops a slider there,
 * θ0 + τ_t on every task's examples (the cells of the function-localization matrix),
 
 plus the linearized terms ``f(x, θ0)`` and ``τ_tᵀ∇f(x, θ0)`` of those examples (a preview between grid
@@ -21,6 +23,7 @@ scale sets ``examples``) resolves runs like the other protocols; :func:`examples
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +42,11 @@ from talos_core.schema import (
 
 THUMB_SIDE = 48
 """The longest side of a stored thumbnail (smaller images are kept at their size)."""
+
+TEACHING_ALPHA_MAX = 2.0
+TEACHING_ALPHA_STEP = 0.05
+"""The teaching range: where a class moves the α sliders (0–2). Exact predictions are stored there every 0.05 besides
+the protocol's own grid (:func:`teaching_alphas`), so the galleries stay exact wherever a slider stops in it."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,6 +108,24 @@ def thumbnails(images: np.ndarray, side: int = THUMB_SIDE) -> np.ndarray:
     if scale == 1.0:
         return np.ascontiguousarray(arr)
     return np.stack([np.asarray(Image.fromarray(a).resize(size, Image.BOX)) for a in arr]).astype(np.uint8)
+
+
+def teaching_alphas(grid: Sequence[float], hi: float = TEACHING_ALPHA_MAX,
+                    step: float = TEACHING_ALPHA_STEP) -> list[float]:
+    """``grid`` with the points ``0, step, 2·step, … ≤ hi`` that lie inside it added (sorted, each once): the α's the
+    examples are evaluated at exactly. ``hi = 0`` keeps ``grid`` as it is.
+
+    >>> teaching_alphas([0.0, 0.5, 1.0], hi=0.2, step=0.1)
+    [0.0, 0.1, 0.2, 0.5, 1.0]
+    >>> teaching_alphas([0.0, 5.0], hi=0.0)
+    [0.0, 5.0]
+    """
+    g = sorted({float(a) for a in grid})
+    if not g or hi <= 0:
+        return g
+    top = min(hi, g[-1])
+    dense = [round(k * step, 10) for k in range(int(math.floor(top / step + 1e-9)) + 1)]
+    return sorted(g + [a for a in dense if a >= g[0] - 1e-12 and not any(abs(a - x) <= 1e-9 for x in g)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,8 +295,9 @@ def examples_from_store(store, *, suites: Sequence[str] | None = None, methods: 
     """Compute and write SCHEMA.md ``examples`` for every :func:`stored_targets` entry (``talos examples``).
 
     Each uses the runs its addition result names (their task vectors must be in the store: an exported store
-    such as the shipped ``cached_results/`` keeps manifests only) and the stored α grids, at the suite's
-    evaluation precision. Returns the ``(kind, name)`` written.
+    such as the shipped ``cached_results/`` keeps manifests only) and the stored α grids with the teaching range's
+    dense points (:func:`teaching_alphas`), at the suite's evaluation precision. Returns the ``(kind, name)``
+    written.
     """
     from talos_core.evaluation.context import EvalContext
     from talos_core.evaluation.request import eval_limits
@@ -291,14 +318,15 @@ def examples_from_store(store, *, suites: Sequence[str] | None = None, methods: 
         vectors = {t: r.task_vector() for t, r in runs.items()}  # a missing task vector is one sentence
         modes = {t: run_eval_mode(r) for t, r in runs.items()}
         lim = eval_limits({}, runs)
-        neg = {t: tg.negation_alphas.get(t) or [] for t in runs}
+        neg = {t: teaching_alphas(tg.negation_alphas.get(t) or []) for t in runs}
         control = tg.control_task if all(neg.values()) else None
         if control is None:
             neg = {t: [0.0] for t in runs}
         with eval_precision(tg.eval_precision):
             ctx = EvalContext.for_model(tg.model, [*runs, *([control] if control else [])], max_val=lim["max_val"],
                                         max_test=lim["max_test"], device=device)
-            res = compute_examples(ctx, vectors, modes, tg.addition_alphas, neg, control, points=points, seed=seed)
+            res = compute_examples(ctx, vectors, modes, teaching_alphas(tg.addition_alphas), neg, control,
+                                   points=points, seed=seed)
         name = result_name(tg.suite, tg.model, tg.method)
         save_examples(store, name, res, method=tg.method, model=tg.model, suite=tg.suite, runs=tg.runs,
                       eval_precision=tg.eval_precision)
@@ -306,3 +334,59 @@ def examples_from_store(store, *, suites: Sequence[str] | None = None, methods: 
             f"{len(tg.addition_alphas)} addition alphas" + (f", control {control}" if control else ""))
         written.append(("examples", name))
     return written
+
+
+# --------------------------------------------------------------------------------------------
+# on demand: the exact model at any α, for one gallery
+# --------------------------------------------------------------------------------------------
+def vectors_missing(store, ex: ExampleSet) -> str | None:
+    """Why the exact model cannot be evaluated on demand for ``ex`` (one sentence), or ``None`` when it can: the
+    examples must name their runs and model, and every run must keep its task vector in ``store`` (an exported store
+    such as the shipped ``cached_results/`` keeps manifests only)."""
+    runs, model = ex.meta.get("runs"), ex.meta.get("model")
+    if not isinstance(runs, dict) or not runs or not isinstance(model, str):
+        return "these examples do not record the runs and model they were computed with"
+    for task, rid in runs.items():
+        if not (store.run_path(str(rid)) / "task_vector.safetensors").is_file():
+            return (f"the store keeps no task vector of run {rid} ({task}): it holds the runs' manifests only, so "
+                    f"only the stored α's are exact")
+    return None
+
+
+def exact_context(store, ex: ExampleSet, *, device: str = "auto"):
+    """``(context, vectors, mode)`` for :func:`exact_predictions`: an evaluation context over the examples' tasks with
+    the data limits their runs were evaluated with, at the precision they were computed in, and the runs' task
+    vectors. Loading the model takes seconds: callers keep it (the dashboard caches it per store and result)."""
+    from talos_core.evaluation.context import EvalContext
+    from talos_core.evaluation.request import common_mode, eval_limits
+
+    problem = vectors_missing(store, ex)
+    if problem:
+        raise TalosError(problem)
+    runs = {t: store.get_run(str(rid)) for t, rid in ex.meta["runs"].items()}
+    lim = eval_limits({}, runs)
+    ctx = EvalContext.for_model(ex.meta["model"], ex.eval_tasks, max_val=lim["max_val"], max_test=lim["max_test"],
+                                device=device)
+    return ctx, {t: r.task_vector() for t, r in runs.items()}, common_mode(runs)
+
+
+def exact_predictions(ctx, vectors: Mapping, mode: str, ex: ExampleSet, task: str,
+                      alphas: Mapping[str, float]) -> np.ndarray:
+    """Predictions of the exact edited model ``θ0 + Σ_t α_t τ_t`` (a negated task: a negative α) on ``task``'s fixed
+    examples, evaluated now (:func:`exact_context` gives ``ctx``, ``vectors`` and ``mode``). The examples are found
+    again by their positions in the test split; a split that no longer gives their labels is one sentence."""
+    from talos_core.inference.precision import eval_precision
+
+    idx = np.asarray(ex.meta["indices"][task], dtype=np.int64)
+    with eval_precision(ex.meta.get("eval_precision")):
+        split = ctx.split(task, "test")
+        if len(split.labels) <= int(idx.max(initial=-1)):
+            raise TalosError(f"the test split of {task!r} is smaller than when these examples were chosen; "
+                             f"recompute them (talos examples)")
+        part = split.take(idx)
+        if np.asarray(part.labels).astype(int).tolist() != ex.labels(task).tolist():
+            raise TalosError(f"the test split of {task!r} no longer holds these examples at their positions; "
+                             f"recompute them (talos examples)")
+        edits = [(vectors[t], float(a)) for t, a in alphas.items() if t in vectors and float(a) != 0.0]
+        (logits,) = ctx.logits_many([(task, part)], edits, mode)
+    return _argmax(logits)

@@ -6,14 +6,18 @@ e.g. ``imported``: checkpoints fine-tuned elsewhere, ``talos import``).
 Post-hoc methods have hyperparameters; as in the paper they are chosen on the *validation* split:
 for each grid point the merged vector's task-addition curve is computed and the point with the best
 validation normalized accuracy (at its own best α) is kept; negation then uses the same point (the
-paper insists on one choice per method for both benchmarks). Through the shared arithmetic functions the
+paper insists on one choice per method for both benchmarks). α runs over ``0, step, …`` up to the range the
+method's authors search (:func:`posthoc_alphas`); a method's labelled options (``options``, e.g. Iso-C's
+``conv1x1="matrix"``) replace its authors' conventions in every grid point. Through the shared arithmetic functions the
 results keep the per-example test correctness and the 95% bootstrap intervals (``examples``, ``ci95``;
 the single-task table's ``examples[method]``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from talos_core.errors import TalosError, check_int
 from talos_core.evaluation import arithmetic as arith
@@ -36,6 +40,7 @@ class PosthocSettings:
     max_points: int | None = None  # hyperparameter grid points tried (evenly spread); None: the paper's whole grid
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     base_method: str = "nonlinear"  # the fine-tuning method whose runs are merged (paper: nonlinear)
+    options: tuple[tuple[str, Any], ...] = ()  # (name, value) of the method's labelled options; (): the authors'
     alpha_extend: float = 0.0  # a choice at the grid's last point extends it (arithmetic.extend_search; 0: never)
 
     def __post_init__(self) -> None:
@@ -50,6 +55,38 @@ class PosthocSettings:
         arith.check_extend(self.alpha_extend)
         check_int("max_points", self.max_points, low=1, optional=True)
         check_int("batch_size", self.batch_size, low=1, optional=True)
+        pairs = self.options if isinstance(self.options, tuple) else None
+        if pairs is None or not all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in pairs):
+            raise TalosError(f"post-hoc options must be (name, value) pairs such as ('conv1x1', 'matrix'), "
+                             f"got {self.options!r}")
+
+
+def posthoc_alphas(method: str, step: float) -> tuple[list[float], list[float]]:
+    """``(addition, negation)`` α grids of post-hoc ``method``: ``0, step, …, alpha_stop`` (the range its authors
+    search, 1 for the paper's baselines), addition at the one α its authors apply where they fix it (LiNeS: 1).
+
+    >>> posthoc_alphas("tsv", 0.5)
+    ([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0], [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
+    >>> posthoc_alphas("lines", 0.5)
+    ([1.0], [0.0, 0.5, 1.0])
+    """
+    from talos_core.methods.merging import get_posthoc
+
+    spec = get_posthoc(method)
+    grid = arith.alpha_grid(step=step, stop=spec.alpha_stop)
+    return ([spec.addition_alpha] if spec.addition_alpha is not None else grid), grid
+
+
+def posthoc_points(method: str, num_tasks: int, s: PosthocSettings) -> list[dict[str, Any]]:
+    """The hyperparameter points the search tries: the method's grid with ``s.options``, thinned to
+    ``s.max_points``; a bad option is one :class:`TalosError`."""
+    from talos_core.methods.merging import get_posthoc
+
+    options: Mapping[str, Any] = dict(s.options)
+    if len(options) != len(s.options):
+        raise TalosError(f"post-hoc options name an option twice: {[k for k, _ in s.options]}")
+    grid = get_posthoc(method).grid_points(num_tasks, options)
+    return _thin(grid, s.max_points) if s.max_points else grid
 
 
 def _thin(points: list[dict], k: int) -> list[dict]:
@@ -67,19 +104,16 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
 
     Writes ``addition`` and ``negation`` under the method and upserts its ``single`` rows (SCHEMA.md).
     """
-    from talos_core.methods.merging import get_posthoc
-    from talos_core.methods.posthoc import posthoc_grid, posthoc_vectors
+    from talos_core.methods.posthoc import posthoc_vectors
 
     method, tasks = req.method, list(req.tasks)
+    grid = posthoc_points(method, len(tasks), s)  # a bad option fails before anything is fine-tuned
     control = check_control_task(s.control_task or arith.default_control_task(tasks), tasks)
     runs = req.runs(s.base_method)
     run_ids = {t: r.id for t, r in runs.items()}
     base = {t: runs[t].task_vector() for t in tasks}
     ctx = req.context(runs, s.batch_size, [control])
-    alphas = arith.alpha_grid(step=s.alpha_step, stop=get_posthoc(method).alpha_stop)  # 1, or the method's own
-    grid = posthoc_grid(method, len(tasks))
-    if s.max_points:
-        grid = _thin(grid, s.max_points)
+    alphas, neg_alphas = posthoc_alphas(method, s.alpha_step)
     # the search needs validation only; the test split is evaluated once, for the chosen point
     best = None
     for hp in grid:
@@ -96,7 +130,7 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     common = dict(method=req.result_id, model=req.model, suite=req.suite, hyperparameters=hp,
                   base_method=s.base_method, runs=run_ids, **req.result_meta())
     req.store.write_table("addition", name, add.table, **add.extra(), **common)
-    neg = arith.task_negation(ctx, singles, control, alphas, extend=s.alpha_extend)
+    neg = arith.task_negation(ctx, singles, control, neg_alphas, extend=s.alpha_extend)
     req.store.write_table("negation", name, neg.table, **neg.extra(), **({"alpha_grids": neg.grids} if neg.mixed
                                                                          else {}), **common)
     single = arith.single_task_result(ctx, singles, req.result_id, "nonlinear", finetuned=fine)

@@ -186,6 +186,8 @@ class ExamplesSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05  # of the addition and negation grids (as those protocols)
     batch_size: int | None = None
+    # exact predictions also every 0.05 from 0 to this α inside each grid (the dashboard's teaching range; 0 = none)
+    teaching_max: float = 2.0
     alpha_rule: str = "paper"  # as AdditionSettings.alpha_rule (the stored results' grids come first)
 
     def __post_init__(self) -> None:
@@ -200,6 +202,7 @@ class ExamplesSettings:
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
         check_int("batch_size", self.batch_size, low=1, optional=True)
+        check_range("teaching_max", self.teaching_max, 0.0, 100.0, high_open=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,11 +477,13 @@ def _sharing(req: EvalRequest, s: SharingSettings) -> EvalOutcome:
 
 
 def _examples(req: EvalRequest, s: ExamplesSettings) -> EvalOutcome:
-    from talos_core.evaluation.examples import compute_examples, save_examples
+    from talos_core.evaluation.examples import compute_examples, save_examples, teaching_alphas
 
     control = check_control_task(s.control_task or arith.default_control_task(req.tasks), req.tasks)
     ev = _evaluated(req, s.batch_size, [control])
     add_alphas, grids = _searched_grids(req, ev.runs, s.alpha_step, s.alpha_rule, control)
+    add_alphas = teaching_alphas(add_alphas, s.teaching_max)
+    grids = {t: teaching_alphas(g, s.teaching_max) for t, g in grids.items()}
     res = compute_examples(ev.ctx, ev.vectors, ev.modes, add_alphas, grids, control, points=s.points, seed=s.seed)
     name = req.name(req.result_id)
     save_examples(req.store, name, res, method=req.result_id, model=req.model, suite=req.suite,

@@ -37,7 +37,8 @@ def get_method(name: str) -> FinetuneMethod:
     return FINETUNE_METHODS[name]
 
 
-METHOD_TABLE_COLUMNS = ["name", "label", "family", "kind", "sparse", "calibrates", "eval_mode", "description"]
+METHOD_TABLE_COLUMNS = ["name", "label", "family", "kind", "sparse", "calibrates", "eval_mode", "options",
+                        "description"]
 
 
 def method_table() -> "pandas.DataFrame":  # noqa: F821 - pandas is imported lazily
@@ -49,7 +50,9 @@ def method_table() -> "pandas.DataFrame":  # noqa: F821 - pandas is imported laz
         entry = FINETUNE_METHODS.get(name) if info.kind == "finetune" else POSTHOC_METHODS.get(name)
         if entry is None:
             continue  # catalogued but not implemented here
+        options = entry.options if info.kind == "posthoc" else {}  # labelled conventions, the authors' first
         rows.append({"name": name, "label": info.label, "family": info.family, "kind": info.kind,
                      "sparse": info.sparse, "calibrates": info.calibrates, "eval_mode": info.eval_mode,
+                     "options": " ".join(f"{k}={'|'.join(map(str, v))}" for k, v in options.items()) or "-",
                      "description": entry.description})
     return pd.DataFrame(rows, columns=METHOD_TABLE_COLUMNS)

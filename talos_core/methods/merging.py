@@ -20,21 +20,25 @@ halves rounded up.
 Registry: :data:`POSTHOC_METHODS` maps a method name to a :class:`PosthocSpec` whose callables take the
 paper's hyperparameter names (``sparsity`` etc.) and whose ``grid`` is the paper's search grid
 (appendix, "Hyperparameter search"); its label and family are in the method catalogue
-:data:`talos_core.schema.METHODS`. The later merges' grids are the smallest their papers allow:
+:data:`talos_core.schema.METHODS`. The later merges follow their authors' code (AntoAndGar/task_singular_vectors,
+danielm1405/iso-merging, wang-kee/LiNeS), searched on the validation split:
 
-* TSV-Merge, Iso-C: no hyperparameter but the final α, which the evaluator searches (TSV's authors fix α = 1,
-  on the grid; Iso-C's on ``0…2``, :data:`ISO_ALPHA_STOP`);
-* Iso-CTS: the common-space fraction fixed at the paper's 0.8 (:data:`ISO_COMMON_FRACTION`), α on ``0…2``;
+* TSV-Merge, Iso-C: no hyperparameter but the final α, which the evaluator searches on ``0, step, …, 3``
+  (:data:`SPECTRAL_ALPHA_STOP`; the authors' ``0.1, 0.2, …, 3``);
+* Iso-CTS: the common-space fraction fixed at the paper's 0.8 (:data:`ISO_COMMON_FRACTION`), α on ``0…3``;
 * LiNeS: ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)`` on the task-arithmetic sum with the rule ``α = 1/T`` (shallow layers
-  get the task vectors' mean) and ``β ∈ {0, 0.1, …, 1}`` (:data:`LINES_BETA_GRID`); the evaluator's α multiplies
-  the whole (its value 1 is the paper's model), so ``α`` and ``β`` are searched jointly as the paper tunes them.
+  get the task vectors' mean) and ``β ∈ {0.1, 0.2, …, 1}`` (:data:`LINES_BETA_GRID`), the result added at α = 1
+  (:data:`LINES_ADDITION_ALPHA`); parameters outside the blocks are scaled by ``α``.
 
-Conventions of the later merges (the authors' code where the paper leaves it open): "matrix" = a 2-D parameter
-(conv kernels, biases and norms are "other"); TSV averages the other parameters (its code), Iso-C / Iso-CTS sum
-them (``nonmatrix="sum"``, the paper's task arithmetic; ``"mean"`` is their code); Iso-CTS sizes its subspaces
-and sets its isotropic scale as its code does (:func:`~talos_core.methods.spectral.iso_cts_sizes`,
-``spectrum="combined"``). Their single-task vectors are the merge of one vector (TSV: the vector itself; Iso:
-its isotropic version); LiNeS, which only rescales the multi-task vector, returns each task's vector unchanged.
+Conventions of the later merges, each a labelled option (:attr:`PosthocSpec.options`, the authors' choice
+first): "matrix" = a 2-D parameter; every other parameter (biases, norms, conv kernels) is averaged over tasks
+(``nonmatrix="mean"``; ``"sum"`` is task arithmetic's sum); ``conv1x1="matrix"`` also merges pointwise
+convolution kernels ``[out, in, 1, 1]`` as matrices (the authors' code, written for ViTs, does not). Iso-CTS
+sizes its subspaces and sets its isotropic scale as its code does
+(:func:`~talos_core.methods.spectral.iso_cts_sizes`, ``spectrum="combined"``). LiNeS scales the parameters
+outside the blocks by ``α`` (``nonblock="first"``; ``"nearest"``: by the factor of the block before them).
+Their single-task vectors are the merge of one vector (TSV: the vector itself; Iso: its isotropic version);
+LiNeS, which only rescales the multi-task vector, returns each task's vector unchanged.
 
 Task negation with these methods: the paper applies each post-hoc method to the single task's vector
 and then subtracts it. Use ``spec.single_task(vectors, index, **hparams)`` (the processed vector of task
@@ -68,7 +72,14 @@ from typing import Any, Literal, TypeVar, Union
 import torch
 
 from talos_core.errors import TalosError, check_int, check_number, check_range, unknown
-from talos_core.methods.spectral import IsoSpectrum, iso_c_matrix, iso_cts_matrix, lines_factors, tsv_matrix
+from talos_core.methods.spectral import (
+    IsoSpectrum,
+    NonBlock,
+    iso_c_matrix,
+    iso_cts_matrix,
+    lines_factors,
+    tsv_matrix,
+)
 from talos_core.schema import MethodInfo, method_info
 
 Vector = dict[str, torch.Tensor]
@@ -80,6 +91,7 @@ BandScope = Literal["tensor", "row"]
 TieBreak = Literal["majority", "zero"]
 TallSource = Literal["mtl", "task"]
 NonMatrix = Literal["mean", "sum"]
+Conv1x1 = Literal["other", "matrix"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -706,56 +718,72 @@ def tall_mask_vectors(vectors: Sequence[VectorLike], lam: float, *, source: Tall
 # ----------------------------------------------------------------------------------------------------
 
 
-def _spectral_merge(vectors: Sequence[VectorLike], per_matrix: Callable[[torch.Tensor], torch.Tensor],
-                    nonmatrix: NonMatrix) -> Vector:
-    """``per_matrix`` on every 2-D parameter (stacked ``[T, m, n]``); the others' mean or sum over tasks."""
-    keys = _check_vectors(vectors)
+def _is_1x1_kernel(x: torch.Tensor) -> bool:
+    """A pointwise convolution kernel ``[out, in, 1, 1]``: a linear map ``[out, in]`` applied at every pixel."""
+    return x.dim() == 4 and tuple(x.shape[2:]) == (1, 1)
+
+
+def _check_spectral_options(nonmatrix: object, conv1x1: object) -> None:
     if nonmatrix not in ("mean", "sum"):
         raise TalosError(f"nonmatrix must be 'mean' or 'sum', got {nonmatrix!r}")
+    if conv1x1 not in ("other", "matrix"):
+        raise TalosError(f"conv1x1 must be 'other' or 'matrix', got {conv1x1!r}")
+
+
+def _spectral_merge(vectors: Sequence[VectorLike], per_matrix: Callable[[torch.Tensor], torch.Tensor],
+                    nonmatrix: NonMatrix, conv1x1: Conv1x1) -> Vector:
+    """``per_matrix`` on every 2-D parameter (stacked ``[T, m, n]``), and on every ``[out, in, 1, 1]`` kernel
+    viewed as ``[out, in]`` when ``conv1x1="matrix"``; the others' mean or sum over tasks."""
+    keys = _check_vectors(vectors)
+    _check_spectral_options(nonmatrix, conv1x1)
     out: Vector = {}
     for name in keys:
         stacked = torch.stack([vec[name].detach() for vec in vectors])
-        if stacked.dim() == 3 and stacked[0].numel() > 0:
-            out[name] = per_matrix(stacked)
+        shape = stacked.shape[1:]
+        if stacked[0].numel() > 0 and (len(shape) == 2 or (conv1x1 == "matrix" and _is_1x1_kernel(stacked[0]))):
+            out[name] = per_matrix(stacked.reshape(len(vectors), shape[0], shape[1])).reshape(shape)
         else:
             out[name] = stacked.mean(dim=0) if nonmatrix == "mean" else stacked.sum(dim=0)
     return out
 
 
 @_no_grad
-def tsv_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean") -> Vector:
+def tsv_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean", conv1x1: Conv1x1 = "other") -> Vector:
     """TSV-Merge (Gargiulo et al., "Task Singular Vectors: Reducing Task Interference in Model Merging",
     CVPR 2025): every 2-D weight matrix by :func:`~talos_core.methods.spectral.tsv_matrix` (each task's top
     ``⌊r/T⌋`` singular directions, decorrelated by orthogonal Procrustes, Σ-weighted); every other parameter
     (biases, norms, 1-D, conv kernels) by the task-vector mean (``nonmatrix="mean"``, the authors' code) or sum.
-    The authors apply the result with α = 1; here α is searched by the evaluator on its grid (which holds 1).
+    ``conv1x1="matrix"`` also merges pointwise convolution kernels ``[out, in, 1, 1]`` as ``[out, in]`` matrices
+    (the authors' code, written for ViTs, averages every tensor that is not 2-D: ``"other"``). The authors search
+    α on ``0.1, 0.2, …, 3`` on validation; so does the evaluator here (:data:`SPECTRAL_ALPHA_STOP`).
 
     >>> v1 = {"w": torch.tensor([[2.0, 0.0], [0.0, 0.5]]), "b": torch.tensor([1.0])}
     >>> v2 = {"w": torch.tensor([[0.5, 0.0], [0.0, 3.0]]), "b": torch.tensor([3.0])}
     >>> {k: x.tolist() for k, x in tsv_merge([v1, v2]).items()}  # each task keeps its top direction
     {'w': [[2.0, 0.0], [0.0, 3.0]], 'b': [2.0]}
     """
-    return _spectral_merge(vectors, tsv_matrix, nonmatrix)
+    return _spectral_merge(vectors, tsv_matrix, nonmatrix, conv1x1)
 
 
 @_no_grad
-def iso_c_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "sum") -> Vector:
+def iso_c_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean",
+                conv1x1: Conv1x1 = "other") -> Vector:
     """Iso-C (Marczak et al., "No Task Left Behind: Isotropic Model Merging with Common and Task-Specific
     Subspaces", ICML 2025): every 2-D weight matrix by :func:`~talos_core.methods.spectral.iso_c_matrix` (the
     task-arithmetic sum with its spectrum flattened to the mean singular value); every other parameter by the
-    task-arithmetic sum (``nonmatrix="sum"``, the paper's "task arithmetic"; ``"mean"`` is the authors' code,
-    which averages them). Scaled afterwards by α, searched on validation.
+    task-vector mean (``nonmatrix="mean"``, the authors' ``iso_c``) or the task-arithmetic sum (``"sum"``);
+    ``conv1x1`` as in :func:`tsv_merge`. Scaled afterwards by α, searched on validation on ``0…3`` as the authors.
 
     >>> iso_c_merge([{"w": torch.diag(torch.tensor([3.0, 0.0]))}, {"w": torch.diag(torch.tensor([0.0, 1.0]))}])
     {'w': tensor([[2., 0.],
             [0., 2.]])}
     """
-    return _spectral_merge(vectors, iso_c_matrix, nonmatrix)
+    return _spectral_merge(vectors, iso_c_matrix, nonmatrix, conv1x1)
 
 
 @_no_grad
-def iso_cts_merge(vectors: Sequence[VectorLike], common_fraction: float = 0.8, *, nonmatrix: NonMatrix = "sum",
-                  spectrum: IsoSpectrum = "combined") -> Vector:
+def iso_cts_merge(vectors: Sequence[VectorLike], common_fraction: float = 0.8, *, nonmatrix: NonMatrix = "mean",
+                  spectrum: IsoSpectrum = "combined", conv1x1: Conv1x1 = "other") -> Vector:
     """Iso-CTS (Marczak et al., ICML 2025): every 2-D weight matrix by
     :func:`~talos_core.methods.spectral.iso_cts_matrix` — the common subspace (top directions of the sum,
     ``common_fraction`` of the rank, paper default 0.8) plus each task's top directions off it, orthogonalized,
@@ -770,7 +798,7 @@ def iso_cts_merge(vectors: Sequence[VectorLike], common_fraction: float = 0.8, *
     if spectrum not in ("combined", "sum"):
         raise TalosError(f"spectrum must be 'combined' or 'sum', got {spectrum!r}")
     return _spectral_merge(
-        vectors, lambda stacked: iso_cts_matrix(stacked, common_fraction, spectrum=spectrum), nonmatrix)
+        vectors, lambda stacked: iso_cts_matrix(stacked, common_fraction, spectrum=spectrum), nonmatrix, conv1x1)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -779,31 +807,33 @@ def iso_cts_merge(vectors: Sequence[VectorLike], common_fraction: float = 0.8, *
 
 
 @_no_grad
-def lines_scale(vector: VectorLike, alpha: float, beta: float) -> Vector:
+def lines_scale(vector: VectorLike, alpha: float, beta: float, *, nonblock: NonBlock = "first") -> Vector:
     """LiNeS (Wang et al., "LiNeS: Post-training Layer Scaling Prevents Forgetting and Enhances Model Merging",
     ICLR 2025): each parameter times ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)``, ``ℓ`` its layer among ``L`` blocks
-    (:func:`~talos_core.methods.spectral.lines_factors`, :func:`~talos_core.methods.spectral.lines_layers`:
-    parameters outside the blocks take the depth of the block before them, embeddings and stem the first).
-    ``β = 0`` is plain scaling by ``α``.
+    (:func:`~talos_core.methods.spectral.lines_factors`, :func:`~talos_core.methods.spectral.lines_layers`);
+    parameters outside the blocks are scaled by ``α`` (``nonblock="first"``, the authors' code) or by the factor
+    of the block before them (``"nearest"``). ``β = 0`` is plain scaling by ``α``.
 
     >>> lines_scale({"layer.0.w": torch.ones(2), "layer.1.w": torch.ones(2)}, 0.5, 0.5)
     {'layer.0.w': tensor([0.5000, 0.5000]), 'layer.1.w': tensor([1., 1.])}
     """
     keys = _check_vector(vector)
-    factors = lines_factors(keys, alpha, beta)
+    factors = lines_factors(keys, alpha, beta, nonblock)
     return {name: vector[name].detach() * factors[name] for name in keys}
 
 
 @_no_grad
-def lines_merge(vectors: Sequence[VectorLike], beta: float, *, alpha: float | None = None) -> Vector:
+def lines_merge(vectors: Sequence[VectorLike], beta: float, *, alpha: float | None = None,
+                nonblock: NonBlock = "first") -> Vector:
     """LiNeS on the task-arithmetic sum: :func:`lines_scale` of ``Σ_t τ_t`` with ``α = 1/T`` by default (the
-    shallow layers get the task vectors' mean) and ``β`` searched; ``alpha`` overrides the rule.
+    authors' ``‖Σ_t τ_t‖₁ / ‖τ_merged‖₁ · 1/T``, which is ``1/T`` when the merge is the sum: the shallow layers get
+    the task vectors' mean) and ``β`` searched; ``alpha`` overrides the rule.
 
     >>> lines_merge([{"layer.0.w": torch.ones(1), "layer.1.w": torch.ones(1)}] * 2, 0.5)
     {'layer.0.w': tensor([1.]), 'layer.1.w': tensor([2.])}
     """
     _check_vectors(vectors)
-    return lines_scale(add(vectors), 1.0 / len(vectors) if alpha is None else alpha, beta)
+    return lines_scale(add(vectors), 1.0 / len(vectors) if alpha is None else alpha, beta, nonblock=nonblock)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -841,8 +871,12 @@ class PosthocSpec:
     it for the method's own single-task accuracy (normalized accuracy) and, scaled by a negative α, for
     task negation. ``grid`` maps each hyperparameter to its values, or to a callable ``T -> values`` when
     they depend on the number of tasks; ``constraint`` filters invalid combinations. ``defaults`` are the
-    values used by the official TaLoS scripts (or the method's paper). ``alpha_stop`` ends the evaluator's α
-    grid ``0, step, …, alpha_stop`` (1 as in the paper; methods whose merged vector is applied beyond 1 extend it).
+    values used by the official TaLoS scripts (or the method's paper). ``options`` are the method's labelled
+    conventions (keyword arguments of ``merge`` that are not searched), each with its allowed values, the first
+    its default (the authors' code): every grid point carries them, so a stored result records them.
+    ``alpha_stop`` ends the evaluator's α grid ``0, step, …, alpha_stop`` (1 as in the paper; the range the
+    method's authors search where it is wider). ``addition_alpha``: task addition applies the merged vector at
+    this α only, as the method's authors do (LiNeS, whose β is searched instead); negation keeps the grid.
     ``name`` is the method's id in the catalogue (:data:`talos_core.schema.METHODS`), which holds its label and
     family.
     """
@@ -855,10 +889,14 @@ class PosthocSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     constraint: Callable[[Mapping[str, Any]], bool] | None = None
     alpha_stop: float = 1.0
+    options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    addition_alpha: float | None = None
 
     def __post_init__(self) -> None:
         method_info(self.name, "posthoc")  # a catalogue entry of this kind
         check_range("alpha_stop", self.alpha_stop, 0.0, math.inf, low_open=True)
+        if self.addition_alpha is not None:
+            check_range("addition_alpha", self.addition_alpha, 0.0, math.inf, low_open=True)
 
     @property
     def info(self) -> MethodInfo:
@@ -869,21 +907,41 @@ class PosthocSpec:
         """Display name, as in the paper's tables."""
         return self.info.label
 
-    def grid_points(self, num_tasks: int) -> list[dict[str, Any]]:
-        """All valid hyperparameter combinations for ``num_tasks`` task vectors (cartesian product).
+    def check_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Every labelled option of the method: its default (the authors' choice) unless ``options`` sets it.
+
+        >>> POSTHOC_METHODS["iso_c"].check_options({"conv1x1": "matrix"})
+        {'nonmatrix': 'mean', 'conv1x1': 'matrix'}
+        """
+        given = dict(options or {})
+        for key, value in given.items():
+            if key not in self.options:
+                allowed = ", ".join(self.options) or "none"
+                raise TalosError(f"{key!r} is not an option of post-hoc method {self.name!r} (its options: {allowed})")
+            if value not in self.options[key]:
+                raise TalosError(f"option {key} of post-hoc method {self.name!r} must be one of "
+                                 f"{', '.join(map(repr, self.options[key]))}, got {value!r}")
+        return {key: given.get(key, values[0]) for key, values in self.options.items()}
+
+    def grid_points(self, num_tasks: int, options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """All valid hyperparameter combinations for ``num_tasks`` task vectors (cartesian product), each with the
+        method's labelled options (:meth:`check_options`).
 
         >>> len(POSTHOC_METHODS["ties"].grid_points(8))
         11
         >>> POSTHOC_METHODS["tall_consensus"].grid_points(2)[:2]
         [{'lam': 0.2, 'k': 0}, {'lam': 0.2, 'k': 1}]
+        >>> POSTHOC_METHODS["tsv"].grid_points(8)
+        [{'nonmatrix': 'mean', 'conv1x1': 'other'}]
         """
         check_int("num_tasks", num_tasks, low=1)
+        fixed = self.check_options(options)
         names = list(self.grid)
         values = [list(v(num_tasks) if callable(v) else v) for v in self.grid.values()]
         points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
         if self.constraint is not None:
             points = [p for p in points if self.constraint(p)]
-        return points
+        return [{**p, **fixed} for p in points]
 
 
 def _sparsity(sparsity: float) -> float:
@@ -956,25 +1014,35 @@ def _alone(merge: Callable[..., Vector]) -> Callable[..., Vector]:
     return single_task
 
 
-def _lines_single_hp(vectors: Sequence[VectorLike], index: int, *, beta: float, alpha: float | None = None) -> Vector:
+def _lines_single_hp(vectors: Sequence[VectorLike], index: int, *, beta: float, alpha: float | None = None,
+                     nonblock: NonBlock = "first") -> Vector:
     """LiNeS rescales the multi-task vector only: task ``index``'s own vector is returned as fine-tuned (the
     LiNeS paper normalizes by the fine-tuned models), so its single-task and negation rows are task arithmetic's."""
     _check_vectors(vectors)
-    lines_factors(["x"], 1.0 if alpha is None else alpha, beta)  # validated for a uniform interface
+    lines_factors(["x"], 1.0 if alpha is None else alpha, beta, nonblock)  # validated for a uniform interface
     return {name: x.detach().clone() for name, x in vectors[_check_index(index, len(vectors))].items()}
 
 
 ISO_COMMON_FRACTION: float = 0.8
 """Iso-CTS: fraction of the rank given to the common subspace; the paper's default for every benchmark."""
 
-LINES_BETA_GRID: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-"""LiNeS β (the deepest layer's extra scale) ∈ {0, 0.1, …, 1}, with α = 1/T; β = 0 is the task-vector mean. The
-default β = 0.5 (used where no search runs, e.g. ``talos merge`` without a stored choice) is the grid's middle, not
-a value from the paper."""
+LINES_BETA_GRID: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""LiNeS β (the deepest layer's extra scale) ∈ {0.1, 0.2, …, 1}, with α = 1/T: the authors' multi-task search
+(``np.linspace(0, 1, 11)[1:]``; β = 0, the task-vector mean, is left out of it). The default β = 0.5 (used where no
+search runs, e.g. ``talos merge`` without a stored choice) is the grid's middle, not a value from the paper."""
 
-ISO_ALPHA_STOP: float = 2.0
-"""Iso-C / Iso-CTS: α searched on ``0, step, …, 2``: the flat spectrum has a smaller norm than the sum
-(``σ̄ √r ≤ ‖M‖_F``), so the best α can lie above 1 (the authors choose α on validation beyond 1 too)."""
+LINES_ADDITION_ALPHA: float = 1.0
+"""LiNeS: the authors apply the layer-scaled multi-task vector as it is (coefficient 1) and search β instead."""
+
+SPECTRAL_ALPHA_STOP: float = 3.0
+"""TSV-Merge, Iso-C, Iso-CTS: α searched up to 3, as both authors' code (``np.linspace(0.0, 3.0, 31)[1:]``, i.e.
+``0.1, 0.2, …, 3`` on the validation split); the flat or truncated spectra have smaller norms than the sum, so the
+best α often lies above 1."""
+
+SPECTRAL_OPTIONS: dict[str, tuple[str, ...]] = {"nonmatrix": ("mean", "sum"), "conv1x1": ("other", "matrix")}
+"""Labelled conventions of the spectral merges, the authors' first: parameters that are not matrices averaged
+(``"sum"``: task arithmetic's sum), and 1×1 convolution kernels merged as such (``"matrix"``: as ``[out, in]``
+matrices; the authors' code, written for ViTs, only treats 2-D tensors as matrices)."""
 
 POSTHOC_METHODS: dict[str, PosthocSpec] = {spec.name: spec for spec in (
     PosthocSpec(
@@ -1019,43 +1087,50 @@ POSTHOC_METHODS: dict[str, PosthocSpec] = {spec.name: spec for spec in (
         name="tsv",
         description="Per weight matrix, each task's top 1/T singular directions, decorrelated by orthogonal "
         "Procrustes and re-weighted by their singular values; other parameters averaged (Gargiulo et al., 2025). "
-        "No hyperparameter: the authors' α = 1 lies on the evaluator's α grid.",
+        "No hyperparameter but α, searched on 0…3 as the authors.",
         merge=tsv_merge,
         single_task=_alone(tsv_merge),
         grid={},
+        alpha_stop=SPECTRAL_ALPHA_STOP,
+        options=SPECTRAL_OPTIONS,
     ),
     PosthocSpec(
         name="iso_c",
         description="Per weight matrix, the task-arithmetic sum with a flat spectrum (its mean singular value); "
-        "other parameters summed (Marczak et al., 2025). No hyperparameter but α, searched on 0…2.",
+        "other parameters averaged (Marczak et al., 2025). No hyperparameter but α, searched on 0…3 as the authors.",
         merge=iso_c_merge,
         single_task=_alone(iso_c_merge),
         grid={},
-        alpha_stop=ISO_ALPHA_STOP,
+        alpha_stop=SPECTRAL_ALPHA_STOP,
+        options=SPECTRAL_OPTIONS,
     ),
     PosthocSpec(
         name="iso_cts",
         description="Iso-C with a common subspace (top 80% of the sum's rank) plus each task's own top "
-        "directions off it, orthogonalized, with a flat spectrum (Marczak et al., 2025); α searched on 0…2.",
+        "directions off it, orthogonalized, with a flat spectrum (Marczak et al., 2025); α searched on 0…3.",
         merge=iso_cts_merge,
         single_task=_alone(iso_cts_merge),
         grid={"common_fraction": (ISO_COMMON_FRACTION,)},
         defaults={"common_fraction": ISO_COMMON_FRACTION},
-        alpha_stop=ISO_ALPHA_STOP,
+        alpha_stop=SPECTRAL_ALPHA_STOP,
+        options={"nonmatrix": SPECTRAL_OPTIONS["nonmatrix"], "spectrum": ("combined", "sum"),
+                 "conv1x1": SPECTRAL_OPTIONS["conv1x1"]},
     ),
     PosthocSpec(
         name="lines",
         description="The task-arithmetic sum scaled per layer by 1/T + β·depth (0 at the first block, 1 at the "
-        "last): shallow layers averaged, deep ones kept (Wang et al., 2025); β searched, α on top by the "
-        "evaluator (α = 1: the paper's rule).",
+        "last; parameters outside the blocks by 1/T): shallow layers averaged, deep ones kept (Wang et al., 2025); "
+        "β searched on 0.1…1 and the result applied at α = 1, as the authors.",
         merge=lines_merge,
         single_task=_lines_single_hp,
         grid={"beta": LINES_BETA_GRID},
         defaults={"beta": 0.5},
+        options={"nonblock": ("first", "nearest")},
+        addition_alpha=LINES_ADDITION_ALPHA,
     ),
 )}
 """Post-hoc methods keyed by id: the baselines of the paper's Tables 1-2 (TIES, TALL / Consensus, DARE,
-Breadcrumbs) and the later merges TSV-Merge, Iso-C, Iso-CTS and LiNeS (issue 32)."""
+Breadcrumbs) and the later merges TSV-Merge, Iso-C, Iso-CTS and LiNeS."""
 
 
 def get_posthoc(name: str) -> PosthocSpec:

@@ -28,6 +28,7 @@ import torch
 from talos_core.errors import TalosError, check_number, check_range
 
 IsoSpectrum = Literal["combined", "sum"]
+NonBlock = Literal["first", "nearest"]
 
 
 def _stacked(stacked: object) -> torch.Tensor:
@@ -161,38 +162,50 @@ def iso_cts_matrix(stacked: torch.Tensor, common_fraction: float = 0.8, *,
     return (sigma * (polar(torch.cat(us, dim=1)) @ polar(torch.cat(vhs, dim=0)))).to(stacked.dtype)
 
 
-def lines_layers(names: Sequence[str]) -> tuple[dict[str, int], int]:
+def _check_nonblock(nonblock: object) -> None:
+    if nonblock not in ("first", "nearest"):
+        raise TalosError(f"nonblock must be 'first' or 'nearest', got {nonblock!r}")
+
+
+def lines_layers(names: Sequence[str], nonblock: NonBlock = "first") -> tuple[dict[str, int], int]:
     """``({name: ℓ}, L)``: LiNeS' depth index ``ℓ ∈ {0, …, L − 1}`` of each parameter and the number of blocks ``L``.
 
     Blocks are :func:`talos_core.evaluation.maskstats.block_indices` (the transformer blocks, EfficientNet's
-    stages; T5's decoder blocks after its encoder's). A parameter outside the blocks takes the depth of the
-    nearest block parameter before it in ``names`` (a task vector's order is the model's parameter order), or
-    0 when none precedes: embeddings and stems sit in the first layer, final norms, pooler and projection in the
-    last (T5's encoder final norm: with the encoder's last block). Without any block, ``L = 1``.
+    stages; T5's decoder blocks after its encoder's). A parameter outside the blocks (embeddings, stem, final
+    norms, pooler, projection) sits at depth 0 with ``nonblock="first"`` (the authors' ``LiNeS_scaling``: it
+    takes the factor ``α`` of the first block), or, with ``nonblock="nearest"``, at the depth of the nearest block
+    parameter before it in ``names`` (a task vector's order is the model's parameter order; 0 when none precedes),
+    so final norms, pooler and heads take the last block's factor. Without any block, ``L = 1``.
 
-    >>> lines_layers(["embed.weight", "layer.0.w", "layer.1.w", "layer.2.w", "head.weight"])
-    ({'embed.weight': 0, 'layer.0.w': 0, 'layer.1.w': 1, 'layer.2.w': 2, 'head.weight': 2}, 3)
+    >>> names = ["embed.weight", "layer.0.w", "layer.1.w", "layer.2.w", "head.weight"]
+    >>> lines_layers(names)
+    ({'embed.weight': 0, 'layer.0.w': 0, 'layer.1.w': 1, 'layer.2.w': 2, 'head.weight': 0}, 3)
+    >>> lines_layers(names, "nearest")[0]["head.weight"]
+    2
     """
     from talos_core.evaluation.maskstats import block_indices
 
+    _check_nonblock(nonblock)
     blocks = block_indices(list(names))
     depth, out = 0, {}
     for name in names:
         if blocks[name] >= 0:
             depth = blocks[name]
-        out[name] = depth
+        out[name] = depth if blocks[name] >= 0 or nonblock == "nearest" else 0
     return out, max([b + 1 for b in blocks.values()] + [1])
 
 
-def lines_factors(names: Sequence[str], alpha: float, beta: float) -> dict[str, float]:
+def lines_factors(names: Sequence[str], alpha: float, beta: float,
+                  nonblock: NonBlock = "first") -> dict[str, float]:
     """LiNeS' scaling factor of each parameter, ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)`` for the 1-based layer ``ℓ`` of
     ``L`` (here ``α + β ℓ/(L − 1)`` with the 0-based :func:`lines_layers`; ``λ = α`` when ``L = 1``): shallow
-    layers keep little of the update, deep layers more (Wang et al., ICLR 2025, Eq. 1).
+    layers keep little of the update, deep layers more (Wang et al., ICLR 2025, Eq. 1). Parameters outside the
+    blocks get ``α`` (``nonblock="first"``, the authors' code) or their nearest block's factor (``"nearest"``).
 
-    >>> lines_factors(["layer.0.w", "layer.1.w", "layer.2.w"], 0.5, 1.0)
-    {'layer.0.w': 0.5, 'layer.1.w': 1.0, 'layer.2.w': 1.5}
+    >>> lines_factors(["layer.0.w", "layer.1.w", "layer.2.w", "norm.w"], 0.5, 1.0)
+    {'layer.0.w': 0.5, 'layer.1.w': 1.0, 'layer.2.w': 1.5, 'norm.w': 0.5}
     """
     for what, value in (("alpha", alpha), ("beta", beta)):
         check_number(f"LiNeS {what}", value)
-    layers, num_layers = lines_layers(names)
+    layers, num_layers = lines_layers(names, nonblock)
     return {name: alpha + (beta * ell / (num_layers - 1) if num_layers > 1 else 0.0) for name, ell in layers.items()}

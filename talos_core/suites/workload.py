@@ -123,11 +123,10 @@ class StepView:
     skipped: bool = False  # a one-rate row the suite did not need (it wrote nothing)
 
 
-def _grid(step: float, stop: float = 1.0, sparsity: float | None = None, rule: str = "paper") -> list[float]:
-    from talos_core.evaluation.arithmetic import alpha_grid
+def _grid(step: float, sparsity: float | None = None, rule: str = "paper") -> list[float]:
     from talos_core.evaluation.runs import _rule_grid
 
-    return alpha_grid(step=step, stop=stop) if stop != 1.0 else _rule_grid(sparsity, step, rule)
+    return _rule_grid(sparsity, step, rule)
 
 
 def _rule(s) -> str:
@@ -276,12 +275,15 @@ def _examples(v: StepView, sz: Sizes, s, mode: str, modes: Mapping[str, str]) ->
     out = Counter({"forward0": sum(q.values())})
     for t in tasks:
         out += _edit(modes[t], sum(q[e] for e in tasks))
-    for a in _searched(v, "addition", _addition_grid(v.runs, s.alpha_step, _rule(s))):
+    from talos_core.evaluation.examples import teaching_alphas
+
+    for a in teaching_alphas(_searched(v, "addition", _addition_grid(v.runs, s.alpha_step, _rule(s))),
+                             s.teaching_max):
         n = sum(q[t] for t in tasks)
         out += _edit(mode, n) if a != 0.0 else _zero(mode, n)
     for t, grid in _task_grids(v, s.alpha_step, _rule(s)).items():
         n = q[t] + (q[c] if c else 0)
-        for a in grid:
+        for a in teaching_alphas(grid, s.teaching_max):
             out += _edit(mode, n) if a != 0.0 else _zero(mode, n)
     for e in evals:
         out += Counter({"base": q[e], "jvp": q[e] * len(tasks)})
@@ -306,20 +308,16 @@ def _disentanglement(v: StepView, sz: Sizes, s, mode: str) -> Counter:
 
 
 def _posthoc(v: StepView, sz: Sizes, s) -> Counter:
-    from talos_core.evaluation.posthoc import _thin
-    from talos_core.methods.merging import get_posthoc
-    from talos_core.methods.posthoc import posthoc_grid
+    from talos_core.evaluation.posthoc import posthoc_alphas, posthoc_points
 
-    grid = posthoc_grid(v.method, len(v.tasks))
-    if s.max_points:
-        grid = _thin(grid, s.max_points)
-    alphas = _grid(s.alpha_step, stop=get_posthoc(v.method).alpha_stop)
+    grid = posthoc_points(v.method, len(v.tasks), s)
+    alphas, neg_alphas = posthoc_alphas(v.method, s.alpha_step)
     added = _searched(v, "addition", alphas)  # a finished step: the chosen point's grid as searched
     out = Counter()
     for _ in grid:  # the search: validation only (each point's own extension is not stored: the chosen one's)
         out += _addition(v, sz, added, "nonlinear", splits=("val",))
     out += _addition(v, sz, added, "nonlinear")
-    out += _negation(v, sz, (v.grids or {}).get("negation") or dict.fromkeys(v.tasks, alphas), "nonlinear")
+    out += _negation(v, sz, (v.grids or {}).get("negation") or dict.fromkeys(v.tasks, neg_alphas), "nonlinear")
     return out
 
 
