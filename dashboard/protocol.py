@@ -84,6 +84,13 @@ def _sparse_methods(methods: Iterable[str]) -> list[str]:
 # one line per setting
 # --------------------------------------------------------------------------------------------
 def _budget_line(ss: Mapping, curves: Mapping[str, Mapping], methods: Sequence[str]) -> str:
+    every, patience = _num(ss.get("eval_every")), _num(ss.get("early_stopping_patience"))
+    if ss and every and patience and _num(ss.get("steps")) and not _num(ss.get("curve_steps")):
+        # the converged protocol: every run is its own learning curve
+        return (f"**Training budget**: every run trains up to {_g(ss['steps'])} steps with validation accuracy every "
+                f"{_g(every)} steps, stops after {_g(patience)} evaluations without improvement and keeps the best "
+                f"evaluation's weights: each run's validation curve is in its manifest (the audit flags one still "
+                f"rising at its end).")
     budgets = {m: _num(p.get("budget")) for m, p in curves.items()}
     budgets = {m: int(b) for m, b in budgets.items() if b is not None}
     if budgets and ss and not _num(ss.get("curve_steps")) and _num(ss.get("steps")):
@@ -142,6 +149,10 @@ def _batch_line(ss: Mapping) -> str:
                      + (f", {_g(lr)} otherwise" if lr is not None else ", the model's default otherwise"))
     elif lr is not None:
         parts.append(f"learning rate {_g(lr)}")
+    checked = ss.get("lr_check") if isinstance(ss.get("lr_check"), (list, tuple)) else []
+    if ss.get("lr_choose") and checked:
+        parts.append("each method's learning rate chosen by its lr check on validation among "
+                     + ", ".join(_g(v) for v in checked) + " (Efficiency page)")
     if not parts:
         return f"**Batch size**: {NOT_RECORDED}."
     return "**Training**: " + ", ".join(parts) + "."
@@ -161,8 +172,13 @@ def _alpha_line(ss: Mapping, selections: Mapping[str, Mapping], grids: Mapping[s
         return f"**α grid** (addition and negation): step {NOT_RECORDED}.{stored}"
     n = _grid_points(step)
     paper = " — the paper's grid" if abs(step - 0.05) < 1e-9 else " (the paper: step 0.05, 21 points)"
-    return (f"**α grid** (addition and negation): 0, {_g(step)}, …, 1 ({n} points), × 1/(1 − k) for sparse methods "
-            f"(sparsity k){paper}.{stored}")
+    union = ss.get("alpha_rule") == "union"
+    extend = _num(ss.get("alpha_extend"))
+    how = ("together with its stretch × 1/(1 − k) for sparse methods (sparsity k)" if union
+           else "× 1/(1 − k) for sparse methods (sparsity k)")
+    more = (f" A search whose choice is a grid's last point extends the grid by its top step until the choice is "
+            f"inside it (at most {_g(extend)}× its largest value)." if extend else "")
+    return f"**α grid** (addition and negation): 0, {_g(step)}, …, 1 ({n} points), {how}{paper}.{more}{stored}"
 
 
 def _selection_line(ss: Mapping, selections: Mapping[str, Mapping], methods: Sequence[str]) -> str:
@@ -273,7 +289,10 @@ def protocol_summary(suite: Mapping[str, Any] | None, *, learning_curves: Mappin
     else:
         paper = bool(curves) or bool(sels)
     scale = suite.get("scale")
-    if paper:
+    converged = bool(ss) and bool(ss.get("lr_choose")) and _num(ss.get("early_stopping_patience")) is not None
+    if paper and converged:
+        headline = "the paper's protocol, every run converged" + (f" (scale {scale})" if scale else "")
+    elif paper:
         headline = "the paper's protocol" + (f" (scale {scale})" if scale else "")
     elif ss:
         headline = "fixed-budget protocol" + (f" (scale {scale})" if scale else "")
@@ -409,11 +428,17 @@ def lr_check_sentence(checks: Sequence[Any]) -> str:
     " the suite's lr has the highest mean validation accuracy for 1 of 2 methods"
     >>> s.endswith("**Rule**: highest mean.")
     True
+    >>> lr_check_sentence([N(agrees=True, rule="", meta={"chooses": True})]).split(":")[0]
+    '**Learning rate chosen by the check**'
     """
     agree = sum(bool(c.agrees) for c in checks)
     rules = list(dict.fromkeys(md(notation(str(c.rule)).strip().rstrip("."), at_start=False) for c in checks
                                if getattr(c, "rule", "")))
     rule = f" **Rule**: {'; '.join(rules)}." if rules else ""
+    if checks and all((getattr(c, "meta", None) or {}).get("chooses") for c in checks):
+        return ("**Learning rate chosen by the check**: each method trains every later run at the lr with the "
+                "highest mean validation accuracy of its check (the suite lr column), so every check agrees by "
+                f"construction.{rule}")
     return (f"**Learning rate re-checked at the budget**: the suite's lr has the highest mean validation accuracy "
             f"for {agree} of {len(checks)} method{'s' if len(checks) != 1 else ''}; the suite keeps its lr either "
             f"way (the check reports, it changes no result).{rule}")

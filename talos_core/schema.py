@@ -391,7 +391,8 @@ INTERVAL = Rule("an interval [low, high] of finite numbers, low ≤ high", lambd
 FIELD_RULES: dict[str, dict[str, Rule]] = {
     "addition": {"selected_alpha": required(FINITE), "alpha_grid": GRID,
                  "sparsity": SPARSITY, "ci95": per_key(INTERVAL)},
-    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY, "ci95": per_key(INTERVAL)},
+    "negation": {"alpha_grid": GRID, "selected": per_key(FINITE), "threshold": ACCURACY, "ci95": per_key(INTERVAL),
+                 "control_val_n": COUNT},
     "disentanglement": {"alphas1": GRID, "alphas2": GRID, "xi": RATIO_MATRIX},
     "localization": {"matrix": RATIO_MATRIX, "accuracy": ACCURACY_MATRIX},
     "mask_iou": {"matrix": ACCURACY_MATRIX},

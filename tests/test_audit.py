@@ -347,3 +347,16 @@ def test_evidence_flags_match_rows_and_metrics(tmp_path):
     assert checks([("talos", "single_task_acc")]) == {"lr-disagrees"}
     assert checks([("talos", "training")]) == {"lr-disagrees"}
     assert checks([("talos", "masks")]) == {"mask-unmoved"}
+
+
+def test_control_margin_reads_the_recorded_control_count(tmp_path):
+    """A negation that records its control's validation count (``control_val_n``, the converged protocol) is judged
+    on it; older stores' counts are inferred from the stored fractions."""
+    spec = _spec()
+    _control_one_example(spec)
+    spec["negation"]["talos"]["control_val_n"] = 200
+    margin = next(f for f in audit_suite(_write(tmp_path / "recorded", spec), "s") if f.check == "control-margin")
+    assert (margin.numbers["n"], margin.numbers["kept"], margin.numbers["needed"]) == (200, 152, 152)
+    del spec["negation"]["talos"]["control_val_n"]  # a store written before it was recorded: inferred
+    margin = next(f for f in audit_suite(_write(tmp_path / "inferred", spec), "s") if f.check == "control-margin")
+    assert margin.numbers["n"] == 100

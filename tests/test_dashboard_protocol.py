@@ -371,3 +371,21 @@ def test_curves_note_flags_curves_the_results_did_not_use():
     assert "up to 1000 steps, bf16 training" in note and "fixed 40 steps" in note and "scale mini" in note
     assert curves_note({"scale_settings": {"steps": 1000, "curve_steps": 1000}}, [curve]) is None
     assert curves_note({"scale_settings": {"steps": 40}}, []) is None and curves_note(None, [curve]) is None
+
+
+def test_protocol_summary_of_the_converged_protocol():
+    """A record of the converged `full` scales: every run its own curve (maximum, validation cadence, patience), the
+    learning rate each method's lr check chose, the union α grid with its extension."""
+    from talos_core.atomic import json_ready
+    from talos_core.suites import get_suite
+
+    ss = json_ready(get_suite("vision").scales["full"].settings_dict())
+    s = protocol_summary({"scale": "full", "scale_settings": ss, "methods": ["talos", "nonlinear"]})
+    assert s.headline == "the paper's protocol, every run converged (scale full)"
+    text = "\n".join(s.lines)
+    assert ("every run trains up to 2000 steps with validation accuracy every 50 steps, stops after 5 evaluations "
+            "without improvement and keeps the best evaluation's weights") in text
+    assert "each method's learning rate chosen by its lr check on validation among 0.0001, 0.001" in text
+    assert "together with its stretch × 1/(1 − k)" in text and "at most 4× its largest value" in text
+    old = protocol_summary({"scale": "mini", "scale_settings": {"steps": 40, "alpha_step": 0.25}})
+    assert "fixed by the suite scale" in old.lines[0] and "extends" not in "\n".join(old.lines)

@@ -183,12 +183,26 @@ def test_unit_alpha_rule_spreads_every_method_over_zero_to_one():
     assert task_alpha_grids(mixed, 0.5, "unit") == {"a": [0.0, 0.5, 1.0], "b": [0.0, 0.5, 1.0]}
     assert run_alpha_grid(mixed, 0.25, "paper") == run_alpha_grid(mixed, 0.25)
     for bad in ("stretched", None, 1):
-        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit, got"):
+        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit, union, got"):
             run_alpha_grid(mixed, 0.25, bad)
-        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit"):
+        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit, union"):
             AdditionSettings(alpha_rule=bad)
-        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit"):
+        with pytest.raises(TalosError, match=r"alpha rule must be one of paper, unit, union"):
             NegationSettings(alpha_rule=bad)
+
+
+def test_union_alpha_rule_keeps_the_unit_grids_resolution_and_the_stretched_grids_reach():
+    """The `full` scales' grid: a sparse run searches the 0…1 grid and its 1/(1 − k) stretch together, so no
+    choice falls on the first non-zero point of a grid stepping by step/(1 − k); dense runs keep 0…1."""
+    from talos_core.evaluation.runs import run_alpha_grid, task_alpha_grids
+
+    grid, k = run_alpha_grid(_fake_runs({"a": 0.9}), 0.25, "union")
+    assert k == 0.9 and grid == [0.0, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0]
+    mixed = _fake_runs({"a": 0.5, "b": 0.9})
+    assert set(run_alpha_grid(mixed, 0.25, "union")[0]) == {0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 5.0, 7.5, 10.0}
+    assert task_alpha_grids(mixed, 0.5, "union") == {"a": [0.0, 0.5, 1.0, 2.0], "b": [0.0, 0.5, 1.0, 5.0, 10.0]}
+    dense = _fake_runs({"d": None}, sparse=False)
+    assert run_alpha_grid(dense, 0.5, "union") == run_alpha_grid(dense, 0.5, "paper") == ([0.0, 0.5, 1.0], None)
 
 
 def test_task_negation_with_a_grid_per_target():
@@ -206,6 +220,38 @@ def test_task_negation_with_a_grid_per_target():
         assert np.allclose(alone.table["target_acc"], res.table[res.table.target == t]["target_acc"])
     assert res.alphas == [0.0, 0.5, 1.0, 2.0, 4.0, 6.0]
     assert arith.task_negation(ctx, vecs, "lin2", [0.0, 1.0]).alphas == [0.0, 1.0]
+
+
+def test_a_choice_at_the_last_point_extends_the_grid_until_it_is_inside():
+    """Every α search extends a grid whose last point it chooses, by the grid's top step, until the choice is
+    inside the grid or the cap (extend × the grid's largest value) is reached; the numbers are those of a plain
+    search on the extended grid, the result records the added points and ``extended``."""
+    ctx = _linear_ctx(n_tasks=3)
+    vecs = {t: _random_vector(ctx.model, ["proj.weight"], 2.0, seed=i) for i, t in enumerate(["lin0", "lin1"])}
+    ref = arith.finetuned_accuracies(ctx, vecs, "nonlinear")
+    grid = [0.0, 0.25, 0.5]
+    add = arith.task_addition(ctx, vecs, ref, grid, extend=4.0)
+    assert add.extended and add.alphas[:3] == grid and add.alphas == [0.0, 0.25, 0.5, 0.75]
+    assert add.selected_alpha < add.alphas[-1]  # inside the grid now
+    plain = arith.task_addition(ctx, vecs, ref, add.alphas)
+    assert plain.selected_alpha == add.selected_alpha and not plain.extended
+    pd.testing.assert_frame_equal(plain.table, add.table)
+    assert add.extra()["extended"] is True and add.extra()["alpha_extend"] == 4.0
+    assert "extended" not in plain.extra()  # results of searches that do not extend stay as they were
+    capped = arith.task_addition(ctx, vecs, ref, grid, extend=1.0)  # the cap: the grid's own largest value
+    assert capped.alphas == grid and capped.selected_alpha == 0.5 and not capped.extended
+
+    neg = arith.task_negation(ctx, vecs, "lin2", grid, extend=4.0, threshold=0.0)
+    assert neg.extended == {"lin0": False, "lin1": True} and neg.grids["lin1"] == [0.0, 0.25, 0.5, 0.75]
+    assert neg.grids["lin0"] == grid and neg.mixed and neg.alphas == [0.0, 0.25, 0.5, 0.75]
+    assert neg.selected["lin1"] < 0.75
+    again = arith.task_negation(ctx, vecs, "lin2", neg.grids, threshold=0.0)
+    assert again.selected == neg.selected
+    pd.testing.assert_frame_equal(again.table, neg.table)
+    extra = neg.extra()
+    assert extra["extended"] is True and extra["control_val_n"] == len(ctx.labels("lin2", "val")) == 48
+    with pytest.raises(TalosError, match="alpha_extend must be 0"):
+        arith.check_extend(0.5)
 
 
 def test_layer_types_all_three_families():
@@ -878,6 +924,37 @@ def test_upsert_keeps_examples_per_method(tmp_path):
     assert set(st.read_result("single", "s__m")["examples"]) == {"b"}
     upsert(st, "single", "s__m", rows("c"), "c", data={**data, "max_test": 16}, examples={"t": {"zero_shot": "1"}})
     assert st.read_result("single", "s__m")["examples"] == {"c": {"t": {"zero_shot": "1"}}}  # other data: dropped
+
+
+def test_upsert_in_the_suites_row_order_whatever_order_the_writers_come_in(tmp_path):
+    """Parallel writers of a per-model table (the post-hoc steps' `single` rows) leave the table a sequential run
+    leaves: rows, `runs` and `examples` in the suite's row order; a method written again keeps its place."""
+    import itertools
+
+    from talos_core.evaluation.request import upsert
+
+    order = ("talos", "talos-k0.9", "nonlinear", "ties", "tsv")
+    rows = lambda m: pd.DataFrame([{"method": m, "task": t, "zero_shot_acc": 0.5, "finetuned_acc": 1.0,  # noqa: E731
+                                    "split": "test"} for t in ("a", "b")])
+    data = {"max_val": 8, "max_test": 8, "eval_precision": "fp32"}
+    written = []
+    for i, perm in enumerate(itertools.islice(itertools.permutations(order), 0, None, 17)):
+        st = Store(tmp_path / str(i))
+        for m in perm:
+            upsert(st, "single", "s__m", rows(m), m, data=data, run_ids={"a": f"{m}-a"}, examples={"a": {"x": m}},
+                   order=order)
+        upsert(st, "single", "s__m", rows(perm[0]), perm[0], data=data, run_ids={"a": "again"}, order=order)
+        payload = st.read_result("single", "s__m")
+        assert list(dict.fromkeys(r["method"] for r in payload["records"])) == list(order)
+        assert list(payload["runs"]) == list(order) and payload["runs"][perm[0]] == {"a": "again"}
+        assert list(payload["examples"]) == [m for m in order if m != perm[0]]  # rewritten without examples
+        written.append(json.dumps({k: v for k, v in payload.items() if k not in ("runs", "examples")}))
+    assert len(set(written)) == 1 and len(written) > 5
+    # without an order (a plain `talos evaluate`): the writers' order, as before
+    st = Store(tmp_path / "plain")
+    for m in ("b", "a"):
+        upsert(st, "single", "s__m", rows(m), m, data=data)
+    assert [r["method"] for r in st.read_result("single", "s__m")["records"]] == ["b", "b", "a", "a"]
 
 
 def _write_comparison_inputs(st: Store, *, with_examples: bool) -> None:

@@ -59,10 +59,10 @@ def test_graph_of_the_tiny_suite():
     assert "talos: fine-tune + single" in g["talos: sparsity ablation"] if "talos: sparsity ablation" in g else True
     # ... and not for another method's evaluation steps
     assert "talos: preview" not in g["nonlinear: preview"]
-    # the per-model tables keep the sequential row order: writers of one table run in table order
-    assert g["nonlinear: fine-tune + single"] == ("talos: fine-tune + single",)
-    assert "talos: linearization" in g["nonlinear: linearization"]
-    assert "nonlinear: fine-tune + single" in g["ties: post-hoc addition + negation"]  # its base method's runs
+    # the per-model tables keep the suite's row order under the store's lock: their writers need no order
+    assert g["nonlinear: fine-tune + single"] == ()
+    assert "talos: linearization" not in g["nonlinear: linearization"]
+    assert g["ties: post-hoc addition + negation"] == ("nonlinear: fine-tune + single",)  # its base method's runs
     assert g["sharing (prune)"] == ("talos: fine-tune + single",)
     assert set(g["comparison"]) == set(g) - {"comparison"}  # it gathers every stored result
     # a step's fine-tuning runs wait only for the runs they need
@@ -72,9 +72,28 @@ def test_graph_of_the_tiny_suite():
     assert ("upsert", "single") in step_writes(next(st for st in steps if st.method == "ties"))
 
 
-def test_graph_of_the_paper_protocol_follows_curve_selection_rows():
+def test_graph_of_the_converged_protocol_follows_lr_check_selection_rows():
     spec = get_suite("tiny")
-    steps = suite_steps(spec, "paper", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
+    steps = suite_steps(spec, "paper", ["talos", "nonlinear"], ["ties", "tsv"], seed=0, device="cpu")
+    g = step_graph(steps)
+    assert g["talos: selection (sparsity)"] == ("talos: lr check",)
+    assert g["talos: addition"] == ("talos: lr check", "talos: selection (sparsity)", "talos: fine-tune + single")
+    assert g["nonlinear: lr check"] == ()  # methods train in parallel
+    # the post-hoc merges wait for their base method's runs only, not for each other (their `single` rows upsert)
+    assert g["ties: post-hoc addition + negation"] == g["tsv: post-hoc addition + negation"] == (
+        "nonlinear: lr check", "nonlinear: fine-tune + single")
+    # the one-rate row waits for both lr checks; the examples for the addition and negation whose grids they show
+    assert set(g["talos-k0.9 at nonlinear's lr: single"]) >= {"talos: lr check", "nonlinear: lr check"}
+    text = get_suite("text")
+    g = step_graph(suite_steps(text, "full", ["talos"], [], seed=0, device="cpu"))
+    assert {"talos: addition", "talos: negation"} <= set(g["talos: examples"])
+
+
+def test_graph_of_the_paper_protocol_follows_curve_selection_rows():
+    from tiny_text import with_curves_scale
+
+    spec = with_curves_scale(get_suite("tiny"))
+    steps = suite_steps(spec, "curves", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
     g = step_graph(steps)
     assert g["talos: selection (sparsity)"] == ("talos: learning curve",)
     assert set(g["talos: fine-tune + single"]) == {"talos: learning curve", "talos: selection (sparsity)"}
@@ -195,6 +214,26 @@ def test_processes_executor_gives_the_local_results(local_tiny, tmp_path, capsys
     assert "talos: fine-tune + single [fine-tune drug-reviews]" in session["steps"]  # each run is a unit
 
 
+@pytest.mark.slow
+def test_post_hoc_steps_run_side_by_side_and_leave_the_local_store(tmp_path, capsys):
+    """The converged protocol on two worker processes: the post-hoc merges upsert the shared `single` table in any
+    order (under the store's lock, in the suite's row order), so they run side by side, and every result — the
+    `single` table's row order included — equals the local executor's."""
+    local, store = tmp_path / "local", tmp_path / "proc"
+    args = ["suite", "tiny", "--scale", "paper", "--quiet"]
+    assert main([*args, "--store", str(local)]) == 0
+    assert main([*args, "--store", str(store), "--executor", "processes", "--jobs", "2"]) == 0
+    capsys.readouterr()
+    assert differing_results(local, store) == []
+    single = json.loads((store / "results" / "single" / "tiny__tiny-text.json").read_text())
+    assert list(dict.fromkeys(r["method"] for r in single["records"])) == list(single["runs"]) == [
+        "talos", "talos-k0.9", "nonlinear", "talos-k0.9-lr0.001", "ties", "tsv", "iso_c", "iso_cts", "lines"]
+    steps = json.loads((store / "results" / "suite" / "tiny.json").read_text())["sessions"][-1]["steps"]
+    posthoc = [(v["started_s"], v["started_s"] + v["seconds"]) for k, v in steps.items() if "post-hoc" in k]
+    assert len(posthoc) == 5
+    assert any(a0 < b1 and b0 < a1 for i, (a0, a1) in enumerate(posthoc) for b0, b1 in posthoc[i + 1:])
+
+
 def test_jobs_goes_with_the_processes_executor(capsys, tmp_path):
     store = tmp_path / "s"
     assert main(["suite", "tiny", "--store", str(store), "--jobs", "2"]) == 2
@@ -312,6 +351,8 @@ def test_train_stage_on_ray_fine_tunes_each_run_as_a_task(ray_instance, tmp_path
 
 def test_train_stage_processes_share_a_steps_runs(tmp_path):
     """``talos suite --stage train`` in several processes: each trains the runs no other process holds."""
+    from tiny_text import with_curves_scale
+
     from talos_core.evaluation.runs import build_request
     from talos_core.store import Store
     from talos_core.suites.executors import fine_tune_parts, part_overrides, run_parts
@@ -322,7 +363,9 @@ def test_train_stage_processes_share_a_steps_runs(tmp_path):
     values = sel.settings.values
     assert [k for k, _, _ in run_parts(sel)] == [f"{t} sparsity={v:g}" for v in values for t in spec.tasks]
     assert run_parts(paper["talos: addition"]) == []
-    assert run_parts(paper["talos: learning curve"]) == [(t, t, None) for t in spec.tasks]  # one curve run per task
+    curves = {st.label: st for st in suite_steps(with_curves_scale(spec), "curves", ["talos"], [], seed=0,
+                                                 device="cpu")}
+    assert run_parts(curves["talos: learning curve"]) == [(t, t, None) for t in spec.tasks]  # one curve run per task
 
     single = next(st for st in suite_steps(spec, "mini", ["talos"], [], seed=0, device="cpu")
                   if st.protocol == "single")

@@ -297,41 +297,57 @@ def test_plan_paper_nlp_and_models_offline(offline, tmp_path, capsys):
 
 def test_shipped_scales_keep_their_fingerprint():
     """The issue-18 fields at their defaults stay out of a suite record's settings (resume of old records works)."""
-    from dataclasses import asdict
+    from dataclasses import MISSING, asdict, fields
 
-    new = {"weight_decay", "warmup_steps", "grad_clip", "schedule", "micro_batch_size", "eval_every",
-           "early_stopping_patience", "micro_batch_by_model",
-           "lr_check", "lr_check_tasks"}  # issue 13's lr check: never part of the fingerprint (it only adds steps)
-    later = {"examples": 0, "lr_rows": (), "batching": None,  # issues 17, 29, 30: out of it at their defaults
-             "budget_patience": 0}
+    from talos_core.suites.specs import Scale
+
+    default = {f.name: f.default for f in fields(Scale) if f.default is not MISSING}
+    # issue 18's fields, issues 17, 29, 30's and the converged protocol's: out of it at their defaults
+    optional = {"weight_decay", "warmup_steps", "grad_clip", "schedule", "micro_batch_size", "eval_every",
+                "early_stopping_patience", "micro_batch_by_model", "examples", "lr_rows", "batching",
+                "budget_patience", "lr_choose", "one_rate_rows", "alpha_rule", "alpha_extend"}
     for name in ("text", "vision", "tiny"):
         for scale, sc in get_suite(name).scales.items():
+            # the lr check: part of the fingerprint only where it chooses the learning rate (it then sets every run)
+            check = set() if sc.lr_choose else {"lr_check", "lr_check_tasks"}
             assert sc.settings_dict() == {k: v for k, v in asdict(sc).items()
-                                          if k not in new and not (k in later and v == later[k])}
-            # text `full` groups its batches by length (issue 30); no other shipped scale pins a fine-tuning setting
-            assert sc.finetune_settings() == ({"batching": "length"} if (name, scale) == ("text", "full") else {})
+                                          if k not in check and not (k in optional and v == default[k])}
+            # the converged scales run to a maximum with validation and early stopping; text `full` groups its
+            # batches by length (issue 30); the mini scales pin no fine-tuning setting
+            expected = {}
+            if sc.lr_choose:
+                expected = {"eval_every": sc.eval_every, "early_stopping_patience": sc.early_stopping_patience}
+            if (name, scale) == ("text", "full"):
+                expected["batching"] = "length"
+            assert sc.finetune_settings() == expected, (name, scale)
     assert get_suite("paper-nlp").scales["full"].settings_dict()["early_stopping_patience"] == 5
 
 
-def test_text_full_stops_its_budgeted_runs_early_and_runs_its_curves_to_the_end(monkeypatch):
-    """Issue 30: text `full` trains every run at the learning-curve budget with early stopping (validation every
-    curve_every steps, patience 5, the paper's NLP rule); its learning curves still run to curve_steps, and the
-    vision suite (shipped under the previous rule) keeps its fingerprint."""
-    import talos_core.suites.steps as steps_mod
+def test_full_scales_train_every_run_to_its_maximum_with_early_stopping(tmp_path):
+    """The converged protocol: no learning-curve step; every fine-tuning run of text and vision `full` (lr checks,
+    selection candidates, rows, variants, the one-rate row, the ablation) trains up to 2,000 steps with validation
+    every 50 steps, patience 5 and the best evaluation's weights, at the rate its method's lr check chose."""
+    from talos_core.store import Store
 
-    monkeypatch.setattr(steps_mod, "curve_budget", lambda store, suite, model, method: 300)
-    sc = get_suite("text").scales["full"]
-    assert sc.budget_patience == 5 and sc.settings_dict()["budget_patience"] == 5
-    steps = suite_steps(get_suite("text"), "full", ["talos", "nonlinear"], [], seed=0, device="cpu")
-    table = {st.label: st for st in steps}
-    curve = table["talos: learning curve"]
-    assert "early_stopping_patience" not in curve.overrides and curve.settings.steps == 1000
-    for label in ("talos: selection (sparsity)", "nonlinear: fine-tune + single", "talos: lr check"):
-        ov = table[label].overrides(None)
-        assert (ov["steps"], ov["eval_every"], ov["early_stopping_patience"]) == (300, 50, 5), label
-    assert "budget_patience" not in get_suite("vision").scales["full"].settings_dict()
-    vision = {st.label: st for st in suite_steps(get_suite("vision"), "full", ["talos"], [], seed=0, device="cpu")}
-    assert "early_stopping_patience" not in vision["talos: selection (sparsity)"].overrides(None)
+    for name in ("text", "vision"):
+        spec = get_suite(name)
+        sc = spec.scales["full"]
+        assert sc.steps == 2000 and sc.max_val == 500 and sc.curve_steps is None
+        assert (sc.eval_every, sc.early_stopping_patience) == (50, 5)
+        store = Store(tmp_path / name)
+        for m in spec.methods:  # what the lr checks chose (a hand-made store)
+            store.write_result("lr_check", f"{name}__{spec.model}__{m}", {"best_lr": 1e-3, "chooses": True})
+        steps = suite_steps(spec, "full", list(spec.methods), list(spec.posthoc), seed=0, device="cpu")
+        assert not [st for st in steps if st.protocol == "learning-curve"]
+        seen = 0
+        for st in steps:
+            if st.protocol in ("comparison",) or st.task_overrides is not None and st.protocol != "selection":
+                continue
+            ov = st.resolve(store)[1]
+            assert (ov["steps"], ov["eval_every"], ov["early_stopping_patience"], ov["max_val"]) == (2000, 50, 5, 500)
+            assert st.protocol == "lr-check" or ov["lr"] == 1e-3, st.label
+            seen += 1
+        assert seen > 30
 
 
 def test_cost_table():
@@ -354,8 +370,48 @@ def test_cost_table():
     table = __import__("talos_core.suites.costs", fromlist=["table"]).table()
     for c in table["cells"]:
         assert c["s_per_iter"] > 0 and c["source"] and c["device"] in table["devices"]
-    # the text suite's full scale is priced on this CPU kind, for every method it trains (issue 30)
-    assert all(cell("minilm-l6", m, "cpu-2core", 32) for m in ("talos", "nonlinear", "linearized", "llora", "lota"))
+    # the text suite's full scale is priced on both CPU kinds it ran on, for every method it trains (issue 30)
+    for device in ("cpu-2core", "cpu-2core-xeon"):
+        assert all(cell("minilm-l6", m, device, 32) for m in ("talos", "nonlinear", "linearized", "llora", "lota"))
+
+
+def test_plan_prices_with_the_cpu_it_runs_on(monkeypatch, capsys, tmp_path):
+    """``--plan`` detects this machine's CPU model and prices with the cells measured on it, and says so; a CPU no
+    cell was measured on is priced with cpu-2core's cells, saying that too; ``--jobs`` sets the workers of the wall
+    time."""
+    from talos_core.cli import main
+    from talos_core.suites import costs
+
+    assert costs.cpu_device("AMD EPYC 7B13") == "cpu-2core"
+    assert costs.cpu_device("Intel(R) Xeon(R) Platinum 8480+") == "cpu-2core-xeon"
+    assert costs.cpu_device("Apple M2") is None
+    assert costs.cpu_model()  # this machine's, from /proc/cpuinfo or lscpu
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    for name, device, said in (("Intel(R) Xeon(R) Processor", "cpu-2core-xeon", "detected: this machine's CPU is "
+                                                                                 "Intel(R) Xeon(R) Processor"),
+                               ("Apple M2", "cpu-2core", "no cells measured on this machine's CPU (Apple M2): "
+                                                         "priced with another CPU's")):
+        monkeypatch.setattr(costs, "cpu_model", lambda name=name: name)
+        assert costs.detect_device() == (device, said)
+        assert main(["suite", "tiny", "--scale", "mini", "--plan", "--store", str(tmp_path / "s"), "--jobs", "3"]) == 0
+        out = capsys.readouterr().out
+        assert f"(device '{device}'; {said})" in out and "wall time with 3 workers" in out
+    assert main(["suite", "tiny", "--plan", "--plan-device", "h100", "--store", str(tmp_path / "s")]) == 0
+    assert "(device 'h100'; given with --plan-device)" in capsys.readouterr().out
+    assert not (tmp_path / "s").exists()
+
+
+def test_plan_schedules_the_units_on_its_workers(tmp_path):
+    """The wall time: the step graph's units (each fine-tuning run, each step's evaluation) on N workers, in table
+    order as the processes executor takes them: never less than the longest chain or worker-hours / N, never more
+    than worker-hours."""
+    plans = {n: plan_suite("tiny", "paper", tmp_path, device="cpu-2core", workers=n) for n in (1, 2, 8)}
+    one, two, many = (plans[n].cost["schedule"] for n in (1, 2, 8))
+    assert one["wall_hours"] == pytest.approx(one["worker_hours"]) == pytest.approx(two["worker_hours"])
+    for s, n in ((two, 2), (many, 8)):
+        assert max(s["critical_hours"], s["worker_hours"] / n) - 1e-9 <= s["wall_hours"] <= s["worker_hours"] + 1e-9
+    assert many["wall_hours"] <= two["wall_hours"] <= one["wall_hours"]
+    assert "wall time with 2 workers" in plans[2].text()
 
 
 @pytest.mark.slow
@@ -402,8 +458,12 @@ def test_plan_lists_the_work_interrupted_runs_kept(tmp_path):
 
 
 def test_plan_of_a_learning_curve_suite_waits_for_budgets(tmp_path):
-    """Under the learning-curve protocol (tiny, scale paper) runs wait for their budget: counted, not priced."""
-    plan = plan_suite("tiny", "paper", tmp_path, methods=["talos"], posthoc=[], device="cpu-2core")
+    """Under the learning-curve protocol (kept for other scales: tiny's curves scale) runs wait for their budget:
+    counted, not priced."""
+    from tiny_text import with_curves_scale
+
+    plan = plan_suite(with_curves_scale(get_suite("tiny")), "curves", tmp_path, methods=["talos"], posthoc=[],
+                      device="cpu-2core")
     by = {s.label: s for s in plan.steps}
     assert by["talos: selection (sparsity)"].needs == ("talos: learning curve",)
     assert len(by["talos: learning curve"].trains) == 3
@@ -417,6 +477,25 @@ def test_plan_of_a_learning_curve_suite_waits_for_budgets(tmp_path):
     assert "at most" in plan.text() and "learning curve chooses" in plan.text()
 
 
+def test_plan_of_the_converged_protocol_waits_for_the_lr_checks(tmp_path):
+    """Under the converged protocol (tiny, scale paper) every run's length is known (its maximum, early stopping ends
+    it sooner); the steps after a method's lr check wait for it, and TaLoS at the dense baseline's rate is planned as
+    if the two checks disagree (its larger cost)."""
+    plan = plan_suite("tiny", "paper", tmp_path, methods=["talos", "nonlinear"], posthoc=["ties"],
+                      device="cpu-2core")
+    by = {s.label: s for s in plan.steps}
+    assert by["talos: lr check"].needs == () and by["talos: selection (sparsity)"].needs == ("talos: lr check",)
+    assert "nonlinear: lr check" in by["ties: post-hoc addition + negation"].needs
+    assert {"nonlinear: lr check", "talos: lr check"} <= set(by["talos-k0.9 at nonlinear's lr: single"].needs)
+    assert all(r.steps == 8 and r.early_stopping for r in plan.runs.values())
+    assert plan.cost["max_hours"] == 0 and plan.cost["unmeasured_runs"] == 0
+    # lr check 2 × 2 and selection 2 × 3 (its 2 k = 0.9 runs at TaLoS's rate are the check's), nonlinear's check
+    # 2 × 2 and its third task, TaLoS at nonlinear's rate on the third task (the check trained the other two)
+    assert len(plan.runs) == 4 + 4 + 4 + 1 + 1
+    assert "a maximum: early stopping ends runs sooner" in plan.text()
+    assert "lr chosen per method by its lr check among 0.001, 0.03" in plan.text()
+
+
 def test_all_registered_suites_plan_offline(offline):
     for name, spec in SUITES.items():
         for scale in spec.scales:
@@ -425,13 +504,13 @@ def test_all_registered_suites_plan_offline(offline):
 
 def test_text_full_meets_the_shipping_floors_of_issue_30():
     """text `full` evaluates at least 400 test examples per task (fewer only where the data has fewer), a 21-point α
-    grid and 20×20 ξ grids on at least 128 points per task; learning curves run to at least 200 steps."""
+    grid and 20×20 ξ grids on at least 128 points per task; runs may train at least 200 steps."""
     from talos_core.evaluation.arithmetic import alpha_grid
     from talos_core.suites.workload import load_sizes
 
     spec = get_suite("text")
     sc = spec.scales["full"]
-    assert sc.max_test >= 400 and sc.xi_grid == 20 and sc.xi_points >= 128 and sc.curve_steps >= 200
+    assert sc.max_test >= 400 and sc.xi_grid == 20 and sc.xi_points >= 128 and sc.steps >= 200
     assert len(alpha_grid(None, step=sc.alpha_step)) == 21 == len(alpha_grid(0.9, sparse=True, step=sc.alpha_step))
     sizes, why = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
     assert why is None

@@ -72,6 +72,12 @@ def test_step_table_matches_the_shipped_records(name):
     from talos_core.suites import suite_steps
 
     meta = Store(Path(__file__).resolve().parents[1] / "cached_results").read_result("suite", name)
+    sc = get_suite(name).scales[meta["scale"]]
+    if any(label.endswith(": learning curve") for label in meta["step_times_s"]) and sc.curve_steps is None:
+        # a record of the learning-curve protocol, before the converged `full` scales: its fingerprint differs, so
+        # `--resume` starts such a suite afresh; the check applies again once the suite ships under this one
+        assert sc.settings_dict()["lr_choose"] and "lr_choose" not in meta["scale_settings"]
+        pytest.skip(f"cached_results holds {name!r} run under the learning-curve protocol; re-run it to ship this one")
     steps = suite_steps(get_suite(name), meta["scale"], meta["methods"], meta["posthoc"], seed=meta["seed"],
                         device="auto")
     labels = [st.label for st in steps]
@@ -108,17 +114,58 @@ def test_checkpoint_every_reaches_every_fine_tuning_request_and_changes_no_run_i
     assert FinetuneRequest(**request).run_id() == FinetuneRequest(**request, checkpoint_every=7).run_id()
 
 
-def test_paper_scale_steps_read_budget_and_choices_from_the_store(tmp_path):
-    """Under the paper's protocol each method starts with its learning curve (and selection); later steps take
-    their step budget from the stored learning curve and, for selected methods, the per-task runs from the
-    stored selection; the fixed-sparsity row is written under its variant id."""
-    from talos_core.evaluation.learning_curve import LearningCurveSettings
+def test_converged_scale_steps_read_the_chosen_lr_and_choices_from_the_store(tmp_path):
+    """Under the converged protocol each method starts with its lr check (then its selection); later steps train up
+    to the maximum with early stopping at the rate the check chose, the selected methods' rows on the stored per-task
+    choices, every α search on the union grid with extension."""
+    from talos_core.evaluation.lr_check import LrCheckSettings
     from talos_core.evaluation.selection import SelectionSettings
     from talos_core.suites import suite_steps
 
     spec = get_suite("tiny")
     sc = spec.scales["paper"]
     steps = suite_steps(spec, "paper", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
+    labels = [st.label for st in steps]
+    assert labels[:3] == ["talos: lr check", "talos: selection (sparsity)", "talos: fine-tune + single"]
+    assert steps[0].settings == LrCheckSettings(values=(1e-3, 3e-2), row="talos-k0.9", choose=True)
+    select = steps[1]
+    assert select.settings == SelectionSettings(param="sparsity", values=(0.5, 0.9), control_task=spec.control_task,
+                                                alpha_step=sc.alpha_step, alpha_rule="union", alpha_extend=4.0)
+    assert [st.label for st in steps if st.trains] == [
+        "talos: lr check", "talos: selection (sparsity)", "talos: fine-tune + single", "talos-k0.9: single",
+        "nonlinear: lr check", "nonlinear: fine-tune + single", "talos-k0.9 at nonlinear's lr: single"]
+    store = Store(tmp_path)
+    with pytest.raises(TalosError, match="no lr check"):
+        select.resolve(store)
+    for m, lr in (("talos", 3e-2), ("nonlinear", 1e-3)):
+        store.write_result("lr_check", f"tiny__tiny-text__{m}", {"best_lr": lr, "chooses": True})
+    store.write_table("selection", "tiny__tiny-text__talos", pd.DataFrame({"value": [0.5]}),
+                      overrides={t: {"sparsity": 0.5 if t == "drug-reviews" else 0.9} for t in spec.tasks})
+    _, ov, per_task = steps[2].resolve(store)
+    assert (ov["steps"], ov["eval_every"], ov["early_stopping_patience"], ov["lr"]) == (8, 2, 2, 3e-2)
+    assert per_task["drug-reviews"] == {"sparsity": 0.5}
+    assert steps[labels.index("nonlinear: addition")].resolve(store)[1]["lr"] == 1e-3
+    assert steps[labels.index("talos: addition")].settings.alpha_extend == 4.0
+    one = steps[labels.index("talos-k0.9 at nonlinear's lr: addition")]
+    assert one.result_method(store) == "talos-k0.9-lr0.001" and one.resolve(store)[1]["lr"] == 1e-3
+    # every step keeps the per-model tables in the table's row order (any writer order gives the same table)
+    assert steps[0].row_order[:3] == ("talos", "talos-k0.9", "nonlinear")
+    assert {"talos-k0.9-lr0.001", "talos-k0.9-lr0.03"} <= set(steps[0].row_order)
+
+
+def test_paper_scale_steps_read_budget_and_choices_from_the_store(tmp_path):
+    """Under the learning-curve protocol (kept for other scales) each method starts with its learning curve (and
+    selection); later steps take their step budget from the stored learning curve and, for selected methods, the
+    per-task runs from the stored selection; the fixed-sparsity row is written under its variant id."""
+    from tiny_text import with_curves_scale
+
+    from talos_core.evaluation.learning_curve import LearningCurveSettings
+    from talos_core.evaluation.selection import SelectionSettings
+    from talos_core.suites import suite_steps
+
+    spec = with_curves_scale(get_suite("tiny"))
+    sc = spec.scales["curves"]
+    steps = suite_steps(spec, "curves", ["talos", "nonlinear"], ["ties"], seed=0, device="cpu")
     steps = [st for st in steps if st.protocol != "lr-check"]  # the lr check steps: test_lr_check.py
     labels = [st.label for st in steps]
     assert labels[:3] == ["talos: learning curve", "talos: selection (sparsity)", "talos: fine-tune + single"]
@@ -154,33 +201,47 @@ def test_suite_stage_is_checked(tmp_path):
 
 @pytest.mark.slow
 def test_paper_scale_suite_runs_the_protocol_end_to_end(tmp_path):
-    """The tiny suite under the paper's protocol, its runs first fine-tuned by a ``--stage train`` pass: the
-    suite then trains nothing, main rows use the learning-curve budget and the selected sparsity per task, the
-    fixed-0.9 row stands beside them, and the train pass wrote no suite record."""
+    """The tiny suite under the converged protocol, its runs first fine-tuned by a ``--stage train`` pass: the suite
+    then trains nothing; every run behind a row recorded its own validation curve up to its maximum or its early stop;
+    each method's rows train at the rate its lr check chose (the check agrees by construction); TaLoS at nonlinear's
+    rate is its own labelled row; the audit raises no lr or budget flag."""
+    from talos_core.evaluation.audit import audit_suite
+
     store = Store(tmp_path / "s")
-    out = run_suite("tiny", store, scale="paper", methods=["talos"], posthoc=[], stage="train", log=lambda s: None)
+    kw = dict(methods=["talos", "nonlinear"], posthoc=["ties"])
+    out = run_suite("tiny", store, scale="paper", stage="train", log=lambda s: None, **kw)
     assert out["stage"] == "train" and "suite" not in [p.name for p in (store.root / "results").iterdir()]
     trained = {r.id for r in store.runs()}
-    meta = run_suite("tiny", store, scale="paper", methods=["talos"], posthoc=[], log=lambda s: None)
+    meta = run_suite("tiny", store, scale="paper", log=lambda s: None, **kw)
     assert meta["complete"] and {r.id for r in store.runs()} == trained  # the evaluation pass trained nothing
-    budget = store.read_result("learning_curve", "tiny__tiny-text__talos")["budget"]
+    assert "learning_curve" not in [p.name for p in (store.root / "results").iterdir()]
+    checks = {m: store.read_result("lr_check", f"tiny__tiny-text__{m}") for m in ("talos", "nonlinear")}
+    assert all(c["chooses"] and c["agrees"] and c["suite_lr"] == c["best_lr"] for c in checks.values())
+    assert checks["talos"]["best_lr"] != checks["nonlinear"]["best_lr"]  # the tiny scale's candidates differ here
     selection = store.read_result("selection", "tiny__tiny-text__talos")
     addition = store.read_result("addition", "tiny__tiny-text__talos")
     for task, rid in addition["runs"].items():
         run = store.get_run(rid)
-        assert run.manifest.config["train"]["steps"] == budget
+        train = run.manifest.config["train"]
+        assert train["steps"] == 8 and train["lr"] == checks["talos"]["best_lr"]
         assert run.manifest.request["sparsity"] == selection["choices"][task]["sparsity"]
-    assert addition["task_overrides"] == selection["overrides"]
-    fixed = store.read_result("addition", "tiny__tiny-text__talos-k0.9")
+        assert run.manifest.curve and run.manifest.curve[-1]["step"] == run.manifest.timings["steps_run"]
+    assert addition["task_overrides"] == selection["overrides"] and addition["alpha_rule"] == "union"
+    one = f"talos-k0.9-lr{checks['nonlinear']['best_lr']:g}"
+    fixed = store.read_result("addition", f"tiny__tiny-text__{one}")
     assert fixed["variant_of"] == "talos"
-    assert {store.get_run(r).manifest.request["sparsity"] for r in fixed["runs"].values()} == {0.9}
+    assert {store.get_run(r).manifest.config["train"]["lr"] for r in fixed["runs"].values()} == \
+        {checks["nonlinear"]["best_lr"]}
     table = store.read_table("comparison", "tiny__tiny-text")
-    assert {"talos", "talos-k0.9"} <= set(table["method"])
-    # the lr check at the budget (trained by the train pass too): its own-lr runs are the fixed-0.9 row's
-    check = store.read_result("lr_check", "tiny__tiny-text__talos")
-    assert check["budget"] == budget and check["suite_lr"] == 1e-3 and check["row"] == "talos-k0.9"
-    assert check["tasks"] == ["drug-reviews", "fortune-topics"] and isinstance(check["agrees"], bool)
-    assert {t: r["1e-3"] for t, r in check["runs"].items()} == {t: fixed["runs"][t] for t in check["tasks"]}
+    assert {"talos", "talos-k0.9", one, "nonlinear", "ties"} == set(table["method"])
+    flags = {f.check for f in audit_suite(store.root, "tiny")}
+    assert not flags & {"lr-disagrees", "budget-other-schedule", "convergence-unknown"}, flags
+    # the lr check's runs at TaLoS's rate are the fixed-0.9 row's
+    from talos_core.evaluation.lr_check import lr_text
+
+    fixed9 = store.read_result("addition", "tiny__tiny-text__talos-k0.9")
+    assert {t: r[lr_text(checks["talos"]["best_lr"])] for t, r in checks["talos"]["runs"].items()} == \
+        {t: fixed9["runs"][t] for t in checks["talos"]["tasks"]}
     assert "talos: lr check" in meta["step_times_s"]
 
 

@@ -54,12 +54,13 @@ def test_plan_prices_the_evaluation_work_or_says_why_not(tmp_path):
 @pytest.mark.slow
 def test_the_text_full_step_graph_runs_on_the_tiny_model_and_its_plan_counts_every_pass(tmp_path, monkeypatch,
                                                                                         one_thread):
-    """``text`` ``full`` has steps no other suite runs (L-LoRA's learning curve, lr check and per-task rank selection
-    with every step that follows it) and a CPU run of many hours: its whole step graph — learning curves with budgets
-    and early stopping, the three per-task selections, the fixed-sparsity and lr rows, the eight post-hoc merges, the
-    ablation, ξ grids, examples — runs here on the tiny random-init text model at tiny sizes, and ``--plan``'s count of
-    every step equals what the run recorded. Same structure, smaller numbers: four of its tasks (its ξ pairs), two
-    candidates per selection, two ablation sparsities."""
+    """``text`` ``full`` has steps no other suite runs (L-LoRA's lr check and per-task rank selection with every step
+    that follows it) and a CPU run of many hours: its whole step graph — runs to a maximum with early stopping, the lr
+    checks that choose each method's rate, the three per-task selections, the fixed-sparsity rows and TaLoS at the
+    dense rate, the eight post-hoc merges, the ablation, ξ grids, examples, α searches on the union grid with
+    extension — runs here on the tiny random-init text model at tiny sizes, and ``--plan``'s count of every step
+    equals what the run recorded. Same structure, smaller numbers: four of its tasks (its ξ pairs), two candidates per
+    selection, two ablation sparsities, learning rates the tiny model tells apart."""
     from dataclasses import replace
 
     from talos_core.suites import specs
@@ -67,9 +68,9 @@ def test_the_text_full_step_graph_runs_on_the_tiny_model_and_its_plan_counts_eve
     text = specs.get_suite("text")
     full = text.scales["full"]
     small = {"sparsity": (0.5, 0.9), "rank": (2, 4)}
-    tiny = replace(full, steps=4, max_train=48, max_val=12, max_test=16, calib_samples=8, batch_size=8,
+    tiny = replace(full, steps=6, max_train=48, max_val=12, max_test=16, calib_samples=8, batch_size=8,
                    alpha_step=0.5, xi_grid=3, xi_points=6, preview_points=6, sharing_samples=6, posthoc_points=1,
-                   ablation=(0.5, 0.9), curve_steps=4, curve_every=2, examples=3,
+                   ablation=(0.5, 0.9), eval_every=2, early_stopping_patience=2, examples=3, lr_check=(1e-3, 3e-2),
                    selection=tuple((m, p, small[p]) for m, p, _ in full.selection))
     tasks = tuple(t for pair in text.xi_pairs for t in pair)
     monkeypatch.setitem(specs.SUITES, "text", replace(text, model="tiny-text", tasks=tasks, scales={"full": tiny}))

@@ -8,6 +8,7 @@ else ``$TALOS_STORE``, else ``./runs``; ``talos report`` is a viewer and reads `
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from talos_core.cli.common import (
@@ -55,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "an estimated cost, then stop: nothing is downloaded or trained (docs/scale-out.md)")
     p.add_argument("--plan-device", default=None,
                    help="device of the plan's cost estimate (talos_core/suites/plan_costs.json: h100, h100-shared, "
-                        "h100-mps8, cpu-2core; default: this machine's kind, h100 with a GPU, else cpu-2core)")
+                        "h100-mps8, cpu-2core (AMD EPYC), cpu-2core-xeon; default: this machine's — h100 with a GPU, "
+                        "else the CPU device measured on this CPU model, which the plan names)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="local (default): the steps one after another in this process; processes: every step and "
                         "fine-tuning run in its own worker process of this machine (--jobs of them at a time), in "
@@ -63,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(pip install -e '.[ray]'; docs/scale-out.md)")
     p.add_argument("--jobs", type=positive_int, default=None,
                    help="with --executor processes: worker processes at a time (default: this machine's CPU count; "
-                        "on one GPU, e.g. 6 with CUDA MPS)")
+                        "on one GPU, e.g. 6 with CUDA MPS); with --plan: the workers its wall time is estimated for")
     p.add_argument("--address", default=None,
                    help="with --executor ray: the Ray cluster (HOST:PORT from `ray start --head`, or auto); default: "
                         "a new local Ray instance on this machine's CPUs and GPUs. The store must be on a "
@@ -98,11 +100,14 @@ def _suite(args: argparse.Namespace) -> int:
     if args.plan and part is not None:
         raise TalosError("--plan prices the whole suite (and marks what the store has done); leave --part out")
     if args.plan:
-        from talos_core.suites.costs import default_device
+        from talos_core.suites.costs import check_device, detect_device
         from talos_core.suites.plan import plan_suite
 
-        print(plan_suite(args.name, scale, store, model=args.model, device=args.plan_device or default_device(),
-                         seed=args.seed, methods=methods, posthoc=posthoc).text())
+        device, why = (check_device(args.plan_device), "given with --plan-device") if args.plan_device else \
+            detect_device()
+        workers = args.jobs or (1 if device.startswith("h100") and device != "h100-mps8" else os.cpu_count() or 1)
+        print(plan_suite(args.name, scale, store, model=args.model, device=device, seed=args.seed, methods=methods,
+                         posthoc=posthoc, workers=workers, device_note=why).text())
         return 0
     if args.executor != "ray" and (args.address or args.gpus_per_task is not None or args.cpus_per_task != 1.0):
         raise TalosError("--address, --gpus-per-task and --cpus-per-task go with --executor ray; add it, or leave "

@@ -40,8 +40,14 @@ class AblationSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05  # α grid 0, step, …, 1, × 1/(1 − sparsity)
     batch_size: int | None = None  # evaluation batch size; None: the device's default
+    alpha_rule: str = "paper"  # the grid rule (evaluation.runs.GRID_RULES), as AdditionSettings.alpha_rule
+    alpha_extend: float = 0.0  # as AdditionSettings.alpha_extend
 
     def __post_init__(self) -> None:
+        from talos_core.evaluation.runs import check_alpha_rule
+
+        check_alpha_rule(self.alpha_rule)
+        arith.check_extend(self.alpha_extend)
         if not isinstance(self.sparsities, tuple) or not self.sparsities:
             raise TalosError(f"sparsities must be a non-empty tuple of numbers, got {self.sparsities!r}")
         for s in self.sparsities:
@@ -52,7 +58,7 @@ class AblationSettings:
         check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
-_PARTS = ("addition", "negation", "single", "examples", "ci95")
+_PARTS = ("addition", "negation", "single", "examples", "ci95", "grids")
 """What one sparsity's evaluation keeps in the step's :class:`Progress` (the tuple of :func:`_stored_summaries`)."""
 
 
@@ -70,10 +76,10 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     # the sparsities an interrupted run of this step finished (each is an addition + negation search)
     progress = Progress(req.store.progress_path("sparsity_ablation", name),
                         {"tasks": tasks, "control_task": control, **evaluation_key(ctx)})
-    rows, examples = [], {}
+    rows, examples, searched = [], {}, {}
     for sparsity in s.sparsities:
         runs = req.runs(overrides={**req.overrides, "sparsity": sparsity})
-        alphas, _ = run_alpha_grid(runs, s.alpha_step)
+        alphas, _ = run_alpha_grid(runs, s.alpha_step, s.alpha_rule)
         ids = {t: r.id for t, r in runs.items()}
         part = json.dumps({"sparsity": sparsity, "runs": ids, "alphas": [float(a) for a in alphas]}, sort_keys=True)
         known = None  # the suite may have evaluated these runs under the method or its fixed-sparsity variant
@@ -83,19 +89,21 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
         if isinstance(saved, dict) and set(saved) == set(_PARTS):
             known = tuple(saved[k] for k in _PARTS)
         if known is not None:  # these very runs were already evaluated (by the suite, or by this step before a stop)
-            add_summary, neg_summary, single, ex, ci95 = known
+            add_summary, neg_summary, single, ex, ci95, grids = known
         else:
             vectors = {t: r.task_vector() for t, r in runs.items()}
             ref = arith.finetuned_accuracies(ctx, vectors, "nonlinear")
-            add = arith.task_addition(ctx, vectors, ref, alphas, sparsity=sparsity)
-            neg = arith.task_negation(ctx, vectors, control, alphas)
+            add = arith.task_addition(ctx, vectors, ref, alphas, sparsity=sparsity, extend=s.alpha_extend)
+            neg = arith.task_negation(ctx, vectors, control, alphas, extend=s.alpha_extend)
             add_summary, neg_summary = add.summary, neg.summary
             single = sum(ref[(t, "test")] for t in tasks) / len(tasks)
             ex = {"addition": arith.encode_all(add.examples),
                   "single": arith.encode_all({t: ref.correct[(t, "test")] for t in tasks}),
                   "negation": {t: arith.encode_all(e) for t, e in neg.examples.items()}}
             ci95 = {"addition": add.ci95, "negation": neg.ci95}
-            progress.put(part, dict(zip(_PARTS, (add_summary, neg_summary, single, ex, ci95))))
+            grids = {"addition": add.alphas, "negation": neg.grids}
+            progress.put(part, dict(zip(_PARTS, (add_summary, neg_summary, single, ex, ci95, grids))))
+        searched[f"{sparsity:g}"] = grids
         row = {"sparsity": sparsity, "addition_abs": add_summary["abs_acc"],
                "addition_norm": add_summary["norm_acc"], "negation_target": neg_summary["target_acc"],
                "negation_control": neg_summary["control_acc"], "single_task_acc": single}
@@ -106,6 +114,8 @@ def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
         rows.append(row)
     table = pd.DataFrame(rows)
     extra = {"examples": examples, "bootstrap": stats.bootstrap_settings()} if examples else {}
+    if s.alpha_extend:  # each sparsity's grids as searched (extending searches only: other results stay as they were)
+        extra.update(alpha_extend=s.alpha_extend, alpha_grids=searched)
     req.store.write_table("sparsity_ablation", name, table, method=req.result_id, model=req.model, suite=req.suite,
                           **req.result_meta(), **extra)
     progress.clear()
@@ -137,7 +147,9 @@ def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids
     """``(addition summary, negation summary, mean single-task test acc, examples, ci95)`` already in
     ``store`` for exactly these runs, α grid and control task (non-linear evaluation), else ``None``.
     ``examples`` (``{"addition", "single", "negation"}``, as the ablation stores them) and ``ci95``
-    (``{"addition", "negation"}``) are ``None`` when the stored results were written without them.
+    (``{"addition", "negation"}``) are ``None`` when the stored results were written without them. A stored grid
+    that an extending search continued (``alphas`` followed by the added points) counts as this grid; the sixth
+    element is ``{"addition": grid, "negation": {target: grid}}`` as searched.
 
     Evaluation is deterministic, so re-evaluating the same runs would give the same numbers; the
     sparsity ablation uses this for the method's own sparsity, which the suite has just evaluated.
@@ -154,8 +166,8 @@ def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids
     ids = dict(run_ids)
     if (add is None or neg is None or single is None or add.get("runs") != ids or neg.get("runs") != ids
             or add.get("eval_mode") != "nonlinear" or neg.get("eval_mode") != "nonlinear"
-            or [float(a) for a in add.get("alpha_grid") or []] != grid
-            or [float(a) for a in neg.get("alpha_grid") or []] != grid
+            or not _continues(add.get("alpha_grid"), grid)
+            or not all(_continues(g, grid) for g in (neg.get("alpha_grids") or {"": neg.get("alpha_grid")}).values())
             or neg.get("control_task") != control_task or (single.get("runs") or {}).get(method) != ids):
         return None
     records = [r for r in single.get("records", []) if r.get("method") == method and r.get("split") == "test"]
@@ -169,5 +181,16 @@ def _stored_summaries(store: Store, suite: str, model: str, method: str, run_ids
         examples = {"addition": dict(add["examples"]), "single": fine,
                     "negation": {t: dict(e) for t, e in neg["examples"].items()}}
         ci95 = {"addition": add["ci95"], "negation": neg["ci95"]}
+    grids = {"addition": [float(a) for a in add["alpha_grid"]],
+             "negation": {t: [float(a) for a in (neg.get("alpha_grids") or {}).get(t) or neg["alpha_grid"]]
+                          for t in ids}}
     # same order of summation as a re-evaluation
-    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids), examples, ci95
+    return dict(add["summary"]), dict(neg["summary"]), sum(test[t] for t in ids) / len(ids), examples, ci95, grids
+
+
+def _continues(stored: object, grid: list[float]) -> bool:
+    """Whether a stored α grid is ``grid``, or ``grid`` followed by points an extending search added above it."""
+    if not isinstance(stored, list) or len(stored) < len(grid):
+        return False
+    values = [float(a) for a in stored]
+    return values[:len(grid)] == grid and all(a > grid[-1] for a in values[len(grid):])

@@ -17,15 +17,21 @@ Uncertainty: at the selected α(s) the results keep the per-example test correct
 reported mean (``examples``, a ``"0101…"`` string per task) and the 95% percentile-bootstrap interval over
 test examples of each summary mean (``ci95``, same keys as ``summary``; :mod:`talos_core.evaluation.stats`).
 
+Grid extension (``extend``, the ``full`` scales): a search whose choice is the LAST point of its grid says nothing
+about where the optimum lies, so it goes on upward with the grid's top step, one point at a time, until the choice is
+inside the grid or the next point would pass ``extend`` × the grid's largest value (:func:`extend_search`, the one
+place every α search — addition, negation, the selection's negation curves, the post-hoc merges, the ablation — does
+it). The result's ``alpha_grid`` then holds the added points and ``extended`` says so.
+
 Speed: a non-linear α curve costs one in-place edit per α (``apply_vectors``, bitwise restore) and
 one pass per evaluated (task, split) with the head swapped in; a linearized one costs ONE JVP per
-(task, split): ``logits(α) = f(x, θ0) + α · (Στ)ᵀ∇f(x, θ0)`` for every α at once.
+(task, split): ``logits(α) = f(x, θ0) + α · (Στ)ᵀ∇f(x, θ0)`` for every α at once (extension points included).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +75,55 @@ def search_region(alphas: Sequence[float]) -> list[float]:
     return [float(min(alphas)), float(max(alphas))]
 
 
+def check_extend(extend: object) -> float:
+    """An extension cap: 0 (grids end where they end) or a multiple ≥ 1 of a grid's largest value."""
+    value = check_range("alpha_extend", extend, 0.0, 100.0, high_open=False)
+    if 0 < value < 1:
+        raise TalosError(f"alpha_extend must be 0 (no extension) or at least 1 (a multiple of the grid's largest "
+                         f"value, e.g. 4), got {extend!r}")
+    return float(value)
+
+
+def next_alpha(grid: Sequence[float], cap: float) -> float | None:
+    """The point after an ascending grid: its last value plus its top step (the gap between its two largest
+    values), or ``None`` when there is no step or the point would pass ``cap``.
+
+    >>> next_alpha([0.0, 0.05, 0.1], 4.0), next_alpha([0.0, 1.0], 1.5), next_alpha([0.0], 4.0)
+    (0.15, None, None)
+    """
+    if len(grid) < 2:
+        return None
+    step = float(grid[-1]) - float(grid[-2])
+    nxt = round(float(grid[-1]) + step, 10)
+    return nxt if step > 0 and nxt <= cap * (1 + 1e-9) else None
+
+
+def extend_search(alphas: Sequence[float], evaluate: Callable[[list[float]], None], choose: Callable[[], float],
+                  extend: float = 0.0) -> tuple[list[float], float, bool]:
+    """Every α search's grid rule: ``evaluate(alphas)``, ``choose()``; while the choice is the grid's last point,
+    evaluate the next point (:func:`next_alpha`, up to ``extend`` × the grid's largest value; 0: never) and choose
+    again. ``evaluate`` adds the given α to what ``choose`` reads. Returns ``(grid, choice, extended)``, the grid
+    with the points added.
+
+    >>> seen = []
+    >>> extend_search([0.0, 0.5, 1.0], seen.extend, lambda: min(max(seen), 1.75), extend=4.0)
+    ([0.0, 0.5, 1.0, 1.5, 2.0], 1.75, True)
+    """
+    grid = [float(a) for a in alphas]
+    evaluate(list(grid))
+    best = float(choose())
+    cap = float(extend) * max(grid) if extend and grid else 0.0
+    extended = False
+    while cap > 0 and math.isclose(best, grid[-1], rel_tol=1e-9, abs_tol=1e-12):
+        nxt = next_alpha(grid, cap)
+        if nxt is None:
+            break
+        grid.append(nxt)
+        evaluate([nxt])
+        best, extended = float(choose()), True
+    return grid, best, extended
+
+
 # --------------------------------------------------------------------------------------------
 # α curves (shared engine)
 # --------------------------------------------------------------------------------------------
@@ -92,31 +147,52 @@ def alpha_curve_examples(ctx: EvalContext, items: Sequence[tuple[str, str]], vec
     ``alphas[i]`` on ``items[j]``, whose mean is the accuracy; ``None`` where the accuracy came from the
     memoized zero-shot pass (non-linear α = 0: :meth:`EvalContext.zero_shot_correct` gives it).
     """
-    out = np.zeros((len(alphas), len(items)))
-    correct: list[list[np.ndarray | None]] = [[None] * len(items) for _ in alphas]
-    if mode == "linearized":
-        for j, (task, split) in enumerate(items):
-            base, (jv,) = ctx.base_and_jvps(task, split, [vector])
-            labels = ctx.labels(task, split)
-            for i, a in enumerate(alphas):
-                correct[i][j] = correct_of(base + (sign * a) * jv, labels)
-                out[i, j] = mean_correct(correct[i][j])
-        return out, correct
-    if mode != "nonlinear":
-        raise TalosError(f"evaluation mode must be 'nonlinear' or 'linearized', got {mode!r}")
-    rows = enumerate(alphas)
-    if progress:
-        from tqdm.auto import tqdm
+    return AlphaCurve(ctx, items, vector, sign=sign, mode=mode, progress=progress).evaluate(alphas)
 
-        rows = tqdm(list(rows), desc="alpha grid", leave=False)
-    named_splits = all(isinstance(s, str) for _, s in items)  # zero-shot is cached for "val"/"test" only
-    for i, a in rows:
-        if a == 0.0 and named_splits:
-            out[i] = [ctx.zero_shot(t, s) for t, s in items]  # θ0 itself: the (memoized) zero-shot pass
-        else:
-            correct[i] = ctx.correct_many(items, [(vector, sign * a)], mode)
-            out[i] = [mean_correct(c) for c in correct[i]]
-    return out, correct
+
+class AlphaCurve:
+    """The accuracies of ``θ0 + sign · α · vector`` on ``items``, α by α as a search asks for them
+    (:func:`extend_search`): a non-linear curve edits the model once per α (α = 0 is the memoized zero-shot pass);
+    a linearized one computes ``f(x, θ0)`` and the JVP of each item once, at the first call, and every α after
+    that is algebra."""
+
+    def __init__(self, ctx: EvalContext, items: Sequence[tuple[str, str]], vector: TaskVector, *,
+                 sign: float = 1.0, mode: Mode = "nonlinear", progress: bool = False) -> None:
+        if mode not in ("nonlinear", "linearized"):
+            raise TalosError(f"evaluation mode must be 'nonlinear' or 'linearized', got {mode!r}")
+        self.ctx, self.items, self.vector, self.sign, self.mode, self.progress = ctx, list(items), vector, sign, \
+            mode, progress
+        self._linear: list | None = None  # [(base, jvp, labels)] per item, linearized mode
+
+    def evaluate(self, alphas: Sequence[float]) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+        """``(accuracies [len(alphas), len(items)], correctness)`` as :func:`alpha_curve_examples`."""
+        ctx, items, sign = self.ctx, self.items, self.sign
+        out = np.zeros((len(alphas), len(items)))
+        correct: list[list[np.ndarray | None]] = [[None] * len(items) for _ in alphas]
+        if self.mode == "linearized":
+            if self._linear is None:
+                self._linear = []
+                for task, split in items:
+                    base, (jv,) = ctx.base_and_jvps(task, split, [self.vector])
+                    self._linear.append((base, jv, ctx.labels(task, split)))
+            for j, (base, jv, labels) in enumerate(self._linear):
+                for i, a in enumerate(alphas):
+                    correct[i][j] = correct_of(base + (sign * a) * jv, labels)
+                    out[i, j] = mean_correct(correct[i][j])
+            return out, correct
+        rows = enumerate(alphas)
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            rows = tqdm(list(rows), desc="alpha grid", leave=False)
+        named_splits = all(isinstance(s, str) for _, s in items)  # zero-shot is cached for "val"/"test" only
+        for i, a in rows:
+            if a == 0.0 and named_splits:
+                out[i] = [ctx.zero_shot(t, s) for t, s in items]  # θ0 itself: the (memoized) zero-shot pass
+            else:
+                correct[i] = ctx.correct_many(items, [(self.vector, sign * a)], self.mode)
+                out[i] = [mean_correct(c) for c in correct[i]]
+        return out, correct
 
 
 def _at(ctx: EvalContext, correct: list[list[np.ndarray | None]], i: int, j: int, task: str, split: str) -> np.ndarray:
@@ -219,12 +295,16 @@ class AdditionResult:
     examples: dict[str, np.ndarray] = field(default_factory=dict)  # test correctness at the selected α, per task
     reference_examples: dict[str, np.ndarray] = field(default_factory=dict)  # of θ0 + τ_t (the normalizer)
     ci95: dict = field(default_factory=dict)  # {"abs_acc": [lo, hi], "norm_acc": [lo, hi]} (95% bootstrap)
+    extend: float = 0.0  # the search's extension cap (extend_search); 0: the grid as given
+    extended: bool = False  # the search added points above the grid it was given (they are in ``alphas``)
 
     def extra(self) -> dict:
         """The SCHEMA.md extras of ``addition/<suite>__<model>__<method>``."""
         out = {"selected_alpha": self.selected_alpha, "alpha_grid": self.alphas, "summary": self.summary,
                "tasks": self.tasks, "sparsity": self.sparsity, "eval_mode": self.eval_mode,
                "search_region": search_region(self.alphas)}
+        if self.extend:  # written by extending searches only, so results of the others stay as they were
+            out.update(alpha_extend=self.extend, extended=self.extended)
         if self.examples:
             out["ci95"] = self.ci95
             out["examples"] = encode_all(self.examples)
@@ -249,7 +329,7 @@ def select_addition_alpha(table: pd.DataFrame) -> float:
 def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
                   reference: Mapping[tuple[str, str], float], alphas: Sequence[float], *,
                   mode: Mode = "nonlinear", sparsity: float | None = None, merged: TaskVector | None = None,
-                  splits: Sequence[str] = SPLITS, progress: bool = False) -> AdditionResult:
+                  splits: Sequence[str] = SPLITS, progress: bool = False, extend: float = 0.0) -> AdditionResult:
     """Task addition ``θ0 + α Σ_t τ_t`` over ``alphas`` on val and test (paper Sec. 4.1, App. Eq. norm. acc).
 
     ``reference[(t, split)]`` is the single-task fine-tuned accuracy ``Acc[f(D_t, θ0 + τ_t)]`` used
@@ -260,7 +340,7 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
     choice); the summary is then NaN, since it is a test-split summary. With the test split, the result
     keeps the test correctness at the selected α (``examples``) and ``ci95``, the 95% bootstrap
     intervals over test examples of both summary means (:func:`talos_core.evaluation.stats.addition_intervals`).
-    Example::
+    ``extend``: a choice at the grid's last point extends the grid (:func:`extend_search`). Example::
 
         ref = finetuned_accuracies(ctx, vectors, "nonlinear")
         res = task_addition(ctx, vectors, ref, alpha_grid(0.9, sparse=True))
@@ -276,15 +356,24 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
     if merged is None:
         merged = sum_vectors([vectors[t] for t in tasks])
     items = [(t, s) for s in SPLITS if s in splits for t in tasks]
-    accs, correct = alpha_curve_examples(ctx, items, merged, alphas, mode=mode, progress=progress)
-    rows = []
-    for i, a in enumerate(alphas):
-        for j, (t, s) in enumerate(items):
-            ref = reference[(t, s)]
-            rows.append({"alpha": float(a), "split": s, "task": t, "accuracy": accs[i, j],
-                         "normalized_accuracy": accs[i, j] / ref if ref > 0 else float("nan")})
-    table = pd.DataFrame(rows, columns=["alpha", "split", "task", "accuracy", "normalized_accuracy"])
-    best = select_addition_alpha(table)
+    curve = AlphaCurve(ctx, items, merged, mode=mode, progress=progress)
+    rows: list[dict] = []
+    correct: list[list[np.ndarray | None]] = []
+
+    def evaluate(points: list[float]) -> None:
+        accs, corr = curve.evaluate(points)
+        correct.extend(corr)
+        for i, a in enumerate(points):
+            for j, (t, s) in enumerate(items):
+                ref = reference[(t, s)]
+                rows.append({"alpha": float(a), "split": s, "task": t, "accuracy": accs[i, j],
+                             "normalized_accuracy": accs[i, j] / ref if ref > 0 else float("nan")})
+
+    def table_now() -> pd.DataFrame:
+        return pd.DataFrame(rows, columns=["alpha", "split", "task", "accuracy", "normalized_accuracy"])
+
+    alphas, best, extended = extend_search(alphas, evaluate, lambda: select_addition_alpha(table_now()), extend)
+    table = table_now()
     at = table[(table["split"] == "test") & np.isclose(table["alpha"], best)]
     summary = {"abs_acc": float(at["accuracy"].mean()), "norm_acc": float(at["normalized_accuracy"].mean())}
     examples, ref_examples, ci95 = {}, {}, {}
@@ -296,7 +385,7 @@ def task_addition(ctx: EvalContext, vectors: Mapping[str, TaskVector],
             ref_examples = {t: known[(t, "test")] for t in tasks}
         ci95 = stats.addition_intervals(examples, ref_examples or None)
     return AdditionResult(table, best, [float(a) for a in alphas], tasks, summary, mode, sparsity, examples,
-                          ref_examples, ci95)
+                          ref_examples, ci95, extend, extended)
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,6 +407,15 @@ class NegationResult:
     # test correctness at each target's selected α: {target: {"target": [N_t], "control": [N_control]}}
     examples: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     ci95: dict = field(default_factory=dict)  # {"target_acc": [lo, hi], "control_acc": [lo, hi]} (95% bootstrap)
+    grids: dict[str, list[float]] = field(default_factory=dict)  # each target's grid as searched (extensions in)
+    extend: float = 0.0  # the search's extension cap (extend_search); 0: the grids as given
+    extended: dict[str, bool] = field(default_factory=dict)  # per target: points were added above its grid
+    control_val_n: int | None = None  # the control task's validation examples (the 95 % constraint's resolution)
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the targets' grids differ (then the result records each: ``alpha_grids``)."""
+        return len({tuple(g) for g in self.grids.values()}) > 1
 
     def extra(self) -> dict:
         """The SCHEMA.md extras of ``negation/<suite>__<model>__<method>``."""
@@ -325,6 +423,9 @@ class NegationResult:
                "control_zero_shot_acc": self.control_zero_shot_acc, "summary": self.summary,
                "per_task": self.per_task.to_dict(orient="records"), "threshold": self.threshold,
                "alpha_grid": self.alphas, "eval_mode": self.eval_mode}
+        if self.extend:  # written by extending searches only, so results of the others stay as they were
+            out.update(alpha_extend=self.extend, extended=any(self.extended.values()),
+                       control_val_n=self.control_val_n)
         if self.examples:
             out["ci95"] = self.ci95
             out["examples"] = {t: encode_all(e) for t, e in self.examples.items()}
@@ -356,7 +457,7 @@ def select_negation_alpha(curve: pd.DataFrame, control_zero_shot: float,
 
 def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_task: str,
                   alphas: Sequence[float] | Mapping[str, Sequence[float]], *, mode: Mode = "nonlinear",
-                  threshold: float = CONTROL_THRESHOLD, progress: bool = False) -> NegationResult:
+                  threshold: float = CONTROL_THRESHOLD, progress: bool = False, extend: float = 0.0) -> NegationResult:
     """Task negation ``θ0 − α τ_t`` per target t (paper Sec. 4.1 "Task Negation", App. α tuning).
 
     For each target and α, target and control accuracies are measured on val and test under ONE
@@ -365,7 +466,9 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
     behind them (``examples``) and their 95% bootstrap intervals (``ci95``,
     :func:`talos_core.evaluation.stats.negation_intervals`). ``alphas`` is one grid, or
     ``{target: grid}`` (each target's own grid, e.g. per-task sparsities); ``alphas`` of the result is
-    then their union.
+    then their union. ``extend``: a target whose choice is its grid's last point extends its grid
+    (:func:`extend_search`); the result's ``grids`` hold each target's grid as searched (``alphas``: their union
+    when they differ).
     """
     if control_task in vectors:
         raise TalosError(f"control task {control_task!r} is also a negation target; pick another control task")
@@ -374,17 +477,31 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
     if not all(grids.values()):
         raise TalosError("the alpha grid is empty")
     zs = {s: ctx.zero_shot(control_task, s) for s in SPLITS}
-    rows, selected, per_task, examples = [], {}, [], {}
+    rows, selected, per_task, examples, extended = [], {}, [], {}, {}
     for target, tv in vectors.items():
-        alphas_t = grids[target]
         items = [(target, "val"), (target, "test"), (control_task, "val"), (control_task, "test")]
-        accs, correct = alpha_curve_examples(ctx, items, tv, alphas_t, sign=-1.0, mode=mode, progress=progress)
-        for i, a in enumerate(alphas_t):
-            for k, s in enumerate(SPLITS):
-                rows.append({"target": target, "alpha": float(a), "split": s, "target_acc": accs[i, k],
-                             "control_acc": accs[i, 2 + k]})
-        curve = pd.DataFrame([r for r in rows if r["target"] == target and r["split"] == "val"])
-        best = select_negation_alpha(curve, zs["val"], threshold)
+        curve = AlphaCurve(ctx, items, tv, sign=-1.0, mode=mode, progress=progress)
+        mine: list[dict] = []
+        correct: list[list[np.ndarray | None]] = []
+        accs_rows: list[np.ndarray] = []
+
+        def evaluate(points: list[float]) -> None:
+            accs, corr = curve.evaluate(points)  # noqa: B023 - used within this target's search only
+            correct.extend(corr)  # noqa: B023
+            accs_rows.extend(accs)  # noqa: B023
+            for i, a in enumerate(points):
+                for k, s in enumerate(SPLITS):
+                    mine.append({"target": target, "alpha": float(a), "split": s,  # noqa: B023
+                                 "target_acc": accs[i, k], "control_acc": accs[i, 2 + k]})
+
+        def choose() -> float:
+            val = pd.DataFrame([r for r in mine if r["split"] == "val"])  # noqa: B023
+            return select_negation_alpha(val, zs["val"], threshold)
+
+        alphas_t, best, extended[target] = extend_search(grids[target], evaluate, choose, extend)
+        grids[target] = alphas_t
+        rows += mine
+        accs = np.asarray(accs_rows)
         selected[target] = best
         i = int(np.argmin(np.abs(np.asarray(alphas_t, dtype=float) - best)))
         per_task.append({"target": target, "alpha": best, "target_acc": accs[i, 1], "control_acc": accs[i, 3]})
@@ -396,9 +513,11 @@ def task_negation(ctx: EvalContext, vectors: Mapping[str, TaskVector], control_t
     ci95 = stats.negation_intervals({t: e["target"] for t, e in examples.items()},
                                     {t: e["control"] for t, e in examples.items()})
     union = sorted({float(a) for g in grids.values() for a in g})
+    same = len({tuple(g) for g in grids.values()}) == 1 and not isinstance(alphas, Mapping)
     return NegationResult(table, control_task, selected, zs, per, summary, threshold,
-                          union if isinstance(alphas, Mapping) else [float(a) for a in alphas], mode, examples,
-                          ci95)
+                          next(iter(grids.values())) if same else union, mode, examples, ci95,
+                          {t: [float(a) for a in g] for t, g in grids.items()}, extend, extended,
+                          len(ctx.labels(control_task, "val")))
 
 
 def default_control_task(tasks: Sequence[str]) -> str:

@@ -370,9 +370,7 @@ def _negation_flags(r: _Reader, row: str) -> Iterable[Flag]:
     zs = neg.get("control_zero_shot_acc") or {}
     recs = _records(neg)
     grids = neg.get("alpha_grids") or {}
-    n_max = int((r.meta.get("scale_settings") or {}).get("max_val") or 5000)
-    val_controls = [x["control_acc"] for x in recs if x.get("split") == "val"]
-    n_control = infer_count(val_controls, n_max) if val_controls else None
+    n_control = _control_val_n(r, neg)
     for target, alpha in (neg.get("selected") or {}).items():
         alpha = float(alpha)
         grid = grids.get(target) or neg.get("alpha_grid") or sorted({float(x["alpha"]) for x in recs
@@ -401,6 +399,17 @@ def _negation_flags(r: _Reader, row: str) -> Iterable[Flag]:
                            f"{100 * keep:g} %)",
                            {"target": target, "alpha": alpha, "control_test": ctrl, "zero_shot_test": float(zs["test"]),
                             "ratio": ctrl / float(zs["test"]) if float(zs["test"]) else math.nan})
+
+
+def _control_val_n(r: _Reader, neg: Mapping) -> int | None:
+    """The control task's validation example count behind a negation result: recorded (``control_val_n``), else
+    inferred from its stored fractions (:func:`infer_count`, stores written before it was recorded)."""
+    recorded = neg.get("control_val_n")
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0:
+        return recorded
+    n_max = int((r.meta.get("scale_settings") or {}).get("max_val") or 5000)
+    val_controls = [x["control_acc"] for x in _records(neg) if x.get("split") == "val"]
+    return infer_count(val_controls, n_max) if val_controls else None
 
 
 def _margin_flag(r: _Reader, row: str, source: str, target: str, alpha: float, at: Mapping[str, Mapping],

@@ -41,6 +41,7 @@ class PosthocSettings:
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     base_method: str = "nonlinear"  # the fine-tuning method whose runs are merged (paper: nonlinear)
     options: tuple[tuple[str, Any], ...] = ()  # (name, value) of the method's labelled options; (): the authors'
+    alpha_extend: float = 0.0  # a choice at the grid's last point extends it (arithmetic.extend_search; 0: never)
 
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
@@ -51,6 +52,7 @@ class PosthocSettings:
             raise TalosError(f"post-hoc methods merge non-linearly evaluated task vectors; base method "
                              f"{self.base_method!r} is evaluated linearized (choose nonlinear, imported, talos, ...)")
         check_alpha_step(self.alpha_step)
+        arith.check_extend(self.alpha_extend)
         check_int("max_points", self.max_points, low=1, optional=True)
         check_int("batch_size", self.batch_size, low=1, optional=True)
         pairs = self.options if isinstance(self.options, tuple) else None
@@ -117,22 +119,23 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     for hp in grid:
         merged, singles = posthoc_vectors(method, base, **hp)
         ref = arith.finetuned_accuracies(ctx, singles, "nonlinear", splits=("val",))
-        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",))
+        res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",), extend=s.alpha_extend)
         score = res.table[res.table["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
         if best is None or score > best[0] + 1e-12:
             best = (score, hp, merged, singles)
     _, hp, merged, singles = best
     fine = arith.finetuned_accuracies(ctx, singles, "nonlinear")
-    add = arith.task_addition(ctx, singles, fine, alphas, merged=merged)
+    add = arith.task_addition(ctx, singles, fine, alphas, merged=merged, extend=s.alpha_extend)
     name = req.name(req.result_id)
     common = dict(method=req.result_id, model=req.model, suite=req.suite, hyperparameters=hp,
                   base_method=s.base_method, runs=run_ids, **req.result_meta())
     req.store.write_table("addition", name, add.table, **add.extra(), **common)
-    neg = arith.task_negation(ctx, singles, control, neg_alphas)
-    req.store.write_table("negation", name, neg.table, **neg.extra(), **common)
+    neg = arith.task_negation(ctx, singles, control, neg_alphas, extend=s.alpha_extend)
+    req.store.write_table("negation", name, neg.table, **neg.extra(), **({"alpha_grids": neg.grids} if neg.mixed
+                                                                         else {}), **common)
     single = arith.single_task_result(ctx, singles, req.result_id, "nonlinear", finetuned=fine)
     upsert(req.store, "single", req.name(), single.table, req.result_id, data=eval_data(ctx), run_ids=run_ids,
-           model=req.model, suite=req.suite, examples=single.examples)
+           model=req.model, suite=req.suite, examples=single.examples, order=req.row_order)
     ci = interval_text
     lines = [f"hyperparameters {hp} (chosen on val among {len(grid)}), on {s.base_method} runs",
              f"addition: alpha {add.selected_alpha:g} | absolute acc {fmt(add.summary['abs_acc'])}"

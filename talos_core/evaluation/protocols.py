@@ -90,11 +90,16 @@ class EvalSettings:
 class AdditionSettings:
     alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − sparsity) for sparse methods); paper 0.05
     batch_size: int | None = None
-    alpha_rule: str = "paper"  # "unit": 0…1 for every method (official code at HEAD; an ablation)
+    # "unit": 0…1 for every method (official code at HEAD; an ablation); "union": sparse methods search both grids
+    alpha_rule: str = "paper"
+    # a choice at the grid's last point extends the grid up to this multiple of its largest value (0: never;
+    # arithmetic.extend_search)
+    alpha_extend: float = 0.0
 
     def __post_init__(self) -> None:
         check_alpha_step(self.alpha_step)
         check_alpha_rule(self.alpha_rule)
+        arith.check_extend(self.alpha_extend)
         check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
@@ -104,12 +109,14 @@ class NegationSettings:
     alpha_step: float = 0.05
     batch_size: int | None = None
     alpha_rule: str = "paper"  # as AdditionSettings.alpha_rule
+    alpha_extend: float = 0.0  # as AdditionSettings.alpha_extend (each target's own grid)
 
     def __post_init__(self) -> None:
         if self.control_task is not None and not isinstance(self.control_task, str):
             raise TalosError(f"control task must be a task name, got {self.control_task!r}")
         check_alpha_step(self.alpha_step)
         check_alpha_rule(self.alpha_rule)
+        arith.check_extend(self.alpha_extend)
         check_int("batch_size", self.batch_size, low=1, optional=True)
 
 
@@ -181,9 +188,12 @@ class ExamplesSettings:
     batch_size: int | None = None
     # exact predictions also every 0.05 from 0 to this α inside each grid (the dashboard's teaching range; 0 = none)
     teaching_max: float = 2.0
+    alpha_rule: str = "paper"  # as AdditionSettings.alpha_rule (the stored results' grids come first)
 
     def __post_init__(self) -> None:
         from talos_core.schema import MAX_EXAMPLES
+
+        check_alpha_rule(self.alpha_rule)
 
         check_int("examples per task", self.points, low=1, high=MAX_EXAMPLES,
                   what=f"an integer from 1 to {MAX_EXAMPLES}")
@@ -227,7 +237,7 @@ def _single(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
     res = arith.single_task_result(ev.ctx, ev.vectors, req.result_id, ev.modes, zero_shot=known)
     table = res.table
     upsert(req.store, "single", name, table, req.result_id, data=data, run_ids=_run_ids(ev.runs), model=req.model,
-           suite=req.suite, examples=res.examples)
+           suite=req.suite, examples=res.examples, order=req.row_order)
     lines = [f"{r.task}: zero-shot {fmt(r.zero_shot_acc)} -> fine-tuned {fmt(r.finetuned_acc)} ({r.split})"
              for r in table.itertuples()]
     return EvalOutcome("single", table, [("single", name)], lines)
@@ -267,12 +277,15 @@ def _addition(req: EvalRequest, s: AdditionSettings) -> EvalOutcome:
     alphas, sparsity = run_alpha_grid(ev.runs, s.alpha_step, s.alpha_rule)  # one α for all; mixed: the grids' union
     mode = common_mode(ev.runs)
     ref = arith.finetuned_accuracies(ev.ctx, ev.vectors, mode)
-    res = arith.task_addition(ev.ctx, ev.vectors, ref, alphas, mode=mode, sparsity=sparsity, progress=req.progress)
+    res = arith.task_addition(ev.ctx, ev.vectors, ref, alphas, mode=mode, sparsity=sparsity, progress=req.progress,
+                              extend=s.alpha_extend)
     name = req.name(req.result_id)
     req.store.write_table("addition", name, res.table, **res.extra(), **_mixed_sparsities(ev.runs), **_rule(s),
                           method=req.result_id, model=req.model, suite=req.suite, runs=_run_ids(ev.runs),
                           **req.result_meta())
-    lines = [f"selected alpha {res.selected_alpha:g} (on val, grid {alphas[0]:g}..{alphas[-1]:g})",
+    grid = res.alphas
+    lines = [f"selected alpha {res.selected_alpha:g} (on val, grid {grid[0]:g}..{grid[-1]:g}"
+             + (f", extended from {alphas[-1]:g}" if res.extended else "") + ")",
              f"test: absolute acc {fmt(res.summary['abs_acc'])} | normalized acc {fmt(res.summary['norm_acc'])}"]
     return EvalOutcome("addition", res.table, [("addition", name)], lines)
 
@@ -284,10 +297,11 @@ def _negation(req: EvalRequest, s: NegationSettings) -> EvalOutcome:
     mixed = len({tuple(g) for g in grids.values()}) > 1
     alphas = grids if mixed else next(iter(grids.values()))
     mode = common_mode(ev.runs)
-    res = arith.task_negation(ev.ctx, ev.vectors, control, alphas, mode=mode, progress=req.progress)
+    res = arith.task_negation(ev.ctx, ev.vectors, control, alphas, mode=mode, progress=req.progress,
+                              extend=s.alpha_extend)
     name = req.name(req.result_id)
-    req.store.write_table("negation", name, res.table, **res.extra(), **({"alpha_grids": grids} if mixed else {}),
-                          **_rule(s),
+    req.store.write_table("negation", name, res.table, **res.extra(), **({"alpha_grids": res.grids} if res.mixed
+                                                                          else {}), **_rule(s),
                           **_mixed_sparsities(ev.runs), method=req.result_id, model=req.model, suite=req.suite,
                           runs=_run_ids(ev.runs), **req.result_meta())
     lines = [f"control {control}: zero-shot test acc {fmt(res.control_zero_shot_acc['test'])}"]
@@ -354,7 +368,7 @@ def _linearization(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
     table = linearization_table(ev.ctx, ev.vectors, req.result_id, ev.modes)
     name = req.name()
     upsert(req.store, "linearization", name, table, req.result_id, model=req.model, suite=req.suite,
-           data=eval_data(ev.ctx))
+           data=eval_data(ev.ctx), order=req.row_order)
     lines = [f"{r.task}: fine-tuned {fmt(r.finetuned_acc)} | post-hoc linearized {fmt(r.linearized_acc)}"
              for r in table.itertuples()]
     return EvalOutcome("linearization", table, [("linearization", name)], lines)
@@ -386,7 +400,7 @@ def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
     full["method"] = req.result_id
     name = req.name()
     with req.store.locked("efficiency", name):
-        merged, _ = merged_rows(req.store, "efficiency", name, full, req.result_id)
+        merged, _ = merged_rows(req.store, "efficiency", name, full, req.result_id, order=req.row_order)
         summary = efficiency_summary(merged)
         req.store.write_table("efficiency", name, merged, summary=summary, model=req.model, suite=req.suite)
     m = summary.get(req.result_id, {})
@@ -467,8 +481,9 @@ def _examples(req: EvalRequest, s: ExamplesSettings) -> EvalOutcome:
 
     control = check_control_task(s.control_task or arith.default_control_task(req.tasks), req.tasks)
     ev = _evaluated(req, s.batch_size, [control])
-    add_alphas = teaching_alphas(run_alpha_grid(ev.runs, s.alpha_step)[0], s.teaching_max)
-    grids = {t: teaching_alphas(g, s.teaching_max) for t, g in task_alpha_grids(ev.runs, s.alpha_step).items()}
+    add_alphas, grids = _searched_grids(req, ev.runs, s.alpha_step, s.alpha_rule, control)
+    add_alphas = teaching_alphas(add_alphas, s.teaching_max)
+    grids = {t: teaching_alphas(g, s.teaching_max) for t, g in grids.items()}
     res = compute_examples(ev.ctx, ev.vectors, ev.modes, add_alphas, grids, control, points=s.points, seed=s.seed)
     name = req.name(req.result_id)
     save_examples(req.store, name, res, method=req.result_id, model=req.model, suite=req.suite,
@@ -483,6 +498,23 @@ def _examples(req: EvalRequest, s: ExamplesSettings) -> EvalOutcome:
     lines = [f"{t}: {res.meta['n'][t]} examples" for t in res.meta["eval_tasks"]]
     lines.append(f"addition: {len(add_alphas)} alphas; negation control {control}")
     return EvalOutcome("examples", table, [("examples", name)], lines)
+
+
+def _searched_grids(req: EvalRequest, runs: Mapping[str, Run], step: float, rule: str,
+                    control: str) -> tuple[list[float], dict[str, list[float]]]:
+    """The α grids the row's addition and negation searched — from their stored results when those evaluated these
+    runs (an extended search's grid holds its added points), else the grids the rule gives."""
+    add_alphas, _ = run_alpha_grid(runs, step, rule)
+    grids = task_alpha_grids(runs, step, rule)
+    name, ids = req.name(req.result_id), _run_ids(runs)
+    stored = {k: req.store.read_result(k, name) for k in ("addition", "negation") if name in req.store.results(k)}
+    add, neg = stored.get("addition") or {}, stored.get("negation") or {}
+    if add.get("runs") == ids and add.get("alpha_grid"):
+        add_alphas = [float(a) for a in add["alpha_grid"]]
+    if neg.get("runs") == ids and neg.get("control_task") == control and neg.get("alpha_grid"):
+        per = neg.get("alpha_grids") or {t: neg["alpha_grid"] for t in ids}
+        grids = {t: [float(a) for a in per[t]] for t in ids}
+    return add_alphas, grids
 
 
 def _comparison(req: EvalRequest, s: NoSettings) -> EvalOutcome:
@@ -511,8 +543,8 @@ class Protocol:
     ``needs_tasks=False`` for protocols that only read stored results; ``min_tasks`` the fewest tasks it
     is defined on (task addition and the merges combine at least two task vectors, Eq. 1 of the paper;
     disentanglement compares pairs); ``upserts`` the per-model results it merges its rows into
-    (:func:`~talos_core.evaluation.request.upsert`: row order follows the order of the writers, so a
-    parallel suite run orders the steps that upsert one result as the sequential run does).
+    (:func:`~talos_core.evaluation.request.upsert`, under the store's lock and in the suite's row order, so
+    parallel writers need no ordering).
     """
 
     name: str
@@ -625,7 +657,7 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
              suite: str = "default", settings: Any = None, overrides: Mapping[str, Any] | None = None,
              train: bool = True, progress: bool = False, force: bool = False,
              task_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-             result_method: str | None = None) -> EvalOutcome:
+             result_method: str | None = None, row_order: Sequence[str] = ()) -> EvalOutcome:
     """Run ``protocol`` (see :data:`PROTOCOLS`) and write its results into ``store`` per SCHEMA.md.
 
     ``settings`` are the protocol's (its settings dataclass, or a dict of its fields; default: the
@@ -633,7 +665,8 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
     and ``force`` identify and create the runs (see :class:`~talos_core.evaluation.request.EvalRequest`);
     ``task_overrides[task]`` is merged over ``overrides`` for that task (a different run per task, e.g.
     :func:`~talos_core.evaluation.selection.selected_overrides`); ``result_method`` is the id results are
-    written under (default: ``method``; a variant id of it such as ``talos-k0.9``).
+    written under (default: ``method``; a variant id of it such as ``talos-k0.9``); ``row_order`` the suite's row
+    ids in table order, which per-model tables keep their rows in (a suite's steps pass it).
     """
     store = Store(store) if not isinstance(store, Store) else store
     proto = get_protocol(protocol)
@@ -648,7 +681,8 @@ def evaluate(store: Store | str, protocol: str, model: str, tasks: Sequence[str]
     _check_result_method(result_method, method)
     per_task = _check_task_overrides(task_overrides, model, tuple(tasks), method, proto, overrides)
     req = EvalRequest(store, suite, model, tuple(tasks), method, dict(overrides or {}), train=train,
-                      progress=progress, force=force, task_overrides=per_task, result_method=result_method)
+                      progress=progress, force=force, task_overrides=per_task, result_method=result_method,
+                      row_order=tuple(row_order))
     return proto.run(req, chosen)
 
 

@@ -7,7 +7,8 @@ computed, the results it wrote (``results/<kind>/<name>.json``, SCHEMA.md) and a
 
 Per-model tables (``single``, ``linearization``, ``efficiency``) are *upserted* (:func:`upsert`): the
 evaluated method's rows are replaced and other methods' rows kept, unless they were computed on other
-evaluation data.
+evaluation data. Under the store's lock, and in the suite's row order when the request names one, so writers
+running in parallel leave the table a sequential run leaves.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class EvalRequest:
     ``selection`` result (:func:`~talos_core.evaluation.selection.selected_overrides`). ``result_method``
     is the id results are written under (default: ``method``; a variant id such as ``talos-k0.9``, see
     :func:`talos_core.schema.variant_id`). ``train=False`` refuses to fine-tune missing runs;
-    ``force=True`` re-fine-tunes them; ``progress`` shows progress bars.
+    ``force=True`` re-fine-tunes them; ``progress`` shows progress bars. ``row_order``: the suite's row ids in
+    table order, the order per-model tables keep their rows in (:func:`upsert`; empty: writers' order).
     """
 
     store: Store
@@ -52,6 +54,7 @@ class EvalRequest:
     force: bool = False
     task_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     result_method: str | None = None
+    row_order: tuple[str, ...] = ()
 
     @property
     def result_id(self) -> str:
@@ -152,37 +155,60 @@ def same_data(old: dict | None, new: dict) -> bool:
 # per-model tables
 # --------------------------------------------------------------------------------------------
 def merged_rows(store: Store, kind: str, name: str, table: pd.DataFrame, method: str, *,
-                data: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                data: dict | None = None, order: Sequence[str] = ()) -> tuple[pd.DataFrame, dict]:
     """``table`` after the stored rows of other methods, and the stored payload's other keys.
 
     The stored table is dropped (and nothing of it kept) when it is unreadable, has no ``method``
     column, or was computed on other evaluation ``data`` (:func:`same_data`; ``data=None`` accepts any).
+    ``order`` (row ids): the rows are then sorted by it (:func:`in_order`), whatever order the writers came in.
     """
     if name not in store.results(kind):
-        return table, {}
+        return in_order(table, order), {}
     try:
         payload = store.read_result(kind, name)
         old = pd.DataFrame(payload.get("records", []), columns=payload.get("columns"))
     except TalosError:
-        return table, {}
+        return in_order(table, order), {}
     kept = {k: v for k, v in payload.items() if k not in ("columns", "records")}
     if (data is not None and not same_data(kept.get("data"), data)) or "method" not in old.columns:
-        return table, {}
-    return pd.concat([old[old["method"] != method], table], ignore_index=True), kept
+        return in_order(table, order), {}
+    return in_order(pd.concat([old[old["method"] != method], table], ignore_index=True), order), kept
+
+
+def order_rank(order: Sequence[str]) -> Any:
+    """``key(method)``: a row id's position in ``order``; ids not in it after all of them (stable sorts keep them
+    as they were)."""
+    rank = {m: i for i, m in enumerate(order)}
+    return lambda m: rank.get(m, len(rank))
+
+
+def in_order(table: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """``table``'s rows sorted by their ``method``'s place in ``order`` (stable: a method's rows keep their order;
+    empty ``order``: unchanged).
+
+    >>> in_order(pd.DataFrame({"method": ["b", "a", "b"], "x": [1, 2, 3]}), ["a", "b"])["x"].tolist()
+    [2, 1, 3]
+    """
+    if not order or table.empty or "method" not in table.columns:
+        return table
+    key = order_rank(order)
+    idx = sorted(range(len(table)), key=lambda i: key(table["method"].iloc[i]))
+    return table.iloc[idx].reset_index(drop=True)
 
 
 def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str, *, data: dict | None = None,
            run_ids: Mapping[str, str] | None = None, examples: Mapping[str, Any] | None = None,
-           **extra: Any) -> None:
+           order: Sequence[str] = (), **extra: Any) -> None:
     """Replace ``method``'s rows in the per-model table ``kind/name``, keeping other methods (see
     :func:`merged_rows`); ``run_ids`` (``{task: run id}``) become ``runs[method]``, ``examples`` (the
     per-example test correctness behind the rows, SCHEMA.md) ``examples[method]`` (dropped when ``None``).
 
     The payload keeps the stored keys, then ``extra``, then ``data`` (the new one, else the stored one),
-    ``examples`` and ``runs`` last.
+    ``examples`` and ``runs`` last. With ``order`` (the suite's row ids in table order) the rows, ``examples`` and
+    ``runs`` follow it, so the table is the same whichever writer comes first.
     """
     with store.locked(kind, name):  # other processes may update other methods' rows of the same result
-        merged, kept = merged_rows(store, kind, name, table, method, data=data)
+        merged, kept = merged_rows(store, kind, name, table, method, data=data, order=order)
         old_data, runs = kept.pop("data", None), dict(kept.pop("runs", None) or {})
         by_method = dict(kept.pop("examples", None) or {})
         payload = {**kept, **extra}
@@ -191,10 +217,13 @@ def upsert(store: Store, kind: str, name: str, table: pd.DataFrame, method: str,
         by_method.pop(method, None)
         if examples is not None:
             by_method[method] = dict(examples)
-        if by_method:
-            payload["examples"] = by_method
         if run_ids is not None:
             runs[method] = dict(run_ids)
+        if order:
+            key = order_rank(order)
+            by_method, runs = ({m: d[m] for m in sorted(d, key=key)} for d in (by_method, runs))
+        if by_method:
+            payload["examples"] = by_method
         if runs:
             payload["runs"] = runs
         store.write_table(kind, name, merged, **payload)

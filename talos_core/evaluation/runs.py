@@ -182,15 +182,20 @@ def run_sparsity(run: Run) -> float | None:
 
 
 ALPHA_RULES = ("paper", "unit")
-"""How the α grid of addition and negation is spread: ``paper`` (the paper's App. "Tuning of α":
-``{0, step, …, 1}``, × ``1/(1 − k)`` for sparse methods) or ``unit`` (``{0, step, …, 1}`` for every
+"""The α grids the ``alpha-rule`` protocol compares: ``paper`` (the paper's App. "Tuning of α":
+``{0, step, …, 1}``, × ``1/(1 − k)`` for sparse methods) and ``unit`` (``{0, step, …, 1}`` for every
 method, as the official code at HEAD searches; an ablation of the protocol)."""
+
+GRID_RULES = (*ALPHA_RULES, "union")
+"""Every α-grid rule a search accepts: :data:`ALPHA_RULES` and ``union`` — for sparse methods the union of the
+two (the unit grid's resolution near 0 and the stretched grid's reach: no choice at the first non-zero point of a
+grid stepping by ``step / (1 − k)``), for dense methods the unit grid (the ``full`` scales' rule)."""
 
 
 def check_alpha_rule(value: object) -> str:
-    """``value`` when it names an α-grid rule of :data:`ALPHA_RULES`, else one :class:`TalosError` sentence."""
-    if value not in ALPHA_RULES:
-        raise TalosError(f"alpha rule must be one of {', '.join(ALPHA_RULES)}, got {value!r}")
+    """``value`` when it names an α-grid rule of :data:`GRID_RULES`, else one :class:`TalosError` sentence."""
+    if value not in GRID_RULES:
+        raise TalosError(f"alpha rule must be one of {', '.join(GRID_RULES)}, got {value!r}")
     return str(value)
 
 
@@ -204,19 +209,32 @@ def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05,
     ``1/(1 − k_max)`` like the widest of them and keeps each task's resolution near 0 (a single grid
     ``{0, step, …, 1} / (1 − k_max)`` would step by 5 for k_max = 0.99, skipping every useful α of a
     k = 0.5 vector). Runs of sparse and dense methods cannot be mixed. ``rule="unit"``: ``{0, step, …, 1}``
-    whatever the sparsity (:data:`ALPHA_RULES`); the common sparsity is still returned.
+    whatever the sparsity (:data:`ALPHA_RULES`); ``rule="union"``: for sparse runs the union of both
+    (:data:`GRID_RULES`). The common sparsity is still returned.
     """
-    from talos_core.evaluation.arithmetic import alpha_grid
-
     check_alpha_rule(rule)
     sparse = {r.manifest.sparse_method for r in runs.values()}
     if len(sparse) > 1:
         raise TalosError("runs mix sparse and dense methods; evaluate one method at a time")
     sparsities = sorted({run_sparsity(r) for r in runs.values()}, key=lambda k: -1.0 if k is None else k)
-    grids = [alpha_grid(k, sparse=k is not None and rule == "paper", step=step) for k in sparsities]
+    grids = [_rule_grid(k, step, rule) for k in sparsities]
     if len(grids) == 1:
         return grids[0], sparsities[0]
     return sorted({a for g in grids for a in g}), None
+
+
+def _rule_grid(sparsity: float | None, step: float, rule: str) -> list[float]:
+    """One run's α grid under ``rule`` (:data:`GRID_RULES`).
+
+    >>> _rule_grid(0.9, 0.25, "union")
+    [0.0, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0]
+    """
+    from talos_core.evaluation.arithmetic import alpha_grid
+
+    if sparsity is None or rule == "unit":
+        return alpha_grid(step=step)
+    stretched = alpha_grid(sparsity, sparse=True, step=step)
+    return stretched if rule == "paper" else sorted({*alpha_grid(step=step), *stretched})
 
 
 def task_alpha_grids(runs: Mapping[str, Run], step: float = 0.05, rule: str = "paper") -> dict[str, list[float]]:

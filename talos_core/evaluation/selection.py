@@ -177,8 +177,15 @@ class SelectionSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
     alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − k) for sparse methods); paper 0.05
     batch_size: int | None = None  # evaluation batch size; None: the device's default
+    alpha_rule: str = "paper"  # the grid rule (evaluation.runs.GRID_RULES), as AdditionSettings.alpha_rule
+    alpha_extend: float = 0.0  # a candidate whose best α is its grid's last point extends it (arithmetic.extend_search)
 
     def __post_init__(self) -> None:
+        from talos_core.evaluation.arithmetic import check_extend
+        from talos_core.evaluation.runs import check_alpha_rule
+
+        check_alpha_rule(self.alpha_rule)
+        check_extend(self.alpha_extend)
         if self.param not in PARAMS:
             raise TalosError(f"selection param must be one of {', '.join(PARAMS)}, got {self.param!r}")
         values = self.values
@@ -250,18 +257,28 @@ def run_selection(req: EvalRequest, s: SelectionSettings) -> EvalOutcome:
     ctx = req.context({f"{t}|{v}": r for (t, v), r in runs.items()}, s.batch_size, [control])
     zs_val = ctx.zero_shot(control, "val")
     rows, curves, grids, lines = [], [], {}, []
-    choices, overrides, chosen_runs = {}, {}, {}
+    choices, overrides, chosen_runs, extended = {}, {}, {}, False
+    floor = arith.CONTROL_THRESHOLD * float(zs_val)
     for t in tasks:
         cands, single = {}, {}
         grids[t] = {}
         for v in s.values:
             run = runs[(t, v)]
             mode = run_eval_mode(run)
-            alphas, _ = run_alpha_grid({t: run}, s.alpha_step)
             tv = run.task_vector()
-            accs = arith.alpha_curve(ctx, [(t, "val"), (control, "val")], tv, alphas, sign=-1.0, mode=mode,
+            curve = arith.AlphaCurve(ctx, [(t, "val"), (control, "val")], tv, sign=-1.0, mode=mode,
                                      progress=req.progress)
-            cands[v] = pd.DataFrame({"alpha": alphas, "target_val_acc": accs[:, 0], "control_val_acc": accs[:, 1]})
+            points: list[tuple[float, float, float]] = []
+
+            def evaluate(alphas: list[float]) -> None:
+                accs, _ = curve.evaluate(alphas)  # noqa: B023 - used within this candidate's search only
+                points.extend((a, accs[i, 0], accs[i, 1]) for i, a in enumerate(alphas))  # noqa: B023
+
+            alphas, _, more = arith.extend_search(
+                run_alpha_grid({t: run}, s.alpha_step, s.alpha_rule)[0], evaluate,
+                lambda: float(_best_point(negation_curve(points), floor)["alpha"]), s.alpha_extend)  # noqa: B023
+            extended = extended or more
+            cands[v] = pd.DataFrame(points, columns=["alpha", "target_val_acc", "control_val_acc"])
             single[v] = arith.finetuned_accuracies(ctx, {t: tv}, mode, splits=("val",))[(t, "val")]
             grids[t][str(v)] = [float(a) for a in alphas]
             curves += [{"task": t, "value": v, **r} for r in cands[v].to_dict(orient="records")]
@@ -283,7 +300,9 @@ def run_selection(req: EvalRequest, s: SelectionSettings) -> EvalOutcome:
                           overrides=overrides, runs=chosen_runs, rule=RULE.format(keep=arith.CONTROL_THRESHOLD),
                           keep=arith.CONTROL_THRESHOLD, control_task=control, control_zero_shot_val=zs_val,
                           alpha_step=s.alpha_step, alpha_grids=grids, curves=curves, method=req.result_id,
-                          model=req.model, suite=req.suite, **req.result_meta())
+                          model=req.model, suite=req.suite, **req.result_meta(),
+                          **({"alpha_rule": s.alpha_rule} if s.alpha_rule != "paper" else {}),
+                          **({"alpha_extend": s.alpha_extend, "extended": extended} if s.alpha_extend else {}))
     lines.insert(0, f"control {control}: zero-shot val acc {fmt(zs_val)}; keep >= {arith.CONTROL_THRESHOLD:g} x")
     return EvalOutcome("selection", table, [("selection", name)], lines)
 

@@ -12,7 +12,7 @@ The package, from the bottom layer up (a module imports only modules listed befo
 - ``costs`` — the measured cost table of ``--plan`` (``plan_costs.json``) and models' architecture keys
 - ``specs`` — :class:`Scale`, :class:`SuiteSpec`, the registered suites (:data:`SUITES`), :func:`get_suite`,
   :func:`with_model`, :func:`default_scale`
-- ``steps`` — :class:`Step`, :func:`suite_steps` and what steps resolve (:func:`curve_budget`,
+- ``steps`` — :class:`Step`, :func:`suite_steps` and what steps resolve (:func:`curve_budget`, :func:`checked_lr`,
   :func:`lr_check_tasks`, :func:`suite_row`)
 - ``executors`` — who runs the steps (``local``, ``processes``, ``ray``), their dependency graph, the progress display
 - ``plan`` — ``talos suite NAME --plan``: what a run would do and cost, offline
@@ -27,8 +27,17 @@ and ``costs`` are imported by their own names. To replace a function for a test,
 from talos_core.suites.report import markdown_text, report_markdown, results_markdown
 from talos_core.suites.run import STAGES, run_suite
 from talos_core.suites.specs import SUITES, Scale, SuiteSpec, default_scale, get_suite, register_suite, with_model
-from talos_core.suites.steps import Resolved, Step, SuiteRow, curve_budget, lr_check_tasks, suite_row, suite_steps
+from talos_core.suites.steps import (
+    Resolved,
+    Step,
+    SuiteRow,
+    checked_lr,
+    curve_budget,
+    lr_check_tasks,
+    suite_row,
+    suite_steps,
+)
 
-__all__ = ["SUITES", "STAGES", "Resolved", "Scale", "Step", "SuiteRow", "SuiteSpec", "curve_budget", "default_scale",
-           "get_suite", "lr_check_tasks", "markdown_text", "register_suite", "report_markdown", "results_markdown",
-           "run_suite", "suite_row", "suite_steps", "with_model"]
+__all__ = ["SUITES", "STAGES", "Resolved", "Scale", "Step", "SuiteRow", "SuiteSpec", "checked_lr", "curve_budget",
+           "default_scale", "get_suite", "lr_check_tasks", "markdown_text", "register_suite", "report_markdown",
+           "results_markdown", "run_suite", "suite_row", "suite_steps", "with_model"]

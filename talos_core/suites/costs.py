@@ -14,6 +14,9 @@ time). Add cells with ``python -m bench.plan_costs`` (CPU and GPU, it measures a
 0.227
 >>> cell("t5-base", "talos", "h100", 256) is None
 True
+
+CPU devices are measured per CPU model (``cpus`` in the table: the model names each was measured on); ``--plan``
+prices with the one this machine's CPU matches (:func:`detect_device`) and says which.
 """
 
 from __future__ import annotations
@@ -168,8 +171,55 @@ def estimate_eval(work: dict, model: str, device: str, *, lota_iterations: int =
     return {"rows": rows, "hours": hours, "unmeasured": unmeasured}
 
 
-def default_device() -> str:
-    """The plan device of this machine's kind: ``h100`` where torch sees a GPU, else ``cpu-2core``."""
+def cpu_model() -> str:
+    """This machine's CPU model name: ``/proc/cpuinfo``'s ``model name`` (Linux), else ``lscpu``'s, else
+    :func:`platform.processor`; ``""`` when none says."""
+    import platform
+    import subprocess
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        for line in out.splitlines():
+            if line.lower().startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return platform.processor() or ""
+
+
+def cpu_device(model_name: str) -> str | None:
+    """The table's CPU device whose measured CPU model names (``cpus`` in the table) occur in ``model_name``.
+
+    >>> cpu_device("AMD EPYC"), cpu_device("Intel(R) Xeon(R) Processor"), cpu_device("Apple M2")
+    ('cpu-2core', 'cpu-2core-xeon', None)
+    """
+    name = model_name.lower()
+    for device, names in table().get("cpus", {}).items():
+        if any(n.lower() in name for n in names):
+            return device
+    return None
+
+
+def detect_device() -> tuple[str, str]:
+    """``(device, why)``: the plan device of this machine — ``h100`` where torch sees a GPU, else the CPU device
+    measured on this CPU model (:func:`cpu_device`), else ``cpu-2core`` saying no cell was measured on this CPU."""
     import torch
 
-    return "h100" if torch.cuda.is_available() else "cpu-2core"
+    if torch.cuda.is_available():
+        return "h100", f"torch sees a GPU ({torch.cuda.get_device_name()})"
+    model = cpu_model() or "an unknown CPU"
+    found = cpu_device(model)
+    if found is not None:
+        return found, f"detected: this machine's CPU is {model}"
+    return "cpu-2core", f"no cells measured on this machine's CPU ({model}): priced with another CPU's"
+
+
+def default_device() -> str:
+    """The plan device of this machine (:func:`detect_device`)."""
+    return detect_device()[0]

@@ -21,14 +21,16 @@ Every worker opens the store by its path: with ``--address`` (a Ray cluster) the
 every node mounts at the same path (NFS, a cluster filesystem), and talos-studio must be installed on every
 node. Steps that update one result (the per-model tables of :attr:`Protocol.upserts
 <talos_core.evaluation.protocols.Protocol.upserts>`) hold :meth:`Store.locked <talos_core.store.Store.locked>`
-and are ordered as in the sequential run, so the store ends identical to the local executor's.
+and write their rows in the suite's row order (:attr:`Step.row_order <talos_core.suites.steps.Step.row_order>`),
+so they run in any order and the store ends identical to the local executor's.
 
 The dependency graph is derived from data on the steps (:func:`step_graph`): a step waits for the earlier
 ``trains`` steps of every fine-tuning method whose runs it reads (its own, the post-hoc method's base method,
-:attr:`Step.uses <talos_core.suites.steps.Step.uses>`); those steps also write the learning curves and selections
-its resolvers read. It waits for the previous step writing the same result (same protocol, result id and
-tasks, or the same upserted per-model table); an ``always`` step (the comparison, which gathers every stored
-result) waits for every earlier step.
+:attr:`Step.uses <talos_core.suites.steps.Step.uses>`); those steps also write the learning curves, lr checks and
+selections its resolvers read. It waits for the steps it names in :attr:`Step.after
+<talos_core.suites.steps.Step.after>` (results it reads) and for the previous step writing the same result (same
+protocol, result id and tasks); an ``always`` step (the comparison, which gathers every stored result) waits for
+every earlier step.
 
 The progress display (:class:`Progress`) is shared: one line per state change (started, done, failed,
 blocked, skipped) with the counts, a summary at the end, and per-step state in the suite record's session
@@ -80,11 +82,12 @@ def step_methods(step) -> set[str]:
 
 def step_writes(step) -> set[tuple]:
     """Keys of the results ``step`` writes: ``("upsert", kind)`` per upserted per-model table, and
-    ``(protocol, result id, tasks)`` for its own results."""
+    ``(protocol, result id, tasks)`` for its own results. Only the latter order writers (:func:`step_graph`):
+    upserts are safe in any order."""
     from talos_core.evaluation.protocols import get_protocol
 
     keys: set[tuple] = {("upsert", kind) for kind in get_protocol(step.protocol).upserts}
-    keys.add((step.protocol, step.result_method or step.method, tuple(step.tasks)))
+    keys.add((step.protocol, step.row_key, tuple(step.tasks)))
     return keys
 
 
@@ -96,7 +99,7 @@ def step_graph(steps: Sequence, *, results: bool = True) -> dict[str, tuple[str,
     >>> g = step_graph(suite_steps(get_suite("tiny"), "mini", ["talos", "nonlinear"], ["ties"], seed=0,
     ...                            device="cpu"))
     >>> g["talos: addition"], g["nonlinear: fine-tune + single"]
-    (('talos: fine-tune + single',), ('talos: fine-tune + single',))
+    (('talos: fine-tune + single',), ())
     >>> g["ties: post-hoc addition + negation"]
     ('nonlinear: fine-tune + single',)
     >>> len(g["comparison"]) == len(g) - 1
@@ -116,12 +119,14 @@ def step_graph(steps: Sequence, *, results: bool = True) -> dict[str, tuple[str,
             deps = list(seen)
         else:
             deps = [lab for m in sorted(step_methods(st)) for lab in trains.get(m, [])]
+            deps += list(getattr(st, "after", ()) or ())  # results its settings, overrides or runs read
             if results:
                 deps += [last_writer[k] for k in sorted(step_writes(st), key=repr) if k in last_writer]
         graph[st.label] = tuple(dict.fromkeys(lab for lab in seen if lab in set(deps)))  # table order, no repeats
         for k in step_writes(st):
-            last_writer[k] = st.label
-        if st.trains and getattr(st, "feeds", True):  # the lr check feeds no later step (it only reports)
+            if k[0] != "upsert":  # upserts keep the suite's row order under the store's lock: no order needed
+                last_writer[k] = st.label
+        if st.trains and getattr(st, "feeds", True):  # an lr check that only reports feeds no later step
             trains.setdefault(st.method, []).append(st.label)
         seen.append(st.label)
     return graph
@@ -306,6 +311,8 @@ def part_overrides(step, store: Store, task: str, candidate: Any, model: str | N
     if step.protocol == "lr-check":
         from talos_core.evaluation.lr_check import lr_overrides, own_lr
 
+        if settings.choose:  # a check that chooses trains each candidate as it is
+            return lr_overrides(base, candidate, None)
         if model is None:
             raise TalosError(f"the runs of step {step.label!r} depend on the model; pass it")
         return lr_overrides(base, candidate, own_lr(model, task, step.method, base))

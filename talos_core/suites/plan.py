@@ -38,11 +38,15 @@ class StoreListing:
                 weights: bool = True) -> bool:
         """Whether a run of this request (same run id, or a compatible one ``find_run`` reuses) is in the store
         (``weights``: with its task vector; a learning curve reads the manifest alone)."""
+        return self.find(model, task, method, overrides, weights=weights) is not None
+
+    def find(self, model: str, task: str, method: str, overrides: Mapping[str, Any], *, weights: bool = True):
+        """The store's run of this request (:meth:`has_run`), or ``None``."""
         if self.store is None:
-            return False
+            return None
         from talos_core.evaluation.runs import find_run
 
-        return find_run(self.store, model, task, method, overrides, weights=weights) is not None
+        return find_run(self.store, model, task, method, overrides, weights=weights)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class PlannedRun:
     calib_batch: int = 0
     lota_steps: int = 0  # LoTA's dense calibration iterations when fixed by an option (else rounds × batches)
     eval_mode: str = "nonlinear"
+    evals: int | None = None  # a stored run: the validation evaluations its curve recorded (early stopping: fewer)
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class Plan:
     # the evaluation work of the steps to do (talos_core.suites.workload): {"steps": {label: {kind: examples}},
     # "total", "theta0", "lota_calibration_iterations"}, or {"why": ...} when the data sizes are not known here
     work: dict = field(default_factory=dict)
+    device_note: str = ""  # how the cost device was chosen (``--plan``: detected from this machine's CPU)
+    workers: int = 2  # the worker processes the wall time is estimated for (``--jobs``)
 
     @property
     def edges(self) -> list[tuple[str, str]]:
@@ -162,9 +169,10 @@ class Plan:
 
     def cost_lines(self) -> list[str]:
         cost = self.cost
-        out = [f"estimated cost on {cost['device_name']} (device '{self.device}'), from the measured table "
-               f"talos_core/suites/plan_costs.json (seconds per training iteration by model, method, device and batch "
-               f"size; not a measurement of this plan):"]
+        out = [f"estimated cost on {cost['device_name']} (device '{self.device}'"
+               + (f"; {self.device_note}" if self.device_note else "") + "), from the measured table "
+               "talos_core/suites/plan_costs.json (seconds per training iteration by model, method, device and batch "
+               "size; not a measurement of this plan):"]
         if cost["groups"]:
             for g in cost["groups"]:
                 if g.get("max_hours") is not None:
@@ -206,6 +214,13 @@ class Plan:
                    + (f"; not measured: {', '.join(ev['unmeasured'])}" if ev["unmeasured"] else ""))
         out.append(f"  in all: {cost['hours'] + ev['hours']:.2f} device-hours"
                    + (f" + at most {bound:.2f} for budgets a learning curve chooses" if bound else ""))
+        sched = cost.get("schedule")
+        if sched:
+            out.append(f"  wall time with {sched['workers']} workers (--executor processes --jobs {sched['workers']}; "
+                       f"the step graph's units scheduled in table order, each priced as above): "
+                       f"{sched['wall_hours']:.1f} h for {sched['worker_hours']:.1f} worker-hours"
+                       + (" (a bound: runs that stop early end sooner)" if early else "")
+                       + f"; its longest chain of units: {sched['critical_hours']:.1f} h")
         return out
 
     def to_dict(self) -> dict:
@@ -240,10 +255,11 @@ def listing(store: Store | str | None, suite: str, fingerprint: Mapping[str, Any
 
 def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None, model: str | None = None, *,
                device: str = "h100", seed: int = 0, methods: Sequence[str] | None = None,
-               posthoc: Sequence[str] | None = None) -> Plan:
+               posthoc: Sequence[str] | None = None, workers: int = 2, device_note: str = "") -> Plan:
     """The :class:`Plan` of suite ``spec`` (a :class:`~talos_core.suites.specs.SuiteSpec` or its name) at ``scale`` with
     ``model`` (``--model``; ``None``: the suite's) against ``store`` (a path, a :class:`Store`, a
-    :class:`StoreListing` or ``None``), costed for ``device`` (a device of :mod:`talos_core.suites.costs`).
+    :class:`StoreListing` or ``None``), costed for ``device`` (a device of :mod:`talos_core.suites.costs`; the text
+    says ``device_note``) and scheduled on ``workers`` worker processes (:func:`schedule`).
 
     Offline: nothing is downloaded (model and task registries, run ids and the store only).
     """
@@ -272,11 +288,13 @@ def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None
 
     sc = spec.scales[scale]
     sizes = load_sizes([*spec.tasks, spec.control_task], sc.max_val, sc.max_test)
-    return build_plan(spec, scale, steps, store, device=device, sizes=sizes)
+    plan = build_plan(spec, scale, steps, store, device=device, sizes=sizes, workers=workers)
+    plan.device_note = device_note
+    return plan
 
 
 def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device: str = "h100",
-               sizes: tuple | None = None) -> Plan:
+               sizes: tuple | None = None, workers: int = 2) -> Plan:
     """The plan of ``steps`` (:func:`~talos_core.suites.steps.suite_steps` of ``spec`` at ``scale``) against a
     listing; with ``sizes`` (:func:`~talos_core.suites.workload.load_sizes`' answer) its evaluation work too."""
     from talos_core.suites.costs import estimate
@@ -286,23 +304,27 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     producer: dict[str, str] = {}  # run key -> label of the first step that uses it
     planned: list[PlannedStep] = []
     selection_of: dict[str, str] = {}  # method -> label of its selection step
-    curve_of: dict[str, str] = {}  # method -> label of its learning-curve step
-    side = {st.label for st in steps if not getattr(st, "feeds", True)}  # the lr checks: later steps never wait
+    # method -> label of its learning-curve step / of its lr check (where later steps read the rate it chooses)
+    curve_of: dict[str, str] = {}
+    side = {st.label for st in steps if not getattr(st, "feeds", True)}  # lr checks that report: never waited for
+    probe = _Probe(spec.scales[scale].lr_check)
     for i, st in enumerate(steps, 1):
         if st.protocol == "selection":
             selection_of[st.method] = st.label
         if st.protocol == "learning-curve":
-            curve_of[st.method] = st.label
+            curve_of[("budget", st.method)] = st.label
+        if st.protocol == "lr-check" and st.label not in side:
+            curve_of[("lr", st.method)] = st.label
         needs: list[str] = []
         chosen_by = None
         if st.protocol == "comparison":
             planned.append(PlannedStep(i, st.label, st.protocol, st.method, tuple(st.tasks), (), (),
                                        tuple(p.label for p in planned), done=st.label in store.done_steps))
             continue
-        requests, waits = _requests(st, store, spec, curve_of)
+        requests, waits = _requests(st, store, spec, curve_of, probe)
         if st.task_overrides is not None and requests is None:
             chosen_by = selection_of.get(st.method)
-        for dep in waits:
+        for dep in (*waits, *getattr(st, "after", ())):
             if dep and dep not in needs:
                 needs.append(dep)
         if chosen_by and chosen_by not in needs:
@@ -324,10 +346,12 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
     sc = spec.scales[scale]
     settings = {k: v for k, v in (("steps", sc.steps), ("batch", sc.batch_size), ("lr", sc.lr),
                                   *sorted(sc.finetune_settings(model).items())) if v is not None}
+    if sc.lr_chosen:
+        settings["lr"] = "chosen per method by its lr check among " + ", ".join(f"{v:g}" for v in sc.lr_check)
     if sc.lr_by_method:
         settings["lr by method"] = dict(sc.lr_by_method)
     plan = Plan(spec.name, model, scale, device, store.root, planned, runs, settings=settings,
-                kept=store.store.kept_work() if store.store is not None else [])
+                kept=store.store.kept_work() if store.store is not None else [], workers=workers)
     plan.cost = estimate(plan.to_train(), device)
     if sizes is not None:
         _add_work(plan, steps, spec, sizes)
@@ -346,7 +370,8 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
         plan.work = {"why": why}
         return
     per, total = {}, Counter()
-    for view, ps in zip(plan_views(plan, steps, spec.control_task), plan.steps):
+    views = plan_views(plan, steps, spec.control_task)
+    for view, ps in zip(views, plan.steps):
         if ps.done:
             continue
         w = step_work(view, found)
@@ -360,9 +385,89 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
                                             plan.model, plan.device, lota_iterations=lota,
                                             lota_batch_size=next((r.batch_size for r in todo if r.method == "lota"),
                                                                  None))
+    plan.cost["schedule"] = schedule(plan, steps, views, found, plan.workers)
 
 
-def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tuple[list | None, list[str]]:
+def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes) -> tuple[dict, dict]:
+    """``({unit: seconds}, {unit: units it waits for})`` of the plan's steps still to do as the executors run them
+    (:func:`talos_core.suites.executors.step_graph`): one unit per fine-tuning run a step trains (its iterations and
+    the evaluation its fine-tuning makes: validation curve, val/test accuracy, calibration) and one per step (the rest
+    of its evaluation), each priced with the plan's cells (an unmeasured one counts 0)."""
+    from collections import Counter
+
+    from talos_core.suites.costs import cell, eval_cell
+    from talos_core.suites.executors import step_graph
+    from talos_core.suites.workload import finetune_work, lota_calibration_iterations, step_work
+
+    def eval_s(work: Mapping[str, int]) -> float:
+        return sum(n * c["s_per_example"] for k, n in work.items()
+                   if n > 0 and (c := eval_cell(plan.model, plan.device, k)) is not None)
+
+    def train_s(run: PlannedRun) -> float:
+        c = cell(run.model, run.method, plan.device, run.batch_size)
+        lota = cell(run.model, "nonlinear", plan.device, run.batch_size)
+        iters = run.steps if run.steps is not None else (run.max_steps or 0)
+        return ((iters * c["s_per_iter"] if c else 0.0) + eval_s(finetune_work(run, sizes))
+                + (lota_calibration_iterations(run, sizes) * lota["s_per_iter"] if lota else 0.0))
+
+    graph, run_graph = step_graph(steps), step_graph(steps, results=False)
+    todo = {ps.label for ps in plan.steps if not ps.done}
+    seconds: dict[str, float] = {}
+    needs: dict[str, list[str]] = {}
+    for ps, view in zip(plan.steps, views):
+        if ps.done:
+            continue
+        parts = []
+        for run in view.trains:
+            unit = f"{ps.label} [{run.key}]"
+            seconds[unit], needs[unit] = train_s(run), [d for d in run_graph[ps.label] if d in todo]
+            parts.append(unit)
+        rest = step_work(view, sizes) - sum((finetune_work(r, sizes) for r in view.trains), Counter())
+        seconds[ps.label] = eval_s(rest)
+        needs[ps.label] = [d for d in graph[ps.label] if d in todo] + parts
+    return seconds, needs
+
+
+def makespan(seconds: Mapping[str, float], needs: Mapping[str, Sequence[str]], workers: int) -> float:
+    """Wall seconds of units (``{unit: seconds}``, in table order) with these dependencies on ``workers`` processes:
+    each free worker takes the first unit whose units it waits for are done, as ``--executor processes`` does.
+
+    >>> makespan({"a": 2.0, "b": 1.0, "c": 1.0}, {"a": [], "b": [], "c": ["b"]}, 2)
+    2.0
+    """
+    import heapq
+
+    done: set[str] = set()
+    running: list[tuple[float, int, str]] = []
+    now, i = 0.0, 0
+    pending = list(seconds)
+    while pending or running:
+        for u in [u for u in pending if all(d in done for d in needs[u])]:
+            if len(running) >= workers:
+                break
+            pending.remove(u)
+            heapq.heappush(running, (now + seconds[u], i, u))
+            i += 1
+        if not running:  # nothing can start (a unit waits for one not in the plan): stop counting
+            break
+        now, _, u = heapq.heappop(running)
+        done.add(u)
+    return now
+
+
+def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int) -> dict:
+    """The wall time of the plan's units (:func:`unit_seconds`) on ``workers`` processes (:func:`makespan`), with the
+    total (worker-hours) and the longest chain of dependent units (no number of workers does better)."""
+    seconds, needs = unit_seconds(plan, steps, views, sizes)
+    chain: dict[str, float] = {}
+    for u in seconds:
+        chain[u] = seconds[u] + max((chain[d] for d in needs[u] if d in chain), default=0.0)
+    return {"workers": workers, "wall_hours": makespan(seconds, needs, workers) / 3600,
+            "worker_hours": sum(seconds.values()) / 3600, "critical_hours": max(chain.values(), default=0.0) / 3600}
+
+
+def _requests(st, store: StoreListing, spec, curve_of: Mapping[Any, str],
+              probe: _Probe) -> tuple[list | None, list[str]]:
     """``([(task, method, overrides, budget_from)], waits)`` of the runs step ``st`` uses (``None`` when they are
     a selection's per-task choice not in the store yet) and the labels of steps whose results it reads."""
     from talos_core.evaluation.runs import merge_overrides
@@ -371,14 +476,12 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
 
     waits: list[str] = []
     budget_from = None
-    try:
-        ov = dict(_resolved(st.overrides, store.store if store.store is not None else _BudgetProbe()))
-    except TalosError:  # the step budget of a learning-curve step that has not run yet
-        ov = None
-    if ov is None or (store.store is None and callable(st.overrides)):
-        budget_from = curve_of.get(BASE_METHOD if st.protocol == "posthoc" else st.method)
-        waits.append(budget_from)
-        ov = {**_resolved(st.overrides, _BudgetProbe()), "steps": None}
+    ov, read = _probed(st.overrides, store, probe)
+    if read:  # the step budget of a learning-curve step, or a learning rate an lr check chooses, not known yet
+        waits += [curve_of.get(k) for k in read]
+        if any(k[0] == "budget" for k in read):
+            budget_from = curve_of.get(("budget", BASE_METHOD if st.protocol == "posthoc" else st.method))
+            ov = {**ov, "steps": None}
     tov = None
     if st.task_overrides is not None:
         try:
@@ -387,16 +490,13 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
             tov = None
         if tov is None:
             return None, waits
+    settings, read = _probed(st.settings, store, probe)
     settings_wait = None  # settings that read a learning-curve budget not chosen yet (the masks comparison's)
-    try:
-        settings = _resolved(st.settings, store.store if store.store is not None else _BudgetProbe())
-        if store.store is None and callable(st.settings):
-            raise TalosError("no store")
-    except TalosError:
-        settings = _resolved(st.settings, _BudgetProbe())
-        settings_wait = curve_of.get(getattr(settings, "compare_method", None) or st.method)
-        if settings_wait and settings_wait not in waits:
-            waits.append(settings_wait)
+    for k in read:
+        if curve_of.get(k) and curve_of[k] not in waits:
+            waits.append(curve_of[k])
+        if k[0] == "budget":
+            settings_wait = curve_of.get(k)
     tasks = list(st.tasks)
     p = st.protocol
     out: list = []
@@ -415,7 +515,7 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
     elif p == "lr-check":  # the method's own lr is its other rows' run (the same overrides), the others new ones
         from talos_core.evaluation.lr_check import lr_overrides, own_lr
 
-        out = [(t, st.method, lr_overrides(ov, v, own_lr(spec.model, t, st.method, ov)))
+        out = [(t, st.method, lr_overrides(ov, v, None if settings.choose else own_lr(spec.model, t, st.method, ov)))
                for v in settings.values for t in tasks]
     else:
         out = [(t, st.method, merge_overrides(ov, (tov or {}).get(t))) for t in tasks]
@@ -427,11 +527,18 @@ def _requests(st, store: StoreListing, spec, curve_of: Mapping[str, str]) -> tup
     return [(t, m, o, budget_from) for t, m, o in out] + extra, waits
 
 
-class _BudgetProbe:
-    """Stands in for a store whose learning-curve budgets are not known yet (every budget reads as 1; the plan
-    replaces the step count by "chosen later"), so a step's overrides can be inspected without them."""
+class _Probe:
+    """Stands in for a store whose learning-curve budgets and lr-check choices are not known yet (every budget reads
+    as 1, the plan replacing the step count by "chosen later"; every chosen learning rate as the first candidate, the
+    dense baseline's as the last, so a one-rate row is planned as if the two checks disagree: its larger cost), so a
+    step's overrides can be inspected without them. ``read`` collects ``("budget" | "lr", method)`` of what was
+    asked."""
 
     root = "<plan>"
+
+    def __init__(self, lr_values: Sequence[float] = ()) -> None:
+        self.lr_values = tuple(lr_values) or (1e-4,)
+        self.read: list[tuple[str, str]] = []
 
     class _Everything:
         def __contains__(self, name: object) -> bool:
@@ -441,7 +548,33 @@ class _BudgetProbe:
         return self._Everything()
 
     def read_result(self, kind: str, name: str) -> dict:
+        from talos_core.methods.posthoc import BASE_METHOD
+        from talos_core.schema import parse_result_name
+
+        method = (parse_result_name(kind, name) or {}).get("method", "")
+        if kind == "lr_check":
+            self.read.append(("lr", method))
+            lr = self.lr_values[-1] if method == BASE_METHOD else self.lr_values[0]
+            return {"best_lr": lr, "suite_lr": lr, "chooses": True}
+        self.read.append(("budget", method))
         return {"budget": 1}
+
+
+def _probed(value: Any, store: StoreListing, probe: _Probe) -> tuple[Any, list[tuple[str, str]]]:
+    """``value`` resolved against the store (a :data:`~talos_core.suites.steps.Resolved` function), else — no store,
+    or one that lacks an earlier step's result — against ``probe``; with the ``(kind, method)`` it read there."""
+    from talos_core.suites.steps import _resolved
+
+    if not callable(value):
+        return value, []
+    if store.store is not None:
+        try:
+            return _resolved(value, store.store), []
+        except TalosError:
+            pass
+    probe.read.clear()
+    out = _resolved(value, probe)
+    return out, list(dict.fromkeys(probe.read))
 
 
 def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], store: StoreListing,
@@ -463,9 +596,11 @@ def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], stor
                           early_stopping=bool(rest.get("early_stopping_patience")), **_run_work(req, info))
     req = build_request(model, task, method, ov)
     cfg = req.train_config()
+    found = store.find(model, task, method, ov, weights=weights)
+    evals = len(found.manifest.curve or []) if found is not None and req.eval_every else None
     return PlannedRun(req.run_id(), model, task, method, cfg.steps, cfg.batch_size,
                       early_stopping=bool(cfg.early_stopping_patience), calibrates=info.calibrates,
-                      in_store=store.has_run(model, task, method, ov, weights=weights), **_run_work(req, info))
+                      in_store=found is not None, evals=evals, **_run_work(req, info))
 
 
 def _run_work(req, info) -> dict:
@@ -505,4 +640,4 @@ def recount(store: Store | str, suite: str) -> list[dict]:
     times, work = meta.get("step_times_s") or {}, meta.get("step_work") or {}
     return [{"label": st.label, "counted": dict(step_work(view, sizes)), "seconds": times.get(st.label),
              "recorded": work.get(st.label), "trains": bool(view.trains)}
-            for view, st in zip(plan_views(plan, steps, spec.control_task, stored=True), steps)]
+            for view, st in zip(plan_views(plan, steps, spec.control_task, stored=True, store=store), steps)]

@@ -76,6 +76,19 @@ class Scale:
     # the best evaluation's weights (the paper's NLP protocol: patience 5); the learning curves always run to
     # ``curve_steps``. 0 = every budgeted run trains its whole budget
     budget_patience: int = 0
+    # the lr check CHOOSES each method's learning rate (one rule, the same candidates and tuning effort for every
+    # method): every later step of the method trains at the rate its check found best on validation
+    # (talos_core.suites.steps.checked_lr); needs ``lr_check``. False: the check reports on ``lr``
+    lr_choose: bool = False
+    # methods kept as a labelled row at the rate the dense baseline's (``nonlinear``'s) check chose, where that differs
+    # from their own choice: the method's fixed variant (e.g. ``talos-k0.9-lr0.0001``; single, addition, negation).
+    # Needs ``lr_choose``; replaces ``lr_rows`` there
+    one_rate_rows: tuple[str, ...] = ()
+    # α searches: the grid rule (talos_core.evaluation.runs.GRID_RULES; "union": sparse methods search the unit grid
+    # and its 1/(1 − k) stretch together) and how far a choice at a grid's last point extends the grid (a multiple of
+    # its largest value; 0: not at all; talos_core.evaluation.arithmetic.extend_search)
+    alpha_rule: str = "paper"
+    alpha_extend: float = 0.0
 
     # --- fine-tuning settings the paper suites pin (issue 18); None/0 = the model's default (FinetuneRequest) ---
     weight_decay: float | None = None
@@ -113,17 +126,25 @@ class Scale:
                            ("micro_batch_size", None), ("eval_every", None), ("early_stopping_patience", 0),
                            ("budget_patience", 0),
                            ("micro_batch_by_model", ()), ("examples", 0), ("lr_rows", ()),
-                           ("batching", None)):
+                           ("batching", None), ("lr_choose", False), ("one_rate_rows", ()), ("alpha_rule", "paper"),
+                           ("alpha_extend", 0.0)):
             if out[k] == default:
                 out.pop(k)
-        # the lr check only adds its own steps and changes no other step: it stays out of the fingerprint, so a
-        # partial run recorded before the check existed resumes (``--resume``) and runs just the check steps
-        out.pop("lr_check")
-        out.pop("lr_check_tasks")
+        # a check that reports only adds its own steps and changes no other step: it stays out of the fingerprint,
+        # so a partial run recorded before the check existed resumes (``--resume``) and runs just the check steps;
+        # one that chooses sets every method's learning rate, so it is part of the fingerprint
+        if not self.lr_choose:
+            out.pop("lr_check")
+            out.pop("lr_check_tasks")
         return out
 
     def lr_for(self, method: str) -> float | None:
         return dict(self.lr_by_method).get(method, self.lr)
+
+    @property
+    def lr_chosen(self) -> bool:
+        """Whether each method's learning rate is the one its lr check chooses (``lr_choose`` with a check)."""
+        return bool(self.lr_choose and self.lr_check)
 
     def selection_for(self, method: str) -> tuple[str, tuple] | None:
         """``(param, values)`` selected per task for ``method``, or ``None``."""
@@ -164,16 +185,14 @@ def register_suite(spec: SuiteSpec) -> SuiteSpec:
     return spec
 
 
-# One learning rate per suite for every fine-tuning method, as the paper (vision 1e-5, NLP 1e-4 for all methods):
+# The `mini` scales: one learning rate per suite for every fine-tuning method, as the paper (vision 1e-5, NLP 1e-4):
 # the rate chosen on validation for the dense baseline, non-linear FT, as the paper inherits its rate from the
 # full fine-tuning protocol. Text: MiniLM's 1e-4 (tweets + wordnet-verbs, mini scale: non-linear FT .583 at 1e-4,
 # .510 at 1e-3, mean val accuracy). Vision: 1e-4 (EfficientNet-Lite0, 80 steps: 0.94 / 0.95 val acc on MNIST /
 # digits, about what 1e-3 reaches, with a smaller step that edits compose better — at 1e-3 negating the MNIST vector
-# at α 0.25 dropped the control task from 0.72 to 0.39). Sparse and low-rank methods once had 1e-3 (10× the dense
-# rate: their vectors came out 3–4× the dense norm, against the paper's premise of low-norm sparse vectors); that
-# choice stays as a labelled row (``lr_rows``: ``talos-k0.9-lr0.001``), at TaLoS's own budget.
+# at α 0.25 dropped the control task from 0.72 to 0.39). The `full` scales choose each method's rate instead
+# (``lr_choose``, below): at their budgets the check preferred 1e-3 for every vision method, the dense one included.
 _SUITE_LR = 1e-4
-_LR_ROWS = (("talos", 1e-3),)
 
 # The paper's protocol (issue 13, docs/protocol.md): per-task selection by validation task negation
 # (App. "Hyperparameter selection") over at least the issue's grids, and the fixed-0.9 rows kept beside them
@@ -185,6 +204,18 @@ _PAPER_VARIANTS = (("talos", "sparsity", 0.9), ("lota", "sparsity", 0.9))
 # the learning rates re-checked at the learning-curve budget: the two the original choice compared (above); text on
 # its tasks (tweets, wordnet-verbs: the first ξ pair), vision on MNIST and digits
 _LR_CHECK = (1e-4, 1e-3)
+
+# The `full` scales' converged protocol (docs/protocol.md): the learning curve IS the run — every fine-tuning run
+# (selection candidates, rows, variants, lr check) trains up to ``steps`` with validation accuracy every 50 steps, stops
+# after 5 evaluations without improvement and keeps the best evaluation's weights (the paper's NLP early stopping), so
+# its manifest records the curve it converged on; vision's maximum is the paper's 2,000 iterations, text's 2,000 too
+# (its 1,000-step curves were still rising for TaLoS and L-LoRA). Each method's learning rate is the one its lr check
+# chooses from the same two candidates on validation; TaLoS at the dense baseline's rate stays as a labelled row. α
+# searches use the unit grid together with its 1/(1 − k) stretch and extend a grid whose last point is chosen (up to
+# 4× its largest value). 500 validation examples per task where the data has them, so the 95 % control constraint is
+# not decided by one or two examples.
+_CONVERGED = dict(steps=2000, max_val=500, eval_every=50, early_stopping_patience=5, lr_check=_LR_CHECK,
+                  lr_choose=True, one_rate_rows=("talos",), alpha_rule="union", alpha_extend=4.0)
 
 # post-hoc methods: the paper's baselines, then later merges (issue 32: TSV-Merge, Iso-C, Iso-CTS, LiNeS), which the
 # paper suites leave out (the paper's protocol compares the four baselines only)
@@ -200,12 +231,10 @@ register_suite(SuiteSpec(
         # 400 test examples and 128 ξ points per task: issue 30's floors, which halve the evaluation of a CPU run
         # (--plan on the 2-core EPYC, with token-order evaluation: 56 → 27 CPU-hours); fp32 evaluation on every
         # device, so a run resumed on another machine (an AMX CPU, a GPU) keeps its fingerprint
-        "full": Scale(steps=1000, max_train=20000, max_val=200, max_test=400, calib_samples=128, batch_size=32,
+        "full": Scale(max_train=20000, max_test=400, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
-                      lr=_SUITE_LR, lr_rows=_LR_ROWS, batching="length", eval_precision="fp32", curve_steps=1000,
-                      curve_every=50,
-                      curve_tolerance=0.01, budget_patience=5,
-                      selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, lr_check=_LR_CHECK),
+                      batching="length", eval_precision="fp32",
+                      selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, **_CONVERGED),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
                       alpha_step=0.25, xi_grid=6, xi_points=24, preview_points=48, sharing_samples=16,
                       posthoc_points=3, ablation=(0.5, 0.9, 0.95, 0.99), lr=_SUITE_LR),
@@ -218,11 +247,10 @@ register_suite(SuiteSpec(
     ("talos", "nonlinear", "linearized", "lota"), _POSTHOC,
     (("mnist", "digits"), ("mnist", "animal-shapes")),
     {
-        "full": Scale(steps=600, max_train=20000, max_val=200, max_test=1000, calib_samples=128, batch_size=32,
+        "full": Scale(max_train=20000, max_test=1000, calib_samples=128, batch_size=32,
                       alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
-                      lr=_SUITE_LR, lr_rows=_LR_ROWS, eval_precision="fp32", curve_steps=2000, curve_every=50,
-                      curve_tolerance=0.01, selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24,
-                      lr_check=_LR_CHECK, lr_check_tasks=("mnist", "digits")),
+                      eval_precision="fp32", selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24,
+                      lr_check_tasks=("mnist", "digits"), **_CONVERGED),
         "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
                       alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
                       posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr=_SUITE_LR, eval_precision="fp32"),
@@ -237,12 +265,15 @@ register_suite(SuiteSpec(
     {"mini": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                    xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1,
                    ablation=(0.5,), lr=1e-3, eval_precision="fp32"),
-     # the paper's protocol in seconds (tests): learning curves, per-task selection, the fixed-0.9 row
-     "paper": Scale(steps=4, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
+     # the `full` scales' converged protocol in seconds (tests): runs to a maximum with validation every 2 steps and
+     # early stopping, the lr chosen by each method's check, per-task selection, the fixed-0.9 row and TaLoS at the
+     # dense baseline's rate, the union α grid with extension
+     "paper": Scale(steps=8, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                     xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1, ablation=(0.5, 0.9),
-                    lr=1e-3, eval_precision="fp32", curve_steps=6, curve_every=2, curve_tolerance=0.01,
+                    eval_precision="fp32", eval_every=2, early_stopping_patience=2,
                     selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", 0.9),),
-                    lr_check=(1e-4, 1e-3))},
+                    lr_check=(1e-3, 3e-2), lr_choose=True, one_rate_rows=("talos",), alpha_rule="union",
+                    alpha_extend=4.0)},
     "tiny random-init text encoder (tests only)"))
 
 

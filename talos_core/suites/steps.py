@@ -1,17 +1,17 @@
 """Suite steps: the table of :class:`Step` s a suite run executes (:func:`suite_steps`), each one evaluation
 protocol of :mod:`talos_core.evaluation.protocols` (post-hoc methods and the sparsity ablation included), and what
-the steps resolve: from the store when a step runs (:func:`curve_budget`, a selection step's per-task choices),
-from the spec when the table is built (:func:`lr_check_tasks`).
+the steps resolve: from the store when a step runs (:func:`curve_budget`, :func:`checked_lr`, a selection step's
+per-task choices), from the spec when the table is built (:func:`lr_check_tasks`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from talos_core.errors import TalosError, is_int
+from talos_core.errors import TalosError, is_int, is_number
 from talos_core.store import Store
 from talos_core.suites.specs import SuiteSpec
 
@@ -27,8 +27,10 @@ class Step:
     ``label`` names the step in the suite record (``step_times_s``) and is what ``--resume`` skips;
     ``always`` steps run even then (the comparison gathers every stored result). ``overrides`` and
     ``task_overrides`` may be functions of the store, called when the step runs: under the paper's
-    protocol they read the step budget of the learning-curve step and the per-task choices of the
-    selection step, which earlier steps of the same suite wrote.
+    protocol they read the step budget of the learning-curve step or the learning rate the lr check chose, and
+    the per-task choices of the selection step, which earlier steps of the same suite wrote. ``result_method``
+    may be one too: a row whose id depends on an earlier result (TaLoS at the dense baseline's chosen rate);
+    ``None`` from it means the row is not needed this time, and the step writes nothing.
     """
 
     label: str
@@ -39,12 +41,16 @@ class Step:
     overrides: Mapping[str, Any] | Resolved
     always: bool = False
     task_overrides: Mapping[str, Mapping[str, Any]] | Resolved | None = None
-    result_method: str | None = None
+    result_method: str | Resolved | None = None
     trains: bool = False  # fine-tunes the runs later steps use (``--stage train`` runs only these)
     uses: tuple[str, ...] = ()  # other fine-tuning methods whose runs it reads (talos_core.suites.executors.step_graph)
-    # later steps of its method wait for it (a ``trains`` step whose runs or results they read); False: the lr
-    # check, which only reports (the runs later steps share with it are found or trained by them as usual)
+    # later steps of its method wait for it (a ``trains`` step whose runs or results they read); False: an lr
+    # check that only reports (the runs later steps share with it are found or trained by them as usual)
     feeds: bool = True
+    after: tuple[str, ...] = ()  # labels of earlier steps whose results it reads (talos_core.suites.executors)
+    # the suite's row ids in table order: per-model tables (``single``, ...) keep their rows in this order whatever
+    # order parallel writers come in (talos_core.evaluation.request.upsert)
+    row_order: tuple[str, ...] = ()
 
     def resolve(self, store: Store) -> tuple[Any, dict, dict | None]:
         """``(settings, overrides, task_overrides)`` for this run of the step."""
@@ -52,19 +58,29 @@ class Step:
         return (_resolved(self.settings, store), dict(_resolved(self.overrides, store)),
                 None if tov is None else dict(tov))
 
+    @property
+    def row_key(self) -> str:
+        """The id its results are written under, or (a row whose id an earlier result decides) its label's row."""
+        if callable(self.result_method):
+            return self.label.split(":")[0]
+        return self.result_method or self.method
 
     def run(self, store: Store, model: str, suite: str, *, progress: bool = False) -> Any:
         """Resolve the step against ``store`` and evaluate it (its protocol writes its results), with the store's
         logits cache (:func:`logits_cache_dir`): a step cut off and run again, or a later step evaluating the same
-        edit on the same split, reads what was computed."""
+        edit on the same split, reads what was computed. A row not needed this time (``result_method`` resolved to
+        ``None``) writes nothing and returns ``None``."""
         from talos_core.evaluation.protocols import evaluate
         from talos_core.inference.cache import logits_cache
 
+        result_method = _resolved(self.result_method, store)
+        if callable(self.result_method) and result_method is None:
+            return None
         settings, ov, per_task = self.resolve(store)
         with logits_cache(logits_cache_dir(store)):
             return evaluate(store, self.protocol, model, self.tasks, self.method, suite=suite, settings=settings,
-                            overrides=ov, task_overrides=per_task, result_method=self.result_method,
-                            progress=progress)
+                            overrides=ov, task_overrides=per_task, result_method=result_method,
+                            progress=progress, row_order=self.row_order)
 
 
 def logits_cache_dir(store: Store) -> Path:
@@ -78,18 +94,36 @@ def _resolved(value: Any, store: Store) -> Any:
     return value(store) if callable(value) else value
 
 
-def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
-    """The step budget the suite's learning-curve step chose for ``method`` (``results/learning_curve``)."""
+def _earlier(store: Store, kind: str, suite: str, model: str, method: str, what: str, step: str) -> tuple[str, dict]:
+    """``(name, payload)`` of the ``kind`` result an earlier step of the suite wrote for ``method``; a store without it
+    is one sentence naming ``what`` it was read for and the ``step`` that writes it."""
     from talos_core.schema import result_name
 
     name = result_name(suite, model, method)
-    if name not in store.results("learning_curve"):
-        raise TalosError(f"store {store.root} has no learning curve {name!r} to take {method!r}'s step budget from; "
-                         f"run the suite's learning-curve step first")
-    budget = store.read_result("learning_curve", name).get("budget")
+    if name not in store.results(kind):
+        raise TalosError(f"store {store.root} has no {kind.replace('_', ' ')} {name!r} to take {method!r}'s {what} "
+                         f"from; run the suite's {step} step first")
+    return name, store.read_result(kind, name)
+
+
+def curve_budget(store: Store, suite: str, model: str, method: str) -> int:
+    """The step budget the suite's learning-curve step chose for ``method`` (``results/learning_curve``)."""
+    name, payload = _earlier(store, "learning_curve", suite, model, method, "step budget", "learning-curve")
+    budget = payload.get("budget")
     if not is_int(budget) or budget < 1:
         raise TalosError(f"the learning curve {name!r} in {store.root} has no valid budget ({budget!r}); recompute it")
     return budget
+
+
+def checked_lr(store: Store, suite: str, model: str, method: str) -> float:
+    """The learning rate the suite's lr check chose for ``method`` (``results/lr_check``, written with
+    ``chooses: true``)."""
+    name, payload = _earlier(store, "lr_check", suite, model, method, "learning rate", "lr-check")
+    lr = payload.get("best_lr")
+    if not payload.get("chooses") or not is_number(lr) or not 0 < lr <= 1:
+        raise TalosError(f"the lr check {name!r} in {store.root} did not choose a learning rate ({lr!r}); run it "
+                         f"again with the suite")
+    return float(lr)
 
 
 def lr_check_tasks(spec: SuiteSpec, scale: str) -> tuple[str, ...]:
@@ -129,6 +163,13 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     own lr is that row's run) and, when it has a selected hyperparameter, its selection step (its main rows use
     the chosen run per task); each ``variants`` entry adds a fixed-hyperparameter row (e.g. ``talos-k0.9``) after
     its method's steps.
+
+    The converged protocol of the ``full`` scales has no learning-curve step: every run trains up to ``steps`` with
+    early stopping (the scale's ``eval_every``, ``early_stopping_patience``), so its curve is its own. With
+    ``lr_choose`` the lr check comes first and chooses the method's learning rate, which every later step of the
+    method reads from the store (:func:`checked_lr`); each ``one_rate_rows`` method then gets its fixed variant at
+    the rate ``nonlinear``'s check chose (single, addition, negation; e.g. ``talos-k0.9-lr0.0001``), after every
+    method's steps, written only where that rate differs from the method's own.
     """
     from talos_core.evaluation.ablation import AblationSettings
     from talos_core.evaluation.learning_curve import LearningCurveSettings
@@ -151,6 +192,7 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
 
     sc = spec.scales[scale]
     tasks, control = tuple(spec.tasks), spec.control_task
+    search = {"alpha_rule": sc.alpha_rule, "alpha_extend": sc.alpha_extend}  # every α search's grid rule
     base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
             "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
     if checkpoint_every:  # like ``device``: how the runs are made, not what they are (no run id includes it)
@@ -166,14 +208,26 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
             lr = own_lr(spec.model, tasks[0], method, base)  # them as compatible (evaluation.runs.find_run)
         return {**base, "lr": lr} if lr is not None else dict(base)
 
-    def overrides(method: str, extra: Mapping[str, Any] | None = None) -> Mapping[str, Any] | Resolved:
-        """The method's fine-tuning overrides: fixed, or (learning curves) with the budget read when the step runs."""
-        if sc.curve_steps is None:
+    def overrides(method: str, extra: Mapping[str, Any] | None = None, *, lr_of: str | None = None,
+                  checked: bool = True) -> Mapping[str, Any] | Resolved:
+        """The method's fine-tuning overrides: fixed, or with what earlier steps chose read when the step runs — the
+        learning-curve budget, the learning rate the lr check of ``lr_of`` (default: the method) chose (``checked``:
+        not for the check itself, which sets each candidate)."""
+        checked = checked and sc.lr_chosen
+        if sc.curve_steps is None and not checked:
             return {**fixed(method), **(extra or {})}
         stopping = ({"eval_every": sc.curve_every, "early_stopping_patience": sc.budget_patience}
                     if sc.budget_patience else {})
-        return lambda store: {**fixed(method), "steps": curve_budget(store, spec.name, spec.model, method),
-                              **stopping, **(extra or {})}
+
+        def resolved(store: Store) -> dict:
+            out = dict(fixed(method))
+            if sc.curve_steps is not None:
+                out.update(steps=curve_budget(store, spec.name, spec.model, method), **stopping)
+            if checked:
+                out["lr"] = checked_lr(store, spec.name, spec.model, lr_of or method)
+            return {**out, **(extra or {})}
+
+        return resolved
 
     def chosen(method: str) -> Resolved | None:
         if sc.selection_for(method) is None:
@@ -197,19 +251,21 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
         if sc.lr_check:  # the runs of its other rows (the fixed variant's where it has one) at each lr
             var = variant(m)
             steps.append(Step(f"{m}: lr check", "lr-check", m, check_tasks,
-                              LrCheckSettings(values=tuple(sc.lr_check), row=var[0] if var else None),
-                              overrides(m, var[1] if var else None), trains=True, feeds=False))
+                              LrCheckSettings(values=tuple(sc.lr_check), row=var[0] if var else None,
+                                              choose=sc.lr_chosen),
+                              overrides(m, var[1] if var else None, checked=False), trains=True, feeds=sc.lr_chosen))
         sel = sc.selection_for(m)
         if sel is not None:
             steps.append(Step(f"{m}: selection ({sel[0]})", "selection", m, tasks,
                               SelectionSettings(param=sel[0], values=sel[1], control_task=control,
-                                                alpha_step=sc.alpha_step), overrides(m), trains=True))
+                                                alpha_step=sc.alpha_step, **search), overrides(m), trains=True))
         per_task = chosen(m)
         # the rows every method's main row and its fixed variant share, after their single-task step
         shared_rows = (("efficiency", "efficiency", NoSettings()),
                        ("masks", "masks", MaskSettings()),
-                       ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
-                       ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)))
+                       ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step, **search)),
+                       ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step,
+                                                                 **search)))
         steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m), task_overrides=per_task,
                        trains=protocol == "single")
                   for what, protocol, settings in (
@@ -219,10 +275,11 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
             ("linearization", "linearization", EvalSettings()),
             ("preview", "preview", PreviewSettings(points=sc.preview_points, seed=seed)),
         )]
-        if sc.examples:
+        if sc.examples:  # at the α its addition and negation searched (an extended grid included): after them
             steps.append(Step(f"{m}: examples", "examples", m, tasks,
                               ExamplesSettings(points=sc.examples, seed=seed, control_task=control,
-                                               alpha_step=sc.alpha_step), overrides(m), task_overrides=per_task))
+                                               alpha_step=sc.alpha_step, alpha_rule=sc.alpha_rule), overrides(m),
+                              task_overrides=per_task, after=(f"{m}: addition", f"{m}: negation")))
         steps += [Step(f"{m}: disentanglement {a}/{b}", "disentanglement", m, (a, b),
                        DisentanglementSettings(grid=sc.xi_grid, points=sc.xi_points, seed=seed,
                                                alpha_step=sc.alpha_step), overrides(m), task_overrides=per_task)
@@ -234,7 +291,7 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
                            trains=protocol == "single")
                       for what, protocol, settings in (("single", "single", EvalSettings()), *shared_rows)]
         for row_method, row_lr in sc.lr_rows:  # the labelled per-method learning-rate rows
-            if row_method != m:
+            if row_method != m or sc.lr_chosen:
                 continue
             extra = {**(var[1] if var is not None else {}), "lr": row_lr}
             rid = variant_id(m, **extra)
@@ -244,6 +301,19 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
                 ("single", "single", EvalSettings()),
                 ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
                 ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
+            )]
+    if sc.lr_chosen and BASE_METHOD in ft_methods:  # the one-rate rows: at the dense baseline's chosen rate
+        for m in (m for m in sc.one_rate_rows if m in ft_methods):
+            var = variant(m)
+            extra = var[1] if var is not None else {}
+            label = f"{var[0] if var is not None else m} at {BASE_METHOD}'s lr"
+            rid = _one_rate_id(spec.name, spec.model, m, extra)
+            steps += [Step(f"{label}: {what}", protocol, m, tasks, settings, overrides(m, extra, lr_of=BASE_METHOD),
+                           result_method=rid, trains=protocol == "single", after=(f"{BASE_METHOD}: lr check",))
+                      for what, protocol, settings in (
+                ("single", "single", EvalSettings()),
+                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step, **search)),
+                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step, **search)),
             )]
     if "talos" in ft_methods and "lota" in ft_methods:  # TaLoS vs LoTA masks (both are fine-tuned by now)
         talos_var, lota_var = variant("talos"), variant("lota")
@@ -265,15 +335,51 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
               for mode in ("prune", "perturb")]
     if BASE_METHOD in ft_methods:  # post-hoc methods merge its runs
         steps += [Step(f"{ph}: post-hoc addition + negation", "posthoc", ph, tasks,
-                       PosthocSettings(control_task=control, alpha_step=sc.alpha_step, max_points=sc.posthoc_points),
+                       PosthocSettings(control_task=control, alpha_step=sc.alpha_step, max_points=sc.posthoc_points,
+                                       alpha_extend=sc.alpha_extend),
                        overrides(BASE_METHOD))
                   for ph in ph_methods]
     if "talos" in ft_methods and sc.ablation:
         steps.append(Step("talos sparsity ablation", "sparsity-ablation", "talos", tasks,
                           AblationSettings(sparsities=tuple(sc.ablation), control_task=control,
-                                           alpha_step=sc.alpha_step), overrides("talos")))
+                                           alpha_step=sc.alpha_step, **search), overrides("talos")))
     steps.append(Step("comparison", "comparison", "talos", tasks, NoSettings(), {}, always=True))
-    return steps
+    order = _row_order(steps, sc.lr_check)
+    return [replace(st, row_order=order) for st in steps]
+
+
+def _one_rate_id(suite: str, model: str, method: str, extra: Mapping[str, Any]) -> Resolved:
+    """The id of ``method``'s one-rate row (its fixed variant ``extra`` at the rate ``nonlinear``'s lr check chose),
+    or ``None`` when that is the rate the method's own check chose (the row would repeat its variant)."""
+    from talos_core.evaluation.lr_check import same_lr
+    from talos_core.methods.posthoc import BASE_METHOD
+    from talos_core.schema import variant_id
+
+    def rid(store: Store) -> str | None:
+        dense = checked_lr(store, suite, model, BASE_METHOD)
+        if same_lr(dense, checked_lr(store, suite, model, method)):
+            return None
+        return variant_id(method, **{**extra, "lr": dense})
+
+    return rid
+
+
+def _row_order(steps: Sequence[Step], lr_values: Sequence[float]) -> tuple[str, ...]:
+    """Every row id the steps write under, in table order; a row whose id a store result decides (a one-rate row)
+    stands for each id it may take (one per checked learning rate)."""
+    from talos_core.schema import parse_variant, variant_id
+
+    out: dict[str, None] = {}
+    for st in steps:
+        if st.always:
+            continue
+        if callable(st.result_method):  # its label names the fixed variant: "talos-k0.9 at nonlinear's lr"
+            parsed = parse_variant(st.row_key.split(" ")[0])
+            params = parsed[1] if parsed else {}
+            out.update(dict.fromkeys(variant_id(st.method, **{**params, "lr": v}) for v in lr_values))
+        else:
+            out[st.row_key] = None
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -309,11 +415,18 @@ def suite_row(store: Store, suite: str, row: str) -> SuiteRow:
     steps = suite_steps(spec, scale, list(meta.get("methods") or spec.methods),
                         list(spec.posthoc if meta.get("posthoc") is None else meta["posthoc"]),
                         seed=int(meta.get("seed", 0)), device="auto")
-    rows = {st.label[:-len(": addition")]: st for st in steps if st.label.endswith(": addition")}
+    rows = {}
+    for st in (st for st in steps if st.label.endswith(": addition")):
+        try:
+            rid = _resolved(st.result_method, store)
+        except TalosError:  # a row whose id an lr check the store lacks decides
+            continue
+        if rid is not None or not callable(st.result_method):
+            rows[rid or st.method] = st
     if row not in rows:
         raise unknown(f"row of suite {suite!r}", row, rows)
     st = rows[row]
     settings, ov, per_task = st.resolve(store)
-    return SuiteRow(spec.model, st.method, tuple(st.tasks), ov, per_task, st.result_method,
+    return SuiteRow(spec.model, st.method, tuple(st.tasks), ov, per_task, None if row == st.method else row,
                     {"alpha_step": settings.alpha_step, "control_task": spec.control_task})
 
