@@ -843,13 +843,16 @@ def audit_words(flags: Sequence, rows: Sequence[str], columns: Sequence[str]) ->
 
 
 def _audit_note(lesson: Lesson, s: Screen, rows: Sequence[str]) -> None:
-    """One paragraph under a comparison: which of its numbers the audit doubts, in plain words (nothing when none)."""
+    """One short paragraph under a comparison (it must fit a projector): how many of the audit's checks doubt its
+    numbers per method, and two of them by name (nothing when none)."""
     words = audit_words(lesson.flags, rows, [c for c, _ in COMPARED])
     if not words:
         return
-    parts = "; ".join(f"{_name(method_label(r))}: {', '.join(t)}" for r, t in words.items())
-    s.answer.append(f"**Careful**: the audit flags these numbers ({parts}). Read this comparison as provisional; "
-                    f"docs/audit.md says why, and `talos audit {_name(lesson.suite)}` lists every flag.")
+    counts = ", ".join(f"{len(t)} on {_name(method_label(r))}" for r, t in words.items())
+    named = list(dict.fromkeys(t for titles in words.values() for t in titles))
+    example = " and ".join(named[:2])
+    s.answer.append(f"**Careful**: the audit flags these numbers ({counts}; e.g. {example}). Read the comparison as "
+                    f"provisional: `talos audit {_name(lesson.suite)}` lists why.")
 
 
 def _word(a: float, b: float, good: str, bad: str, lower_is_good: bool) -> str:
