@@ -149,12 +149,6 @@ class Flag:
     def explanation(self) -> str:
         return check_info(self.check).explanation
 
-    def concerns(self, row: str | None, metric: str | None = None) -> bool:
-        """Whether the flag casts doubt on ``metric`` of ``row`` (any of its metrics when ``metric`` is None)."""
-        if self.row is not None and row is not None and self.row != row:
-            return False
-        return metric is None or ALL in self.metrics or metric in self.metrics
-
     def to_dict(self) -> dict[str, Any]:
         return {"check": self.check, "title": self.title, "suite": self.suite, "row": self.row,
                 "metrics": list(self.metrics), "source": self.source, "message": self.message,
@@ -679,11 +673,6 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     order = {c.id: i for i, c in enumerate(CHECKS)}
     rank = {m: i for i, m in enumerate(rows)}
     return sorted(flags, key=lambda f: (order[f.check], rank.get(f.row or "", -1), f.row or ""))
-
-
-def flags_for(flags: Iterable[Flag], row: str | None, metric: str | None = None) -> list[Flag]:
-    """The flags that concern ``metric`` of ``row`` (suite-wide flags concern every row)."""
-    return [f for f in flags if f.concerns(row, metric)]
 
 
 def counts_by_check(flags: Iterable[Flag]) -> dict[str, int]:
