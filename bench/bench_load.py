@@ -48,10 +48,11 @@ import time
 from pathlib import Path
 
 from bench.server import free_port, stop_server, wait_healthy
+from dashboard.views import FIRST_ORDER
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
-PREVIEW = "First-order model"
+PREVIEW = FIRST_ORDER  # the page's own title constant
 
 # the preview chart's signature: title (holds α) + trace values, or null while it is not drawn; the first chart in
 # page order whose title starts with the prefix: a Plotly chart, or the in-browser preview component's SVG chart

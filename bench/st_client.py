@@ -40,10 +40,14 @@ from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from dashboard.views import EXACT as EXACT_MODEL
+from dashboard.views import FIRST_ORDER
+
 PAGE_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
 FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
-PREVIEW = "First-order model"  # the server-drawn preview chart (st.slider path)
-EXACT = "Exact ("  # the exact chart the server redraws after a component move
+# the chart titles come from the page code, so a renamed chart cannot silently leave the client finding nothing
+PREVIEW = FIRST_ORDER  # the server-drawn preview chart (st.slider path)
+EXACT = f"{EXACT_MODEL} ("  # the exact chart the server redraws after a component move
 COMPONENT = "talos_live_preview"
 
 
