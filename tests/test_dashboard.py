@@ -13,10 +13,10 @@ import pytest
 from dashboard_fixtures import REPO, TASKS
 from streamlit.testing.v1 import AppTest
 
-from dashboard import figures as F
+from dashboard import figures_core
 from dashboard.views import ARITHMETIC_TAB_KEY, ARITHMETIC_TABS
 
-F.VALIDATE = True  # the app runs in this process: validate its figures against plotly's schema
+figures_core.VALIDATE = True  # the app runs in this process: validate its figures against plotly's schema
 
 APP = str(REPO / "dashboard" / "app.py")
 PAGES = ["learn", "arithmetic", "disentanglement", "localization", "masks", "efficiency", "run"]

@@ -16,13 +16,14 @@ from test_dashboard import figure_titled, figures, open_app
 
 from dashboard import data as D
 from dashboard import figures as F
+from dashboard import figures_core
 from dashboard.data import count_test_examples
 from dashboard.protocol import budget_sentence, fixed_steps, protocol_summary
 from talos_core.errors import TalosError
 from talos_core.schema import CorruptResult
 from talos_core.store import Store
 
-F.VALIDATE = True
+figures_core.VALIDATE = True
 
 PAPER_RULE = "budget = the smallest evaluated step s such that no later validation accuracy rises by more than tol"
 

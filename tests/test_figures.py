@@ -9,9 +9,10 @@ from dashboard_fixtures import MODEL, SUITE, TASKS
 
 from dashboard import data as D
 from dashboard import figures as F
+from dashboard import figures_core
 from talos_core.errors import TalosError
 
-F.VALIDATE = True  # check every figure against plotly's schema in tests
+figures_core.VALIDATE = True  # check every figure against plotly's schema in tests
 
 
 def _name(*parts):
