@@ -19,7 +19,8 @@ import plotly.graph_objects as go
 from dashboard.plain import plain_figure
 from talos_core.errors import TalosError
 
-#: validate every figure against plotly's schema (slow; on in tests)
+#: validate every figure against plotly's schema (slow; on in tests). Set it on this module, where :func:`make_figure`
+#: reads it: :mod:`dashboard.figures` does not re-export it, since a copy there would switch nothing
 VALIDATE = os.environ.get("TALOS_DASHBOARD_VALIDATE", "") == "1"
 
 # --------------------------------------------------------------------------------------------
