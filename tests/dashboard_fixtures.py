@@ -57,9 +57,9 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
     root = Path(root)
     store = Store(root)
     store.ensure()
-    zs = {t: z for t, z in zip(TASKS, (0.35, 0.22, 0.30))}
-    ft = {"nonlinear": {t: v for t, v in zip(TASKS, (0.95, 0.97, 0.86))},
-          "talos": {t: v for t, v in zip(TASKS, (0.93, 0.96, 0.84))}}
+    zs = dict(zip(TASKS, (0.35, 0.22, 0.30)))
+    ft = {"nonlinear": dict(zip(TASKS, (0.95, 0.97, 0.86))),
+          "talos": dict(zip(TASKS, (0.93, 0.96, 0.84)))}
     interference = {"nonlinear": 0.25, "talos": 0.06}
 
     # single
@@ -105,7 +105,7 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
             ok = tv[tv.control_acc >= 0.95 * 0.60]
             best = ok.loc[ok.target_acc.idxmin()]
             selected[t] = float(best.alpha)
-            tr = [r for r in rows if r["target"] == t and r["split"] == "test" and r["alpha"] == best.alpha][0]
+            tr = next(r for r in rows if r["target"] == t and r["split"] == "test" and r["alpha"] == best.alpha)
             per_task.append({"target": t, "alpha": float(best.alpha), "target_acc": tr["target_acc"],
                              "control_acc": tr["control_acc"]})
         store.write_table("negation", _name(m), pd.DataFrame(rows), control_task=CONTROL, selected=selected,
@@ -167,7 +167,7 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
     # preview (N examples per task, C classes): jvp of task t pushes its own labels up
     n, c = 48, 10
     arrays, labels = {}, {}
-    eval_tasks = list(TASKS) + [CONTROL]
+    eval_tasks = [*TASKS, CONTROL]
     for e in eval_tasks:
         y = rng.integers(0, c, size=n)
         labels[e] = y.tolist()

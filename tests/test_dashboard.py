@@ -94,7 +94,7 @@ def test_arithmetic_slider_moves_exact_and_preview(monkeypatch, fixture_store):
     assert not np.allclose(after_prev.data[0].y, before_prev.data[0].y)
     assert any("snapped to the nearest cached grid point α = 4" in w.value for w in at.warning)
     curve = figure_titled(at, "Mean normalized accuracy")
-    assert [t for t in curve.data if t.name.startswith("selected α")][0].x[0] == 8.0
+    assert next(t for t in curve.data if t.name.startswith("selected α")).x[0] == 8.0
 
 
 def test_arithmetic_per_task_sliders(monkeypatch, fixture_store):

@@ -981,7 +981,7 @@ def test_comparison_interval_columns_from_examples_and_nan_for_old_stores(tmp_pa
     old, new = Store(tmp_path / "old"), Store(tmp_path / "new")
     _write_comparison_inputs(old, with_examples=False)
     _write_comparison_inputs(new, with_examples=True)
-    assert INTERVAL_COLUMNS == list(KINDS["comparison"].optional_columns)
+    assert list(KINDS["comparison"].optional_columns) == INTERVAL_COLUMNS
     t_old = comparison_table(old, "s", "m")
     assert list(t_old.columns) == [*COMPARISON_COLUMNS, *INTERVAL_COLUMNS]
     assert t_old[INTERVAL_COLUMNS].isna().all().all() and t_old["addition_abs"].iloc[0] == 0.5

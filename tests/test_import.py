@@ -155,7 +155,7 @@ def test_transformers_clip_vision_models_without_projection(clip_store, tmp_path
     """A CLIPVisionModel has no visual projection: visual.proj stays at θ0 (reported), the rest is the studio's
     vector — saved by transformers 5 (keys without a prefix), and in the layout of transformers 4 (``vision_model.``,
     FusionBench's checkpoints) in float16, whose conversion is reported (equal up to float16 rounding)."""
-    store, runs = clip_store
+    _store, runs = clip_store
     run, model = runs["digits"]
     own = run.task_vector()
     v5 = tmp_path / "clip-vision-v5"
@@ -250,7 +250,7 @@ def test_timm_state_dict_round_trips(tmp_path, capsys):
 # protocols and the dashboard see imported runs like any other
 # --------------------------------------------------------------------------------------------
 def test_protocols_and_dashboard_use_imported_runs(clip_store, tmp_path, capsys, monkeypatch):
-    store, runs = clip_store
+    _store, runs = clip_store
     sub = Store(tmp_path / "protocols")
     for task, (_, model) in runs.items():
         pt = tmp_path / f"ft-{task}.safetensors"

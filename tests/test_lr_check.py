@@ -130,7 +130,7 @@ def test_scales_and_step_order():
     labels = [st.label for st in steps]
     assert not [st for st in steps if st.protocol == "learning-curve"]  # the curve is the run
     for m in spec.methods:  # the first step of its method: every later one trains at the rate it chooses
-        first = next(lab for lab in labels if lab.startswith(f"{m}: ") or lab.startswith(f"{m}-"))
+        first = next(lab for lab in labels if lab.startswith((f"{m}: ", f"{m}-")))
         assert first == f"{m}: lr check"
     check = steps[labels.index("talos: lr check")]
     assert check.protocol == "lr-check" and check.trains and check.feeds

@@ -287,7 +287,7 @@ def test_plan_paper_nlp_and_models_offline(offline, tmp_path, capsys):
     assert "not measured" in plan.text() and "a maximum" in plan.text()
     large = plan_suite("paper-vision", "full", None, model="clip-vit-l-14")
     assert large.model == "clip-vit-l-14" and large.counts()["finetune_runs"] == 248
-    nl = [g for g in large.cost["groups"] if g["method"] == "nonlinear"][0]
+    nl = next(g for g in large.cost["groups"] if g["method"] == "nonlinear")
     assert nl["s_per_iter"] == 0.227 and large.cost["unmeasured_runs"] == 240
     assert main(["suite", "paper-nlp", "--plan", "--model", "t5-small", "--store", str(tmp_path / "s")]) == 0
     out = capsys.readouterr().out
@@ -341,7 +341,7 @@ def test_full_scales_train_every_run_to_its_maximum_with_early_stopping(tmp_path
         assert not [st for st in steps if st.protocol == "learning-curve"]
         seen = 0
         for st in steps:
-            if st.protocol in ("comparison",) or st.task_overrides is not None and st.protocol != "selection":
+            if st.protocol in ("comparison",) or (st.task_overrides is not None and st.protocol != "selection"):
                 continue
             ov = st.resolve(store)[1]
             assert (ov["steps"], ov["eval_every"], ov["early_stopping_patience"], ov["max_val"]) == (2000, 50, 5, 500)

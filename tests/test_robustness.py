@@ -461,7 +461,7 @@ def test_missing_mask_of_a_sparse_run_is_an_error_not_the_vector_support(good_st
     nonlinear = next(r for r in store.runs() if r.manifest.method == "nonlinear")
     assert run_mask(nonlinear) is not None  # a method without a mask: its task vector's support
     (talos.path / "mask.safetensors").unlink()
-    with pytest.raises(TalosError, match="has no mask.safetensors"):
+    with pytest.raises(TalosError, match=r"has no mask.safetensors"):
         run_mask(talos)
     code = main(["evaluate", "masks", "--model", MODEL, "--tasks", TASK, "--store", str(root), "--no-train", *TINY])
     _one_sentence(capsys, code, str(talos.path / "mask.safetensors"))

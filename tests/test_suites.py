@@ -110,7 +110,7 @@ def test_checkpoint_every_reaches_every_fine_tuning_request_and_changes_no_run_i
     for a, b in tuned:
         assert b.overrides == {**a.overrides, "checkpoint_every": 7}
     first = plain[0].overrides
-    request = dict(model="tiny-text", task="tweets", method="talos", **{k: v for k, v in first.items()})
+    request = dict(model="tiny-text", task="tweets", method="talos", **first)
     assert FinetuneRequest(**request).run_id() == FinetuneRequest(**request, checkpoint_every=7).run_id()
 
 
