@@ -86,14 +86,6 @@ class TaskVector:
     def norm(self) -> float:
         return float(torch.sqrt(sum((v.double() ** 2).sum() for v in self.values.values())))
 
-    def support(self, name: str) -> torch.Tensor:
-        """Boolean tensor of the entries this vector may change (stored entries)."""
-        if self.indices[name] is None:
-            return torch.ones(self.shapes[name], dtype=torch.bool)
-        out = torch.zeros(self.shapes[name], dtype=torch.bool)
-        out.view(-1)[self.indices[name]] = True
-        return out
-
     # ----- arithmetic -----------------------------------------------------------------------
     def __mul__(self, alpha: float) -> TaskVector:
         return TaskVector({n: v * alpha for n, v in self.values.items()}, dict(self.indices), dict(self.shapes))

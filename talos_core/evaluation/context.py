@@ -221,10 +221,6 @@ class EvalContext:
         return base_and_jvps(self.model, self.spec(task), self.split(task, split), list(vectors),
                              batch_size=self.batch_size)
 
-    def state_snapshot(self) -> dict[str, torch.Tensor]:
-        """A copy of the model's parameters (for tests of exact restore)."""
-        return {n: p.detach().clone() for n, p in self.model.named_parameters()}
-
 
 def accuracy_of(logits: torch.Tensor | np.ndarray, labels: np.ndarray) -> float:
     """Top-1 accuracy of ``argmax(logits)`` against ``labels`` (NaN for an empty split).

@@ -138,9 +138,6 @@ class ExamplesResult:
     meta: dict
     arrays: dict[str, np.ndarray]
 
-    def example_set(self) -> ExampleSet:
-        return ExampleSet(self.meta, self.arrays)
-
 
 def _argmax(logits) -> np.ndarray:
     return np.asarray(logits.argmax(-1)).astype(np.int32)
