@@ -1,4 +1,5 @@
-"""Load: one dashboard server, N concurrent browser sessions moving the Arithmetic α slider (issue 15).
+"""Load: one dashboard server, N concurrent browser sessions moving the Arithmetic α slider (a
+workshop room shares one server).
 
 A bounded load script against localhost, not a timed test. It
 

@@ -1,4 +1,5 @@
-"""Slider latency: one browser session, time from an Arithmetic α slider move to the updated preview chart (issue 17).
+"""Slider latency: one browser session, time from an Arithmetic α slider move to the updated preview chart (a slider
+must feel live).
 
 A measurement script, not a timed test. It starts one dashboard server on the shipped ``cached_results/`` (or
 ``--store``; ``--root`` serves another checkout, e.g. main's page from a ``git archive`` copy, for a before/after

@@ -29,7 +29,7 @@ and an out-of-memory configuration becomes a row instead of ending the run), one
   what NVML, the paper's monitor, sees). On CPU: the process's peak RSS (see ``bench/common.py``).
 
 Ratios against non-linear FT of the same run (iteration speed-up, peak-memory ratio) are printed beside the
-paper's published values and the issue's goals (TaLoS: speed-up ≥ 2.26× ViT-B/32, ≥ 3.78× ViT-L/14; memory ratio
+paper's published values and the goals we hold it to (TaLoS: speed-up ≥ 2.26× ViT-B/32, ≥ 3.78× ViT-L/14; memory ratio
 ≤ 0.72, ≤ 0.42). Every table names the device (``torch.cuda.get_device_name``).
 
 Per-sample Fisher (:func:`talos_core.fisher.fisher_scores`, the calibration engine) vs one backward per sample

@@ -1,4 +1,4 @@
-"""The lr check on the dashboard (issue 13): the loader, the pure table and sentence on hand-made results with
+"""The lr check on the dashboard: the loader, the pure table and sentence on hand-made results with
 known answers, and the Efficiency page (AppTest) with and without lr_check results."""
 
 from __future__ import annotations

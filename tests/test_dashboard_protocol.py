@@ -1,4 +1,4 @@
-"""Issue 13 on the dashboard: learning curves (Efficiency), chosen hyperparameters beside the results
+"""The paper's protocol on the dashboard: learning curves (Efficiency), chosen hyperparameters beside the results
 (Arithmetic, Efficiency), the protocol block (Learn). Pure functions on hand-made inputs with known answers,
 then the pages through AppTest on a hand-written store (fast) and on a store written by the real
 ``learning-curve`` and ``selection`` protocols on the tiny model (slow)."""

@@ -1,4 +1,4 @@
-"""The dashboard as a server for a room (issue 15): it listens on 127.0.0.1 unless told otherwise, serves only
+"""The dashboard as a server for a room: it listens on 127.0.0.1 unless told otherwise, serves only
 stores under its configured roots (``?store=`` elsewhere is refused, nothing created, existence not revealed),
 writes only into the user's store, has a read-only mode and job caps, and shows store-supplied text as plain
 text (a crafted store cannot make the viewer's browser fetch an image); a preview's arrays stay inside the store.

@@ -841,7 +841,7 @@ def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# per-example correctness and 95% bootstrap intervals (issue 13, item 5)
+# per-example correctness and 95% bootstrap intervals (how sure a difference is)
 # --------------------------------------------------------------------------------------------
 def _decode(text: str) -> np.ndarray:
     from talos_core.evaluation.stats import decode_examples

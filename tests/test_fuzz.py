@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the CLI and the store (issue 33): generated values for every numeric option of every
+"""Property-based fuzzing of the CLI and the store: generated values for every numeric option of every
 command, and mutated fields of a tiny store's manifests and results JSON; and the classes a hostile user's probes
 found: manifests rewritten consistently (format downgrades, checksums nulled or recomputed, files swapped between
 runs or scaled), pathological JSON (nesting, duplicate keys, non-finite numbers, sizes, repeated table rows),

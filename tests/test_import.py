@@ -1,4 +1,4 @@
-"""``talos import`` (issue 32): checkpoints fine-tuned elsewhere become runs of method ``imported`` whose task vector
+"""``talos import``: checkpoints fine-tuned elsewhere become runs of method ``imported`` whose task vector
 θ_ft − θ0 equals the studio's own for the same fine-tuning — transformers CLIP vision folders (mapped onto open_clip by
 an explicit, tested key mapping), open_clip state dicts, transformers BertModel folders (tiny-text, MiniLM) — and the
 protocols evaluate them like any other run; every bad checkpoint gets one sentence, exit 2, nothing written."""

@@ -1,4 +1,4 @@
-"""The learning rate re-checked at the step budget (issue 13): the rule on hand-made numbers with known answers,
+"""The learning rate re-checked at the step budget: the rule on hand-made numbers with known answers,
 the suite steps (order, overrides, run ids shared with the suite's rows, run parts), bad input, the protocol on
 the tiny model and the report line."""
 

@@ -1,4 +1,4 @@
-"""Store-supplied strings reach Plotly figures as plain text (issue 15): Plotly.js renders an HTML subset (links,
+"""Store-supplied strings reach Plotly figures as plain text: Plotly.js renders an HTML subset (links,
 ``<span style>``, ``<b>``, ...) in titles, tick labels, legends, hover labels and annotations, so every figure function
 escapes the strings among its arguments (``dashboard.plain.plain_figure``)."""
 

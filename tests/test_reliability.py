@@ -1,4 +1,4 @@
-"""Issue 33: seven holes found by probing, and the smaller ones beside them — each refused with one sentence (exit 2,
+"""Seven holes found by probing, and the smaller ones beside them — each refused with one sentence (exit 2,
 or 1 for a corrupt store), nothing written, never a traceback or a silently wrong number."""
 
 from __future__ import annotations
