@@ -1,4 +1,5 @@
-"""Benchmark: padded tokens per MiniLM fine-tuning step, random vs length-grouped batches (issue 30).
+"""Benchmark: padded tokens per MiniLM fine-tuning step, random vs length-grouped batches (what
+grouping by length saves).
 
 ``python -m bench.bench_batching [--steps 400] [--batch-size 32] [--max-train 20000] [--tasks ...]``
 

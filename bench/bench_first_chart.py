@@ -1,4 +1,5 @@
-"""First chart of a new browser session: before and after, side by side in one run (issue 31).
+"""First chart of a new browser session: before and after, side by side in one run (the first chart
+is what a new visitor waits for).
 
 A measurement script, not a timed test. It serves the shipped ``cached_results/`` (or ``--store``) twice, with the
 same ``talos dashboard`` command line: **after** = this checkout, **before** = the ``dashboard/`` and
@@ -41,7 +42,7 @@ from pathlib import Path
 from bench.server import ROOT, dashboard
 
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
-#: the commit before issue 31's dashboard work
+#: the commit before the dashboard's first-chart work: the 'before' of the comparison
 DEFAULT_BASELINE = "c07adf0"
 DEFAULT_PAGES = ("learn", "arithmetic", "arithmetic?suite=vision")
 
@@ -178,7 +179,7 @@ def table(res: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", default=DEFAULT_BASELINE,
-                    help=f"git revision served as 'before' (default {DEFAULT_BASELINE}, before issue 31)")
+                    help=f"git revision served as 'before' (default {DEFAULT_BASELINE}, before the first-chart work)")
     ap.add_argument("--reps", type=int, default=5, help="first-time visits per page and variant (default 5)")
     ap.add_argument("--pages", nargs="+", default=list(DEFAULT_PAGES),
                     help="page paths with their query (default: learn, arithmetic, arithmetic?suite=vision)")

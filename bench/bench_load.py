@@ -1,4 +1,5 @@
-"""Load: one dashboard server, N concurrent browser sessions moving the Arithmetic α slider (issue 15).
+"""Load: one dashboard server, N concurrent browser sessions moving the Arithmetic α slider (a
+workshop room shares one server).
 
 A bounded load script against localhost, not a timed test. It
 
@@ -139,7 +140,7 @@ async def _session(i: int, browser, url: str, seconds: float, move_timeout: floa
             await page.goto(url, timeout=load_timeout * 1000)
             await page.wait_for_function(f"() => ({SIGNATURE_JS})({json.dumps(PREVIEW)}) !== null",
                                          timeout=load_timeout * 1000, polling=250)
-        except Exception as exc:  # noqa: BLE001 (Playwright's TimeoutError and navigation errors alike)
+        except Exception as exc:  # Playwright's TimeoutError and navigation errors alike
             stats["load_failures"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
             return
         stats["load_ms"].append((time.monotonic() - t0) * 1000)
@@ -160,13 +161,13 @@ async def _session(i: int, browser, url: str, seconds: float, move_timeout: floa
                 await page.wait_for_function(CHANGED_JS, arg=[PREVIEW, prev], timeout=move_timeout * 1000,
                                              polling=50)
                 stats["move_ms"].append((time.monotonic() - t) * 1000)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 stats["timeouts"].append(f"session {i}: {type(exc).__name__}")
                 await slider.focus()  # a rerun may have re-created the input
         n_err = await page.evaluate(ERRORS_JS)
         if n_err:
             stats["streamlit_errors"].append(f"session {i}: {n_err} error element(s)")
-    except Exception as exc:  # noqa: BLE001 (a session that broke mid-way is an error, the others go on)
+    except Exception as exc:  # a session that broke mid-way is an error, the others go on
         stats["session_errors"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     finally:
         await ctx.close()
@@ -231,7 +232,7 @@ async def _ws_session(i: int, base: str, page: str, seconds: float, move_timeout
                 else:
                     stats["preview_ms"].append((at - t) * 1000)
                     title = new_title
-    except Exception as exc:  # noqa: BLE001 (a closed connection, a protocol surprise: an error, the others go on)
+    except Exception as exc:  # a closed connection, a protocol surprise: an error, the others go on
         first_line = (str(exc).splitlines() or [""])[0]
         stats["session_errors"].append(f"session {i}: {type(exc).__name__}: {first_line}")
 
@@ -277,7 +278,8 @@ def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: 
     if ramp is None:
         ramp = 0.5 if client == "ws" else 0.0
     port = free_port()
-    log = tempfile.NamedTemporaryFile("w+", prefix="talos_load_", suffix=".log", delete=False)
+    # the server writes to its log while it runs: no context manager
+    log = tempfile.NamedTemporaryFile("w+", prefix="talos_load_", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--read-only"], cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
@@ -328,7 +330,7 @@ def run(sessions: int, seconds: float, path: str = "/arithmetic", move_timeout: 
         "rss_before_mb": before, "rss_peak_mb": mem.peak_mb(), "rss_after_mb": after,
         "wall_s": wall, "server_cpu_s": server_cpu, "server_cpu_share": server_cpu / wall if wall else None,
         "server_log": log.name, "server_cpu_s_per_move": server_cpu / len(moves) if moves else None,
-        "error_samples": {k: stats[k][:5] for k in errors if k in stats and stats[k]},
+        "error_samples": {k: stats[k][:5] for k in errors if stats.get(k)},
     }
 
 

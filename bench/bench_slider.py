@@ -1,4 +1,5 @@
-"""Slider latency: one browser session, time from an Arithmetic α slider move to the updated preview chart (issue 17).
+"""Slider latency: one browser session, time from an Arithmetic α slider move to the updated preview chart (a slider
+must feel live).
 
 A measurement script, not a timed test. It starts one dashboard server on the shipped ``cached_results/`` (or
 ``--store``; ``--root`` serves another checkout, e.g. main's page from a ``git archive`` copy, for a before/after
@@ -52,24 +53,24 @@ REDRAWN_JS = """() => { let n = 0; for (const el of document.querySelectorAll('.
 
 
 # in-page clock: keydown time, and the time of the first animation frame whose preview signature changed
-PROBE_JS = """(prefix) => {
-    const B = window.__talosBench = window.__talosBench || {};
-    const sig = () => (%s)(prefix);
+PROBE_JS = f"""(prefix) => {{
+    const B = window.__talosBench = window.__talosBench || {{}};
+    const sig = () => ({SIGNATURE_JS})(prefix);
     B.sig = sig(); B.keyAt = null; B.changedAt = null;
-    if (!B.installed) {
+    if (!B.installed) {{
         B.installed = true;
-        document.addEventListener('keydown', (e) => { B.keyAt = e.timeStamp; B.before = B.sig; }, true);
-        const tick = () => {
+        document.addEventListener('keydown', (e) => {{ B.keyAt = e.timeStamp; B.before = B.sig; }}, true);
+        const tick = () => {{
             const now = sig();
             if (B.keyAt !== null && B.changedAt === null && now !== null && now !== B.before)
                 B.changedAt = performance.now();
             B.sig = now;
             requestAnimationFrame(tick);
-        };
+        }};
         requestAnimationFrame(tick);
-    }
+    }}
     return B.sig !== null;
-}""" % SIGNATURE_JS
+}}"""
 RESULT_JS = """() => { const B = window.__talosBench; const L = window.__talosLive && window.__talosLive.lastInput;
     return [B.keyAt, B.changedAt, L && L.start >= B.keyAt ? L.drawn - L.start : null]; }"""
 
@@ -116,7 +117,7 @@ async def _measure(url: str, moves: int, pause: float, timeout: float) -> dict:
                     out["page_ms"].append(changed_at - key_at)
                     if draw is not None:
                         out["draw_ms"].append(draw)
-                except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
+                except Exception:  # Playwright's TimeoutError
                     out["timeouts"] += 1
                 await asyncio.sleep(pause)
                 out["ws_bytes"].append(received[0] - got_before)
@@ -135,7 +136,8 @@ def _stats(ms: list[float], unit: str = "ms") -> dict:
 def run(moves: int = 20, pause: float = 1.5, timeout: float = 10.0, store: str | None = None,
         path: str = "/arithmetic", root: str | Path | None = None) -> dict:
     port = free_port()
-    log = tempfile.NamedTemporaryFile("w+", prefix="talos_slider_", suffix=".log", delete=False)
+    # the server writes to its log while it runs: no context manager
+    log = tempfile.NamedTemporaryFile("w+", prefix="talos_slider_", suffix=".log", delete=False)  # noqa: SIM115
     cmd = [sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port), "--read-only"]
     if store:
         cmd += ["--store", store]

@@ -29,7 +29,7 @@ and an out-of-memory configuration becomes a row instead of ending the run), one
   what NVML, the paper's monitor, sees). On CPU: the process's peak RSS (see ``bench/common.py``).
 
 Ratios against non-linear FT of the same run (iteration speed-up, peak-memory ratio) are printed beside the
-paper's published values and the issue's goals (TaLoS: speed-up ≥ 2.26× ViT-B/32, ≥ 3.78× ViT-L/14; memory ratio
+paper's published values and the goals we hold it to (TaLoS: speed-up ≥ 2.26× ViT-B/32, ≥ 3.78× ViT-L/14; memory ratio
 ≤ 0.72, ≤ 0.42). Every table names the device (``torch.cuda.get_device_name``).
 
 Per-sample Fisher (:func:`talos_core.fisher.fisher_scores`, the calibration engine) vs one backward per sample
@@ -212,7 +212,7 @@ def job_train(a: dict) -> dict:
                    final_loss=res.history[-1]["loss"] if res.history else None)
         if device.type == "cuda":
             out["reserved_mb"] = torch.cuda.max_memory_reserved(device) / 2**20
-    except Exception as exc:  # noqa: BLE001 - an OOM configuration is a result row, not a crash
+    except Exception as exc:  # an OOM configuration is a result row, not a crash
         if not _is_oom(exc):
             raise
         out.update(oom=True, error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}",
@@ -371,7 +371,7 @@ def run_model(model: str, device: str, s: dict, precision: str, timeout: float, 
         try:
             mask = ensure_mask(case, device, _time_left(timeout, deadline))
             out["mask"] = mask
-        except Exception as exc:  # noqa: BLE001 - report and go on with the other methods
+        except Exception as exc:  # report and go on with the other methods
             out["mask_error"] = _short(exc)
             print(f"  TaLoS mask FAILED: {out['mask_error']}", flush=True)
     if bound and mask is not None and _time_left(timeout, deadline) is not None:
@@ -381,7 +381,7 @@ def run_model(model: str, device: str, s: dict, precision: str, timeout: float, 
             print(f"  exact-gradient bound at batch {s['batch']}: fwd+bwd speed-up ≤ {b['speedup']:.3f} "
                   f"(row-split weight gradients {b['speedup_rows']:.3f}), memory ratio {b['memory_ratio']:.3f} "
                   f"(fp32 activations), forward floor {b['forward_floor']:.2f}", flush=True)
-        except Exception as exc:  # noqa: BLE001 - the bound is an extra row, never the end of the run
+        except Exception as exc:  # the bound is an extra row, never the end of the run
             out["bound"] = {"error": _short(exc)}
             print(f"  exact-gradient bound FAILED: {out['bound']['error']}", flush=True)
     for method in methods:
@@ -399,7 +399,7 @@ def run_model(model: str, device: str, s: dict, precision: str, timeout: float, 
                 args["mask"] = mask["path"]
             try:
                 r = run_worker("t3_train", args, timeout=limit, module=WORKER)
-            except Exception as exc:  # noqa: BLE001 - one failing configuration must not stop the others
+            except Exception as exc:  # one failing configuration must not stop the others
                 r = {"method": method, "error": _short(exc), "oom": "out of memory" in str(exc).lower()}
             r["wall_s"] = time.perf_counter() - t0
             out["methods"][method] = r
@@ -484,7 +484,7 @@ def model_table(res: dict) -> str:
                      f"⌈n/32⌉ steps; only which entries are picked depends on it).")
     if res.get("mask_error"):
         extra.append(f"TaLoS mask calibration failed: {res['mask_error']}")
-    return "\n".join([title, "", table, *([""] + notes if notes else []), *([""] + extra if extra else [])])
+    return "\n".join([title, "", table, *(["", *notes] if notes else []), *(["", *extra] if extra else [])])
 
 
 def goals_table(results: list[dict]) -> str:
@@ -591,7 +591,7 @@ def main(argv: list[str] | None = None) -> dict:
             f = payload["fisher"]
             print(f"  engine {f['engine_s']:.3f} s vs loop {f['loop_s']:.3f} s: "
                   f"{fmt(ratio(f['loop_s'], f['engine_s']))}× ({f['engine']}) [{name}]", flush=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             payload["fisher"] = {"model": s["fisher_model"], "error": _short(exc)}
             print(f"  FAILED: {payload['fisher']['error']}", flush=True)
         write_json(args.json, payload)
@@ -606,7 +606,7 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             on_row(run_model(model, device, s, args.precision, timeout, name, args.methods, deadline=deadline,
                              on_row=on_row, bound=args.bound))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"  {model} FAILED: {_short(exc)}", flush=True)
             payload.setdefault("errors", []).append({"model": model, "error": _short(exc)})
         if model == s["fisher_model"] and not args.no_fisher and "fisher" not in payload:

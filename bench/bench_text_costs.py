@@ -1,4 +1,4 @@
-"""Benchmark: what a MiniLM fine-tuning step and an evaluation pass cost, before and after issue 30's batching.
+"""Benchmark: what a MiniLM fine-tuning step and an evaluation pass cost, before and after batching by length.
 
 ``python -m bench.bench_text_costs [--tasks tweets,drug-reviews,fortune-topics] [--steps 8] [--examples 400]
 [--batch 32] [--no-steps]``

@@ -59,7 +59,7 @@ class Case:
     eval_examples: int
     gpu_only: bool = False
 
-    def for_device(self, device: str) -> "Case":
+    def for_device(self, device: str) -> Case:
         if device == "cpu":
             return self
         scale = dict(ft_batch=max(self.ft_batch, 32), ft_iters=max(self.ft_iters, 10),

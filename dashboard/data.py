@@ -65,7 +65,6 @@ from dashboard.data_loaders import (
     load_negation,
     load_selection,
     load_sharing,
-    load_single_extra,
     load_suite,
     load_table,
     order_methods,
@@ -81,7 +80,7 @@ __all__ = ["Addition", "INDEX_COLUMNS", "LOADERS", "LearningCurve", "LrCheck", "
            "count_test_examples", "exact_predictions", "example_counts", "file_stamp", "format_choice", "get",
            "get_examples", "get_preview", "index", "load_addition", "load_disentanglement", "load_learning_curve",
            "load_localization", "load_lr_check", "load_mask_iou", "load_negation", "load_selection", "load_sharing",
-           "load_single_extra", "load_suite", "load_table", "localization_table", "mask_diagnostics", "masks_with",
+           "load_suite", "load_table", "localization_table", "mask_diagnostics", "masks_with",
            "negation_at", "order_methods", "selection_candidates", "shared_region", "single_reference", "snap",
            "store_index", "store_signature", "suite_record", "try_get", "xi_at", "xi_long_table", "xi_region_mean"]
 

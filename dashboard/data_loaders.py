@@ -287,11 +287,6 @@ def load_table(root: str | Path, kind: str, name: str) -> pd.DataFrame:
     return _table(schema.read_result(root, kind, name), kind, name, info.columns)
 
 
-def load_single_extra(root: str | Path, name: str) -> dict:
-    """The ``runs`` mapping stored next to the single-task table."""
-    return dict(schema.read_result(root, "single", name).get("runs") or {})
-
-
 def load_suite(root: str | Path, name: str) -> dict:
     return schema.read_result(root, "suite", name)
 

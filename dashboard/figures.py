@@ -57,7 +57,6 @@ from dashboard.figures_compare import (
     separated_best,
 )
 from dashboard.figures_core import (
-    DIVERGING,
     LAYER_LABELS,
     LAYER_TYPES,
     LIGHT_TEMPLATE,
@@ -108,7 +107,7 @@ from dashboard.figures_masks import (
 )
 
 __all__ = ["BEST_STYLE", "CHAR_PX", "COMPARISON_HEADERS", "COMPARISON_HIGHER_BETTER", "COMPARISON_LOWER_BETTER",
-           "ComparisonTable", "DIVERGING", "HALF_COLUMN_PX", "INTERVAL_SUFFIXES", "LAYER_LABELS", "LAYER_TYPES",
+           "ComparisonTable", "HALF_COLUMN_PX", "INTERVAL_SUFFIXES", "LAYER_LABELS", "LAYER_TYPES",
            "LIGHT_TEMPLATE", "MARK_COLOR", "MATRIX_COLORBAR", "MATRIX_MARGIN", "MEMORY_KINDS", "METHOD_COLORS",
            "PUBLISHED_ADDITION_VITB32", "PUBLISHED_SOURCE", "SEQUENTIAL", "SHARING_DONE", "SINGLE_TASK_COLOR",
            "ZERO_SHOT_COLOR", "alpha_curve", "arithmetic_bars", "best_per_column", "centered_colorscale",

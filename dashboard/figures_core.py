@@ -68,7 +68,6 @@ def layer_label(name: str) -> str:
     """
     return LAYER_LABELS.get(str(name), str(name))
 
-DIVERGING = "RdBu"
 SEQUENTIAL = "Viridis"
 
 

@@ -354,7 +354,7 @@ def run_job(job_dir: str | Path) -> int:
     _write_json(job_dir / "status.json", status)
     stopping = {"flag": False}
 
-    def _term(signum, frame):  # noqa: ARG001
+    def _term(signum, frame):
         stopping["flag"] = True
         raise KeyboardInterrupt
 

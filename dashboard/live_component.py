@@ -62,7 +62,7 @@ def in_app_test() -> bool:
 
     try:  # st.get_option reads a cached copy; AppTest patches the config itself
         return bool(config.get_option("global.appTest"))
-    except Exception:  # noqa: BLE001 (an unknown option in another Streamlit version: not a test)
+    except Exception:  # an unknown option in another Streamlit version: not a test
         return False
 
 

@@ -1,4 +1,4 @@
-"""Shipped and user results side by side (issue 15): one view over every store the server serves.
+"""Shipped and user results side by side: one view over every store the server serves.
 
 The sidebar's store picker has one more choice, **"All stores side by side"** (``?store=all``), the default when
 the server was started without ``--store`` and more than one of its stores holds results (e.g. the shipped results

@@ -1,6 +1,6 @@
 """The protocol behind a store's results, as text (pure: dicts in, markdown lines out; no Streamlit).
 
-The Learn page names the protocol that produced what the dashboard shows (issue 13): the training budget,
+The Learn page names the protocol that produced what the dashboard shows, so no number is read without it: the budget,
 batch size, α grid, hyperparameter selection, ξ grid and test-set size. Everything is read from what the
 store records: the suite record (``results/suite/<suite>.json``, its ``scale_settings``), the learning-curve
 results (budgets per method), the selection results (what was chosen per task, by which rule) and, where
@@ -367,7 +367,7 @@ def fixed_steps(suite: Mapping[str, Any] | None) -> int | None:
 
 
 # --------------------------------------------------------------------------------------------
-# the learning rate re-checked at the step budget (lr_check results; issue 13)
+# the learning rate re-checked at the step budget (lr_check results): a rate chosen at another budget may not hold
 # --------------------------------------------------------------------------------------------
 LR_CHECK_COLUMNS = ["method", "budget (steps)", "tasks", "suite lr", "mean val acc at the suite lr",
                     "other lrs: mean val acc", "best lr", "verdict"]

@@ -96,7 +96,7 @@ class _BeforeTorchvision:
     """A ``sys.meta_path`` finder that finds nothing: it runs :func:`install` the first time anything looks
     up ``torchvision`` (an import, or ``importlib.util.find_spec``), then removes itself."""
 
-    def find_spec(self, fullname: str, path=None, target=None):  # noqa: ARG002 (finder protocol)
+    def find_spec(self, fullname: str, path=None, target=None):  # finder protocol
         if fullname == "torchvision" and self in sys.meta_path:
             sys.meta_path.remove(self)  # first, so the lookups inside install() do not come back here
             try:

@@ -237,7 +237,7 @@ def load_safetensors(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str
     try:
         with safe_open(str(path), framework="pt") as fh:
             meta = fh.metadata() or {}
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - safe_open has keys() but no __iter__
     except Exception as exc:  # safetensors raises its own error types for bad headers
         raise TalosError(f"corrupt safetensors file {path}: {exc}") from None
     return tensors, meta

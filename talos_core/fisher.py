@@ -284,9 +284,8 @@ class _LayerwiseMode(TorchFunctionMode):
                         and h.dim() >= 2 and h.shape[-1] == w.shape[0]:
                     self._claim(h, wn)
                     return _SquareAffine.apply(h, w, None, self, wn, None)
-        elif func is F.multi_head_attention_forward:
-            if self._touches_tracked(args, kwargs):
-                return self._self_attention(*args, **kwargs)
+        elif func is F.multi_head_attention_forward and self._touches_tracked(args, kwargs):
+            return self._self_attention(*args, **kwargs)
         out = func(*args, **kwargs)
         if self._touches_tracked(args, kwargs):
             flat = out if isinstance(out, (list, tuple)) else (out,)
@@ -395,7 +394,7 @@ class _BatchSampler:
 
 
 #: per model: {(batch keys, target): names verified for the layer-wise engine, or None = unsupported}
-_LAYERWISE_VERIFIED: "weakref.WeakKeyDictionary[TaskModel, dict]" = weakref.WeakKeyDictionary()
+_LAYERWISE_VERIFIED: weakref.WeakKeyDictionary[TaskModel, dict] = weakref.WeakKeyDictionary()
 
 
 def _layerwise_ok(model: TaskModel, diff: dict[str, torch.Tensor], const: dict[str, torch.Tensor],

@@ -118,7 +118,7 @@ class ImportRequest:
     path: str
     label: str | None = None
 
-    def checked(self) -> "ImportRequest":
+    def checked(self) -> ImportRequest:
         """The request with its task named canonically and its label resolved, after checking model, task, label
         and that the path exists (one :class:`TalosError` each; nothing read yet)."""
         from talos_core.pipeline import check_model_task

@@ -53,12 +53,6 @@ Mask = dict[str, torch.Tensor]
 # --------------------------------------------------------------------------------------------
 # mask helpers
 # --------------------------------------------------------------------------------------------
-def full_mask(model: TaskModel) -> Mask:
-    """All maskable entries trainable."""
-    params = dict(model.named_parameters())
-    return {n: torch.ones_like(params[n], dtype=torch.bool) for n in model.maskable_names()}
-
-
 def mask_density(mask: Mask) -> float:
     """Fraction of ``True`` entries over all entries of the mask.
 

@@ -40,7 +40,6 @@ import os
 import platform
 import re
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -819,10 +818,6 @@ def export_store(source: str | Path, dest: str | Path, *, artifacts: bool = Fals
                 shutil.rmtree(folder)
                 counts["removed_runs"] += 1
     return counts
-
-
-def tempdir(prefix: str = "talos-") -> Path:
-    return Path(tempfile.mkdtemp(prefix=prefix))
 
 
 def record_checksums(store: Store) -> list[tuple[str, str]]:

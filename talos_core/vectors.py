@@ -37,7 +37,7 @@ class TaskVector:
 
     # ----- construction ---------------------------------------------------------------------
     @classmethod
-    def from_dense(cls, deltas: dict[str, torch.Tensor], sparse_below: float = 0.5) -> "TaskVector":
+    def from_dense(cls, deltas: dict[str, torch.Tensor], sparse_below: float = 0.5) -> TaskVector:
         """Build from dense deltas, storing a tensor sparsely when its non-zero density < ``sparse_below``.
 
         >>> tv = TaskVector.from_dense({"w": torch.tensor([[0.0, 2.0], [0.0, 0.0]])})
@@ -59,7 +59,7 @@ class TaskVector:
 
     @classmethod
     def from_entries(cls, values: dict[str, torch.Tensor], indices: dict[str, torch.Tensor | None],
-                     shapes: dict[str, tuple[int, ...]]) -> "TaskVector":
+                     shapes: dict[str, tuple[int, ...]]) -> TaskVector:
         return cls(dict(values), dict(indices), {k: tuple(v) for k, v in shapes.items()})
 
     # ----- views ----------------------------------------------------------------------------
@@ -86,27 +86,19 @@ class TaskVector:
     def norm(self) -> float:
         return float(torch.sqrt(sum((v.double() ** 2).sum() for v in self.values.values())))
 
-    def support(self, name: str) -> torch.Tensor:
-        """Boolean tensor of the entries this vector may change (stored entries)."""
-        if self.indices[name] is None:
-            return torch.ones(self.shapes[name], dtype=torch.bool)
-        out = torch.zeros(self.shapes[name], dtype=torch.bool)
-        out.view(-1)[self.indices[name]] = True
-        return out
-
     # ----- arithmetic -----------------------------------------------------------------------
-    def __mul__(self, alpha: float) -> "TaskVector":
+    def __mul__(self, alpha: float) -> TaskVector:
         return TaskVector({n: v * alpha for n, v in self.values.items()}, dict(self.indices), dict(self.shapes))
 
     __rmul__ = __mul__
 
-    def __neg__(self) -> "TaskVector":
+    def __neg__(self) -> TaskVector:
         return self * -1.0
 
-    def __add__(self, other: "TaskVector") -> "TaskVector":
+    def __add__(self, other: TaskVector) -> TaskVector:
         return sum_vectors([self, other])
 
-    def __sub__(self, other: "TaskVector") -> "TaskVector":
+    def __sub__(self, other: TaskVector) -> TaskVector:
         return sum_vectors([self, -other])
 
     # ----- io -------------------------------------------------------------------------------
@@ -120,7 +112,7 @@ class TaskVector:
         atomic_save_safetensors(tensors, Path(path), meta)
 
     @classmethod
-    def load(cls, path: str | Path) -> "TaskVector":
+    def load(cls, path: str | Path) -> TaskVector:
         """Read a task vector file; a file that is not one, or whose entries are inconsistent (an index outside
         its tensor, values and indices of different lengths, a dense entry of the wrong shape) or not finite
         (NaN, ±inf), is one :class:`TalosError` naming the file."""

@@ -10,10 +10,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # exact-value tests depend on the CPU; tests of bf16 evaluation ask for it explicitly
 os.environ.setdefault("TALOS_EVAL_PRECISION", "fp32")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-import talos_core  # noqa: E402,F401  (installs the torchvision guard)
+import talos_core  # noqa: F401  (installs the torchvision guard)
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 

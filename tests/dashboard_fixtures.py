@@ -57,9 +57,9 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
     root = Path(root)
     store = Store(root)
     store.ensure()
-    zs = {t: z for t, z in zip(TASKS, (0.35, 0.22, 0.30))}
-    ft = {"nonlinear": {t: v for t, v in zip(TASKS, (0.95, 0.97, 0.86))},
-          "talos": {t: v for t, v in zip(TASKS, (0.93, 0.96, 0.84))}}
+    zs = dict(zip(TASKS, (0.35, 0.22, 0.30)))
+    ft = {"nonlinear": dict(zip(TASKS, (0.95, 0.97, 0.86))),
+          "talos": dict(zip(TASKS, (0.93, 0.96, 0.84)))}
     interference = {"nonlinear": 0.25, "talos": 0.06}
 
     # single
@@ -105,7 +105,7 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
             ok = tv[tv.control_acc >= 0.95 * 0.60]
             best = ok.loc[ok.target_acc.idxmin()]
             selected[t] = float(best.alpha)
-            tr = [r for r in rows if r["target"] == t and r["split"] == "test" and r["alpha"] == best.alpha][0]
+            tr = next(r for r in rows if r["target"] == t and r["split"] == "test" and r["alpha"] == best.alpha)
             per_task.append({"target": t, "alpha": float(best.alpha), "target_acc": tr["target_acc"],
                              "control_acc": tr["control_acc"]})
         store.write_table("negation", _name(m), pd.DataFrame(rows), control_task=CONTROL, selected=selected,
@@ -167,7 +167,7 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
     # preview (N examples per task, C classes): jvp of task t pushes its own labels up
     n, c = 48, 10
     arrays, labels = {}, {}
-    eval_tasks = list(TASKS) + [CONTROL]
+    eval_tasks = [*TASKS, CONTROL]
     for e in eval_tasks:
         y = rng.integers(0, c, size=n)
         labels[e] = y.tolist()
@@ -267,14 +267,14 @@ def write_fixture_store(root: str | Path, *, seed: int = 0) -> Path:
                  for t in TASKS for k in range(10, 61, 10)]
         store.write_table("learning_curve", _name(m), pd.DataFrame(curve), budget=50, rule="synthetic fixture",
                           tolerance=0.01, eval_every=10, steps=60)
-    # the learning rate re-checked at the budget (issue 13): TaLoS's own 1e-3 against 1e-4 on the first two tasks
+    # the learning rate re-checked at the budget: TaLoS's own 1e-3 against 1e-4 on the first two tasks
     check = [{"task": t, "lr": lr, "val_acc": acc, "run_id": f"run-{t}-lr{lr:g}", "steps": 50}
              for lr, accs in ((1e-4, (0.6, 0.7)), (1e-3, (0.8, 0.7))) for t, acc in zip(TASKS[:2], accs)]
     store.write_table("lr_check", _name("talos"), pd.DataFrame(check), suite_lr=1e-3, best_lr=1e-3, agrees=True,
                       means=[{"lr": 1e-4, "val_acc": 0.65}, {"lr": 1e-3, "val_acc": 0.75}], rule="synthetic fixture",
                       budget=50, values=[1e-4, 1e-3], tasks=list(TASKS[:2]), row="talos-k0.9", method="talos",
                       model=MODEL, suite=SUITE)
-    # TaLoS's rows under both α grids (issue 29: the paper's stretched grid against the official code's 0…1)
+    # TaLoS's rows under both α grids (the paper's stretched grid against the official code's 0…1)
     store.write_table("alpha_rule", _name("talos"), pd.DataFrame([
         {"rule": "paper", "alpha_max": 100.0, "addition_alpha": 1.0, "addition_abs": 0.74, "addition_norm": 0.95,
          "negation_target": 0.16, "negation_control": 0.62},

@@ -1,5 +1,5 @@
 """The ``alpha-rule`` protocol (addition and negation under the paper's and the official code's α grids) and claim
-(a) re-judged with its rows (issue 29: "measure the other on one suite and report where it changes a verdict")."""
+(a) re-judged with its rows: the other α grid is measured on a suite to report where it changes a verdict."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Architecture rules: imports of ``talos_core``, ``dashboard`` and ``bench`` point down the data path (no cycles),
-and nothing edits ``sys.path`` to find the project's own packages."""
+"""Architecture rules: imports of ``talos_core``, ``dashboard`` and ``bench`` point down the layers of the data path
+(``LAYERS``; no cycles), and nothing edits ``sys.path`` to find the project's own packages."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -22,14 +23,15 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module → project modules it imports, counting every import (module level or inside a function),
+@functools.cache
+def import_edges() -> dict[str, list[tuple[str, int]]]:
+    """Module → ``(project module it imports, line)`` for every import (module level or inside a function),
     ``from pkg import sub`` as an import of ``pkg.sub``, and relative imports."""
     mods = _modules()
-    graph: dict[str, set[str]] = {}
+    edges: dict[str, list[tuple[str, int]]] = {}
     for name, path in mods.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        deps: set[str] = set()
+        found: list[tuple[str, int]] = []
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
@@ -45,10 +47,15 @@ def import_graph() -> dict[str, set[str]]:
                 # the longest project module that the dotted name starts with
                 while target and target not in mods:
                     target = target.rpartition(".")[0]
-                if target and target != name:
-                    deps.add(target)
-        graph[name] = deps
-    return graph
+                if target and target != name and (target, node.lineno) not in found:
+                    found.append((target, node.lineno))
+        edges[name] = found
+    return edges
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → project modules it imports (see :func:`import_edges`)."""
+    return {name: {target for target, _ in found} for name, found in import_edges().items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -89,8 +96,75 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+#: the layers of the project, bottom to top: a module imports modules of its own layer or of a layer below it, never
+#: above. A module belongs to the layer that names it or its longest enclosing package; siblings that do not import
+#: each other share a layer. Where a lower module needs a higher one's data, the caller passes it in.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("talos_core", "talos_core._torchvision_guard", "talos_core.errors", "talos_core.atomic",
+                    "talos_core.memory")),
+    ("schema", ("talos_core.schema",)),  # the store's format, torch-free: engine and dashboard read through it
+    ("tasks", ("talos_core.tasks",)),
+    ("models", ("talos_core.models",)),  # a model family builds its heads from a task's classes
+    ("vectors", ("talos_core.vectors",)),
+    ("inference", ("talos_core.inference",)),  # θ0 + Σ α τ, JVPs, precision, the tally of passes
+    ("masks", ("talos_core.fisher", "talos_core.masks")),  # Fisher scores and TaLoS calibration
+    ("training", ("talos_core.training",)),
+    ("methods", ("talos_core.methods",)),  # fine-tuning methods and post-hoc merges
+    ("store", ("talos_core.store",)),
+    ("runs", ("talos_core.pipeline", "talos_core.importing")),  # one run end to end, or one imported checkpoint
+    ("evaluation", ("talos_core.evaluation",)),
+    ("orchestration", ("talos_core.suites", "talos_core.export_model")),
+    ("docs", ("talos_core.docblocks",)),  # the generated blocks read the suites' reports
+    ("cli", ("talos_core.cli",)),
+    ("dashboard", ("dashboard",)),  # launched by `talos dashboard` as a Streamlit script, never imported by it
+    ("bench", ("bench",)),
+)
+
+
+def layer_of(module: str, layers=LAYERS) -> int:
+    """Index in ``layers`` of the entry naming ``module`` or its longest enclosing package."""
+    best, index = "", -1
+    for i, (_, names) in enumerate(layers):
+        for prefix in names:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, index = prefix, i
+    # the root package's entry is the module talos_core/__init__.py only, not a catch-all for new modules
+    if index < 0 or (best == "talos_core" and module != best):
+        raise AssertionError(f"{module} is in no layer: add it or its package to LAYERS in tests/test_architecture.py")
+    return index
+
+
+def upward_imports(edges: dict[str, list[tuple[str, int]]], layers=LAYERS) -> list[str]:
+    """One line per import that runs up: ``module:line imports target (layer 'high' is above its layer 'low')``."""
+    found = []
+    for module in sorted(edges):
+        own = layer_of(module, layers)
+        for target, line in edges[module]:
+            up = layer_of(target, layers)
+            if up > own:
+                found.append(f"{module}:{line} imports {target} (layer '{layers[up][0]}' is above its layer "
+                             f"'{layers[own][0]}')")
+    return found
+
+
 def test_graph_sees_function_local_and_relative_imports(tmp_path):
     assert "talos_core.errors" in import_graph()["talos_core.schema"]
+
+
+def test_every_module_is_in_a_layer():
+    for module in import_graph():
+        layer_of(module)
+
+
+def test_imports_point_down_the_layers():
+    found = upward_imports(import_edges())
+    assert not found, "imports that run up the layers (LAYERS in tests/test_architecture.py):\n" + "\n".join(found)
+
+
+def test_layer_check_finds_an_upward_import():
+    layers = (("low", ("p.a",)), ("high", ("p.b",)))
+    edges = {"p.a": [("p.b.x", 7)], "p.b.x": [("p.a", 3)]}
+    assert upward_imports(edges, layers) == ["p.a:7 imports p.b.x (layer 'high' is above its layer 'low')"]
 
 
 def test_no_import_cycles():

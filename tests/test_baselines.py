@@ -150,7 +150,7 @@ def test_linearized_training_changes_the_vector_and_matches_evaluation(clip) -> 
     assert out.vector.norm() > 0 and out.mask is None
     batch = _batch(model, task, data.test)
     with torch.no_grad():
-        lin = linearized_logits(model, batch, {n: v for n, v in out.vector.to_dense().items()}, theta0=theta0)
+        lin = linearized_logits(model, batch, out.vector.to_dense(), theta0=theta0)
         f0 = model(**batch)
     assert (lin - f0).abs().max() > 1e-4
     # the evaluation primitive computes the same model
@@ -407,7 +407,7 @@ def test_posthoc_methods_are_pure_and_use_defaults(method) -> None:
 
 def test_posthoc_errors_are_clear() -> None:
     vecs = _hand_vectors()
-    with pytest.raises(TalosError, match="unknown hyperparameter.*'density'.*allowed: sparsity"):
+    with pytest.raises(TalosError, match=r"unknown hyperparameter.*'density'.*allowed: sparsity"):
         posthoc.posthoc_vectors("ties", vecs, density=0.5)
     with pytest.raises(TalosError, match="unknown post-hoc method 'magic'"):
         posthoc.posthoc_vectors("magic", vecs)

@@ -1,4 +1,4 @@
-"""Real browser: the Arithmetic page's in-browser linearized preview (issue 17, "sliders that feel live").
+"""Real browser: the Arithmetic page's in-browser linearized preview (sliders that feel live).
 
 * the component's JavaScript numerics (``dashboard/live_preview.js``) give exactly the accuracies of
   :func:`talos_core.schema.preview_accuracy` and Python's number formatting, on the shipped stores and the

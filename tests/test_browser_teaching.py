@@ -1,4 +1,4 @@
-"""Real browser (issue 17): the Arithmetic gallery follows the α slider, the live ξ map draws, and clicking a
+"""Real browser: the Arithmetic gallery follows the α slider, the live ξ map draws, and clicking a
 localization cell shows the examples behind it. Same server fixture as ``tests/test_browser.py``; screenshots
 go to /tmp/talos_teaching_*.png.
 

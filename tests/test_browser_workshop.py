@@ -206,7 +206,7 @@ def _mnist_negated(page_at, url: str, alpha: float):
     page.get_by_role("tab", name=re.compile("^Negation")).click()
     wait_until(page, lambda: any("target mnist" in t for t in _gallery_heads(page)), "the target gallery")
     wait_drawn(page)
-    return page, [t for t in _gallery_heads(page) if "target mnist" in t][0]
+    return page, next(t for t in _gallery_heads(page) if "target mnist" in t)
 
 
 def test_negation_gallery_names_its_model_and_its_distance_to_exact(url, page_at):
@@ -243,7 +243,7 @@ def test_negation_preview_draws_what_its_legend_lists(url, page_at):
     wait_drawn(page)
     svg = page.locator(f"{NEG_LIVE} svg")
     legend = svg.locator("text").all_text_contents()
-    bars = [t for t in svg.locator("rect.talos-live-bar title").all_text_contents()]
+    bars = list(svg.locator("rect.talos-live-bar title").all_text_contents())
     if any(t.startswith("control accuracy") for t in legend):
         assert any(": control " in b for b in bars), (legend, bars)
     else:  # the cache has no points of the control task: said in words next to the chart
@@ -376,7 +376,7 @@ def test_sharing_caption_describes_the_map(url, page_at):
 def test_mask_heatmaps_of_unlike_methods_get_their_own_scale(url, page_at):
     page = page_at(f"{url}/masks?{shipped('vision')}&method=TaLoS&method2=Non-linear+FT")
     figs = wait_until(page, lambda: [p for p in plots(page) if " · " in p["title"]], "the two heatmaps")
-    talos = [f for f in figs if f["title"].startswith("TaLoS")][0]
+    talos = next(f for f in figs if f["title"].startswith("TaLoS"))
     # TaLoS trains ≤ 10 % of a cell: its own colour scale, not non-linear FT's 0–1
     assert talos["data"][0]["zmax"] < 0.5, talos["data"][0]["zmax"]
     assert any("own colour scale" in t for t in texts(page))
@@ -558,7 +558,7 @@ def test_xi_cell_opens_arithmetic_and_its_alpha_is_marked_back(url, page_at):
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Disentanglement").click()
     fig = wait_until(page, lambda: [f for f in plots(page, title) if any(t["name"].startswith("Arithmetic α")
                                                                           for t in f["data"])], "the marked α")[0]
-    mark = [t for t in fig["data"] if t["name"].startswith("Arithmetic α")][0]
+    mark = next(t for t in fig["data"] if t["name"].startswith("Arithmetic α"))
     assert math.isclose(mark["x"][0], values[f"a.talos.{TASKS[1]}"]) and \
         math.isclose(mark["y"][0], values[f"a.talos.{TASKS[0]}"]), mark
     page.screenshot(path="/tmp/talos_workshop_linked.png")

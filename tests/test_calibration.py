@@ -141,7 +141,7 @@ def test_final_density_and_model_untouched(tiny_setup, name):
 
 
 def test_rounds_never_readmit_and_soft_mask(tiny_setup, monkeypatch):
-    model, task, data = tiny_setup["tiny-clip"]
+    model, _task, _data = tiny_setup["tiny-clip"]
     seen_keep, seen_override = [], []
     real_keep, real_scores = M.select_lowest, M.fisher_scores
 
@@ -181,7 +181,7 @@ def test_determinism_and_seed(tiny_setup):
 
 
 def test_top_selection_is_most_sensitive(tiny_setup):
-    model, task, data = tiny_setup["tiny-clip"]
+    _model, _task, _data = tiny_setup["tiny-clip"]
     bottom = _calibrate(tiny_setup["tiny-clip"], rounds=1, sparsity=0.99)
     top = _calibrate(tiny_setup["tiny-clip"], rounds=1, sparsity=0.99, select="top")
     overlap = sum(int((bottom[n] & top[n]).sum()) for n in bottom)

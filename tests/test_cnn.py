@@ -177,7 +177,7 @@ def test_lite0_checkpoint_keys_map_completely():
     assert len(mapped) == len(state) == 296
     assert "blocks.6.0.conv_pwl.weight" in mapped and "classifier.weight" in mapped
     assert mapped["blocks.0.0.conv_dw.weight"].shape == (32, 1, 3, 3)
-    with pytest.raises(TalosError, match="unexpected key '_blocks.99"):
+    with pytest.raises(TalosError, match=r"unexpected key '_blocks.99"):
         convert_lite0_state_dict({"_blocks.99._bn0.weight": torch.zeros(1)})
 
 

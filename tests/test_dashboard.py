@@ -94,7 +94,7 @@ def test_arithmetic_slider_moves_exact_and_preview(monkeypatch, fixture_store):
     assert not np.allclose(after_prev.data[0].y, before_prev.data[0].y)
     assert any("snapped to the nearest cached grid point α = 4" in w.value for w in at.warning)
     curve = figure_titled(at, "Mean normalized accuracy")
-    assert [t for t in curve.data if t.name.startswith("selected α")][0].x[0] == 8.0
+    assert next(t for t in curve.data if t.name.startswith("selected α")).x[0] == 8.0
 
 
 def test_arithmetic_per_task_sliders(monkeypatch, fixture_store):
@@ -244,7 +244,7 @@ def test_corrupt_json_is_a_message_not_a_traceback(monkeypatch, fixture_store, t
 @pytest.mark.parametrize("page", [p for p in PAGES if p != "run"])
 def test_corrupt_suite_record_is_one_sentence_and_the_pages_still_work(monkeypatch, fixture_store, tmp_path, page):
     """A corrupt ``results/suite/<name>.json`` costs the suite's description only: one warning naming the file
-    on every page, no traceback, the page's results still shown (issue 15)."""
+    on every page, no traceback, the page's results still shown."""
     store = shutil.copytree(fixture_store, tmp_path / "store")
     suite_dir = store / "results" / "suite"
     suite_dir.mkdir(parents=True, exist_ok=True)
@@ -304,7 +304,7 @@ def _damage_results(store, how: str, every: int) -> list:
 @pytest.mark.parametrize("how", ["truncate", "garble"])
 @pytest.mark.parametrize("page", [p for p in PAGES if p != "run"])
 def test_a_damaged_store_gives_messages_not_tracebacks_on_every_page(monkeypatch, fixture_store, tmp_path, page, how):
-    """The corrupted-store generator on the dashboard (issue 15): every other result file (JSON and arrays) of the
+    """The corrupted-store generator on the dashboard: every other result file (JSON and arrays) of the
     synthetic store truncated or garbled. Every page opens without an exception element, says what is wrong in
     visible messages, and still shows what it can (the undamaged results: charts or tables), and nothing is written
     into the store."""

@@ -333,7 +333,7 @@ def test_real_background_run_lands_in_the_store(tmp_path):
 
 
 def test_mask_diagnostics_read_from_the_masks_result(tmp_path):
-    """The Masks page's diagnostics (issue 29): per task moved / zero-sensitivity / tied fractions from the masks
+    """The Masks page's diagnostics: per task moved / zero-sensitivity / tied fractions from the masks
     result; empty for a result written before they existed; a value outside [0, 1] is a corrupt result; the
     warnings name each diagnostic past its limit."""
     import pandas as pd

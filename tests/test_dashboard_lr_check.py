@@ -1,4 +1,4 @@
-"""The lr check on the dashboard (issue 13): the loader, the pure table and sentence on hand-made results with
+"""The lr check on the dashboard: the loader, the pure table and sentence on hand-made results with
 known answers, and the Efficiency page (AppTest) with and without lr_check results."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_loader_refuses_a_malformed_result(tmp_path):
     with pytest.raises(CorruptResult, match="no mean per learning rate"):
         D.load_lr_check(tmp_path, _name("talos"))
     store.write_result("lr_check", _name("talos"), {**payload, "suite_lr": "fast"})
-    with pytest.raises(CorruptResult, match="suite_lr = .fast., which must be a finite number"):
+    with pytest.raises(CorruptResult, match=r"suite_lr = .fast., which must be a finite number"):
         D.load_lr_check(tmp_path, _name("talos"))
     store.write_result("lr_check", _name("talos"), {k: v for k, v in payload.items() if k != "agrees"})
     with pytest.raises(CorruptResult, match="agrees"):

@@ -1,4 +1,4 @@
-"""Issue 13 on the dashboard: learning curves (Efficiency), chosen hyperparameters beside the results
+"""The paper's protocol on the dashboard: learning curves (Efficiency), chosen hyperparameters beside the results
 (Arithmetic, Efficiency), the protocol block (Learn). Pure functions on hand-made inputs with known answers,
 then the pages through AppTest on a hand-written store (fast) and on a store written by the real
 ``learning-curve`` and ``selection`` protocols on the tiny model (slow)."""
@@ -214,7 +214,7 @@ def test_learning_curves_figure_facets_budget_plateau_zero_shot():
     assert {s.line.color for s in budget} == {F.method_color("talos"), F.method_color("nonlinear")}
     marks = [t for t in fig.data if t.name == "plateau"]
     assert len(marks) == 2 * len(TASKS) and sum(bool(t.showlegend) for t in marks) == 1
-    talos0 = [t for t in marks if t.xaxis == "x" and t.marker.color == F.method_color("talos")][0]
+    talos0 = next(t for t in marks if t.xaxis == "x" and t.marker.color == F.method_color("talos"))
     assert talos0.x == (60,) and talos0.y[0] == pytest.approx(0.7)  # on the curve at its plateau (capped)
     assert len([s for s in fig.layout.shapes if s.name == "zero-shot"]) == len(TASKS)
     assert "budget TaLoS = 60" in [t.name for t in fig.data]
@@ -265,9 +265,9 @@ def test_efficiency_page_learning_curves(monkeypatch, protocol_store):
     fig = figure_titled(at, "Validation accuracy vs training step")
     assert {t.name for t in fig.data if t.mode == "lines+markers"} == {"TaLoS"}
     # the comparison table names the variant row, and the chosen hyperparameters sit beside it
-    comp = [t.value for t in at.table if "Method" in t.value.columns][0]
+    comp = next(t.value for t in at.table if "Method" in t.value.columns)
     assert "TaLoS (k = 0.9)" in comp["Method"].tolist() and "talos-k0.9" not in comp["Method"].tolist()
-    chosen = [d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns][0]
+    chosen = next(d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns)
     assert chosen["L-LoRA · rank"].tolist() == ["64"] * 3
 
 
@@ -343,7 +343,7 @@ def test_pages_on_a_store_written_by_the_real_protocols(monkeypatch, tmp_path):
     assert len([t for t in fig.data if t.name == "plateau"]) == 2 * len(TINY_TASKS)
     assert "**Rule**: budget = the smallest evaluated step" in _texts(at.markdown)
     at = open_app(monkeypatch, root, "arithmetic", {"method": "talos"})
-    table = [d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns][0]
+    table = next(d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns)
     assert table.set_index("task")["TaLoS · sparsity"].to_dict() == {t: f"{c['sparsity']:g}" for t, c in chosen.items()}
     at = open_app(monkeypatch, root, "learn", {"method": "talos-k0.9"})
     md = _texts(at.markdown)

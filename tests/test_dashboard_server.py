@@ -1,4 +1,4 @@
-"""The dashboard as a server for a room (issue 15): it listens on 127.0.0.1 unless told otherwise, serves only
+"""The dashboard as a server for a room: it listens on 127.0.0.1 unless told otherwise, serves only
 stores under its configured roots (``?store=`` elsewhere is refused, nothing created, existence not revealed),
 writes only into the user's store, has a read-only mode and job caps, and shows store-supplied text as plain
 text (a crafted store cannot make the viewer's browser fetch an image); a preview's arrays stay inside the store.
@@ -286,7 +286,7 @@ def _listening(port: int) -> set[str]:
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp")
 def test_talos_dashboard_listens_on_loopback_by_default(fixture_store, tmp_path):
     port = free_port()
-    log = open(tmp_path / "server.log", "w")
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes to it while it runs
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--store", str(fixture_store)], cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PYTHONPATH=str(REPO)), start_new_session=True)
@@ -347,7 +347,7 @@ def test_crafted_store_in_a_real_browser_fetches_nothing_and_links_nothing(fixtu
         pytest.skip(f"no Chromium at {chromium}")
     store = crafted_store(fixture_store, tmp_path / "crafted")
     port = free_port()
-    log = open(tmp_path / "server.log", "w")
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes to it while it runs
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--store", str(store)], cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PYTHONPATH=str(REPO)), start_new_session=True)

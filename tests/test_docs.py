@@ -71,7 +71,7 @@ def test_stale_blocks_names_the_blocks_that_differ():
     ("<!-- talos:claims -->\n<!-- /talos:claims -->\n", "takes at least 1 argument(s), got 0"),
 ])
 def test_malformed_markers_are_one_sentence_naming_the_file_and_line(text, message):
-    with pytest.raises(TalosError, match="doc.md") as err:
+    with pytest.raises(TalosError, match=r"doc.md") as err:
         rewrite(text, fake, "doc.md")
     assert message in str(err.value)
 
@@ -224,7 +224,7 @@ def test_claims_markdown_lists_each_claim_once_and_its_rule(tmp_path):
     store = _claims_store(tmp_path, talos_best=True)
     store.write_result("suite", "t", {"model": "m2", "scale": "full"})  # a suite with no results: all n/a
     text = claims_markdown(store, ["s", "t"])
-    rows = [line for line in text.splitlines() if line.startswith("| (") or line.startswith("|  |")]
+    rows = [line for line in text.splitlines() if line.startswith(("| (", "|  |"))]
     assert len(rows) == 2 * len(CLAIMS)
     assert rows[0].startswith("| (a) TaLoS is best") and rows[1].startswith("|  | t (full) | n/a:")
     assert all(f"- ({c.key}) {c.rule}." in text for c in CLAIMS)

@@ -841,7 +841,7 @@ def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# per-example correctness and 95% bootstrap intervals (issue 13, item 5)
+# per-example correctness and 95% bootstrap intervals (how sure a difference is)
 # --------------------------------------------------------------------------------------------
 def _decode(text: str) -> np.ndarray:
     from talos_core.evaluation.stats import decode_examples
@@ -981,7 +981,7 @@ def test_comparison_interval_columns_from_examples_and_nan_for_old_stores(tmp_pa
     old, new = Store(tmp_path / "old"), Store(tmp_path / "new")
     _write_comparison_inputs(old, with_examples=False)
     _write_comparison_inputs(new, with_examples=True)
-    assert INTERVAL_COLUMNS == list(KINDS["comparison"].optional_columns)
+    assert list(KINDS["comparison"].optional_columns) == INTERVAL_COLUMNS
     t_old = comparison_table(old, "s", "m")
     assert list(t_old.columns) == [*COMPARISON_COLUMNS, *INTERVAL_COLUMNS]
     assert t_old[INTERVAL_COLUMNS].isna().all().all() and t_old["addition_abs"].iloc[0] == 0.5

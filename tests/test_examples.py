@@ -161,7 +161,7 @@ def test_examples_from_store_recomputes_the_same_predictions(store, capsys):
     after = load_examples(store.root, name)
     assert after.meta["indices"] == before.meta["indices"]
     for key, arr in before.arrays.items():
-        if key.startswith("pred::") or key.startswith("thumb::"):
+        if key.startswith(("pred::", "thumb::")):
             assert (after.arrays[key] == arr).all(), key
 
 

@@ -71,8 +71,7 @@ def _edited_logits(model_name: str, store: Store, req: MergeRequest, task: str, 
     spec = get_task(task)
     model.set_head(model.build_head(spec), spec.name)
     split = load_task(task, max_train=8, max_val=8, max_test=n).test
-    runs = {t: r for t, r in ((t, store.find_runs(model=model_name, task=t, method=req.method)[0])
-                              for t, _ in req.terms())}
+    runs = {t: store.find_runs(model=model_name, task=t, method=req.method)[0] for t, _ in req.terms()}
     terms = [(runs[t].task_vector(), a) for t, a in req.terms()]
     return predict_logits(model, spec, split, terms), split, model
 
@@ -109,14 +108,14 @@ def test_sentence_encoder_round_trip_with_transformers(model_name, stores, tmp_p
         got = _sentence_logits(out, encoder, tokenizer, task, split)
         torch.testing.assert_close(got, want, atol=2e-4, rtol=1e-4)
     # the edit moved the model: θ0's logits differ
-    _, split, base = _edited_logits(model_name, stores[model_name], MergeRequest(model_name, tasks, method,
+    _, split, _base = _edited_logits(model_name, stores[model_name], MergeRequest(model_name, tasks, method,
                                                                                {t: 0.0 for t in tasks}), tasks[0])
     assert (out / "modules.json").is_file() and (out / "1_Pooling" / "config.json").is_file()
     if model_name == "minilm-l6":  # the pooler (unused by mean pooling) is written back: a complete checkpoint
         from safetensors import safe_open
 
         with safe_open(str(out / "model.safetensors"), framework="pt") as fh:
-            assert any("pooler" in k for k in fh.keys())
+            assert any("pooler" in k for k in fh.keys())  # noqa: SIM118 - safe_open has keys() but no __iter__
 
 
 def test_posthoc_merge_exports_the_merged_nonlinear_vectors(tmp_path, capsys):
@@ -235,7 +234,7 @@ def test_card_checksums_and_metadata(stores, tmp_path):
 def test_card_reports_store_accuracies_for_the_evaluated_mix(stores, tmp_path):
     from talos_core.evaluation.protocols import AdditionSettings, evaluate  # noqa: F401
 
-    tasks, neg, method = CASES["tiny-text"]
+    tasks, _neg, method = CASES["tiny-text"]
     st = stores["tiny-text"]
     runs = {t: st.find_runs(model="tiny-text", task=t, method=method)[0].id for t in tasks}
     st.write_table("addition", "mine__tiny-text__talos", __import__("pandas").DataFrame(
@@ -302,7 +301,7 @@ def test_existing_out_is_refused(stores, tmp_path, capsys):
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert main(args[:-1] + [str(empty)]) == 0 and (empty / "SHA256SUMS").is_file()
+    assert main([*args[:-1], str(empty)]) == 0 and (empty / "SHA256SUMS").is_file()
 
 
 def test_parse_alphas_errors():

@@ -57,7 +57,7 @@ def test_mask_density_bars_one_series_per_group(masks):
     assert fig.data[1].y[1] < fig.data[0].y[1]
     fig2 = F.mask_density_bars(masks, group="task", by="layer_type", colors={TASKS[0]: "#000000"})
     assert len(fig2.data) == len(TASKS) and fig2.data[0].marker.color == "#000000"
-    assert list(fig2.data[0].x)[0] == "embedding"
+    assert next(iter(fig2.data[0].x)) == "embedding"
     with pytest.raises(TalosError, match="by must be"):
         F.mask_density_bars(masks, by="tensor")
 

@@ -196,7 +196,7 @@ def test_finetune_minilm_on_a_csv(tmp_path, capsys):
 @pytest.mark.parametrize("model", ["tiny-clip", pytest.param("efficientnet-lite0", marks=pytest.mark.slow)])
 def test_finetune_on_an_image_folder(model, tmp_path, capsys):
     root = write_images(tmp_path / "pets", per_class=4)
-    code, out, err = run_cli(["finetune", "--model", model, "--task", f"images:{root}", "--method", "talos",
+    code, _out, err = run_cli(["finetune", "--model", model, "--task", f"images:{root}", "--method", "talos",
                               "--store", str(tmp_path / "s"), *FAST], capsys)
     assert code == 0, err
     (run,) = Store(tmp_path / "s").runs()
@@ -209,7 +209,7 @@ def test_evaluate_accepts_file_tasks(tmp_path, capsys):
     b = tmp_path / "b.csv"
     b.write_text("text,label\n" + "".join(f"{w} topic line {i},{'xyz'[i % 3]}\n"
                                           for i, w in enumerate(POS * 4)))
-    code, out, err = run_cli(["evaluate", "single", "--model", "tiny-text", "--tasks", f"csv:{a},csv:{b}",
+    code, _out, err = run_cli(["evaluate", "single", "--model", "tiny-text", "--tasks", f"csv:{a},csv:{b}",
                               "--store", str(tmp_path / "s"), *FAST], capsys)
     assert code == 0, err
     assert {r.manifest.task for r in Store(tmp_path / "s").runs()} == {get_task(f"csv:{a}").name,

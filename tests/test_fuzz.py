@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the CLI and the store (issue 33): generated values for every numeric option of every
+"""Property-based fuzzing of the CLI and the store: generated values for every numeric option of every
 command, and mutated fields of a tiny store's manifests and results JSON; and the classes a hostile user's probes
 found: manifests rewritten consistently (format downgrades, checksums nulled or recomputed, files swapped between
 runs or scaled), pathological JSON (nesting, duplicate keys, non-finite numbers, sizes, repeated table rows),
@@ -584,10 +584,10 @@ def pathological_json(draw) -> tuple[str, str | None]:
     body = json.dumps(value, allow_nan=False)
     wrong = None
     if how == "duplicate":
-        body, wrong = '{"k": %s, "k": %s}' % (body, body), "twice"
+        body, wrong = f'{{"k": {body}, "k": {body}}}', "twice"
     elif how in ("nan", "infinity", "huge"):
         literal = {"nan": "NaN", "infinity": "-Infinity", "huge": "1e999"}[how]
-        body, wrong = "[%s, %s]" % (body, literal), "not JSON" if how != "huge" else "beyond the range"
+        body, wrong = f"[{body}, {literal}]", "not JSON" if how != "huge" else "beyond the range"
     opener, closer = ("[", "]") if how != "object" else ('{"a":', "}")
     text = opener * depth + body + closer * depth
     total = depth + _depth(json.loads(body)) if wrong is None else depth + 1 + _depth(value)

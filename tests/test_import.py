@@ -1,4 +1,4 @@
-"""``talos import`` (issue 32): checkpoints fine-tuned elsewhere become runs of method ``imported`` whose task vector
+"""``talos import``: checkpoints fine-tuned elsewhere become runs of method ``imported`` whose task vector
 θ_ft − θ0 equals the studio's own for the same fine-tuning — transformers CLIP vision folders (mapped onto open_clip by
 an explicit, tested key mapping), open_clip state dicts, transformers BertModel folders (tiny-text, MiniLM) — and the
 protocols evaluate them like any other run; every bad checkpoint gets one sentence, exit 2, nothing written."""
@@ -155,7 +155,7 @@ def test_transformers_clip_vision_models_without_projection(clip_store, tmp_path
     """A CLIPVisionModel has no visual projection: visual.proj stays at θ0 (reported), the rest is the studio's
     vector — saved by transformers 5 (keys without a prefix), and in the layout of transformers 4 (``vision_model.``,
     FusionBench's checkpoints) in float16, whose conversion is reported (equal up to float16 rounding)."""
-    store, runs = clip_store
+    _store, runs = clip_store
     run, model = runs["digits"]
     own = run.task_vector()
     v5 = tmp_path / "clip-vision-v5"
@@ -250,7 +250,7 @@ def test_timm_state_dict_round_trips(tmp_path, capsys):
 # protocols and the dashboard see imported runs like any other
 # --------------------------------------------------------------------------------------------
 def test_protocols_and_dashboard_use_imported_runs(clip_store, tmp_path, capsys, monkeypatch):
-    store, runs = clip_store
+    _store, runs = clip_store
     sub = Store(tmp_path / "protocols")
     for task, (_, model) in runs.items():
         pt = tmp_path / f"ft-{task}.safetensors"

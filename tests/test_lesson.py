@@ -109,7 +109,7 @@ def test_another_alpha_is_snapped_to_the_grid_and_everything_follows_it(shipped)
     (_, g), = s.galleries
     assert L.gallery_source(g) == L.EXACT and g.alpha == pytest.approx(want)
     xi = L.screen(shipped, 4, reveal=True, alpha=str(want))
-    marker = [t for t in xi.figure.data if t.type == "scatter"][0]
+    marker = next(t for t in xi.figure.data if t.type == "scatter")
     assert (marker.x[0], marker.y[0]) == (want, want), "the ξ map marks the addition step's α"
     assert L.screen(shipped, 2, reveal=True, alpha="not a number").control.value == add.selected_alpha
 
@@ -117,7 +117,7 @@ def test_another_alpha_is_snapped_to_the_grid_and_everything_follows_it(shipped)
 def test_the_negation_answer_reads_the_store(shipped):
     neg = shipped.negation["nonlinear"]
     target = shipped.task1
-    a, tacc, cacc = data.negation_at(neg, target, neg.selected[target])
+    _a, tacc, cacc = data.negation_at(neg, target, neg.selected[target])
     s = L.screen(shipped, 3, reveal=True)
     assert s.control.param == "nalpha" and s.control.value == neg.selected[target]
     assert f"→ {L.pct(tacc)}" in s.answer[0]

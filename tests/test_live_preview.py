@@ -1,4 +1,4 @@
-"""dashboard.live_preview: the in-browser preview's payload, sliders and URL rules (pure; issue 17).
+"""dashboard.live_preview: the in-browser preview's payload, sliders and URL rules (pure).
 
 The JavaScript side is checked against these functions in tests/test_browser_live.py (marker ``browser``).
 """

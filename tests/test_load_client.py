@@ -1,4 +1,4 @@
-"""The Streamlit-protocol load client of ``bench/bench_load.py --client ws`` (issue 15): finding the α control in a
+"""The Streamlit-protocol load client of ``bench/bench_load.py --client ws``: finding the α control in a
 run's deltas (the in-browser preview component, or a ``st.slider``), moving it one step at a time, and a short
 end-to-end run against a real ``--read-only`` server."""
 

@@ -1,4 +1,4 @@
-"""The learning rate re-checked at the step budget (issue 13): the rule on hand-made numbers with known answers,
+"""The learning rate re-checked at the step budget: the rule on hand-made numbers with known answers,
 the suite steps (order, overrides, run ids shared with the suite's rows, run parts), bad input, the protocol on
 the tiny model and the report line."""
 
@@ -130,7 +130,7 @@ def test_scales_and_step_order():
     labels = [st.label for st in steps]
     assert not [st for st in steps if st.protocol == "learning-curve"]  # the curve is the run
     for m in spec.methods:  # the first step of its method: every later one trains at the rate it chooses
-        first = next(lab for lab in labels if lab.startswith(f"{m}: ") or lab.startswith(f"{m}-"))
+        first = next(lab for lab in labels if lab.startswith((f"{m}: ", f"{m}-")))
         assert first == f"{m}: lr check"
     check = steps[labels.index("talos: lr check")]
     assert check.protocol == "lr-check" and check.trains and check.feeds

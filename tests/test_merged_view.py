@@ -1,4 +1,4 @@
-"""Shipped and user results side by side (issue 15): the "All stores side by side" view (``?store=all``) lists every
+"""Shipped and user results side by side: the "All stores side by side" view (``?store=all``) lists every
 store's suites labelled by origin, and where two stores hold the same suite and model the comparison tables show
 both sets of rows with a ``store`` column. Pure functions without Streamlit, then the app through AppTest."""
 

@@ -262,7 +262,7 @@ def test_consensus_k() -> None:
         mg.consensus_mask(masks, k=4)
     with pytest.raises(TalosError, match="got -1"):
         mg.consensus_mask(masks, k=-1)
-    with pytest.raises(TalosError, match="got 1.5"):
+    with pytest.raises(TalosError, match=r"got 1.5"):
         mg.consensus_mask(masks, k=1.5)  # type: ignore[arg-type]
 
 

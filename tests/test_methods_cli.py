@@ -56,8 +56,9 @@ def test_run_identity_follows_the_flags(name: str) -> None:
 
 def test_run_ids_are_stable() -> None:
     """Ids of runs already in stores (computed before the flags moved to the catalogue). The calibrating methods'
-    ids changed once, on purpose, with issue 29: their calibration settings gained ``zero_scores`` and ``ties``, and
-    TaLoS masks changed (earlier ids: talos 0bff1c7029, talos-top a3bb94a072, lota 79f1d56982)."""
+    ids changed once, on purpose, when calibration stopped breaking ties by position: their calibration settings
+    gained ``zero_scores`` and ``ties``, and TaLoS masks changed (earlier ids: talos 0bff1c7029, talos-top a3bb94a072,
+    lota 79f1d56982)."""
     expect = {"random": "81f0dd55ed", "magnitude": "9dc4b7b317", "talos": "4b96d0c4f3",
               "talos-top": "bfaedbe83b", "lota": "a69b4bd6a3", "llora": "28f6737091",
               "nonlinear": "06a2cf7abc", "linearized": "fae465a706"}

@@ -1,4 +1,4 @@
-"""Issue 18: the paper suites (settings, --model), gradient accumulation, early stopping, and ``talos suite --plan``."""
+"""The paper suites (settings, --model), gradient accumulation, early stopping, and ``talos suite --plan``."""
 
 from __future__ import annotations
 
@@ -287,7 +287,7 @@ def test_plan_paper_nlp_and_models_offline(offline, tmp_path, capsys):
     assert "not measured" in plan.text() and "a maximum" in plan.text()
     large = plan_suite("paper-vision", "full", None, model="clip-vit-l-14")
     assert large.model == "clip-vit-l-14" and large.counts()["finetune_runs"] == 248
-    nl = [g for g in large.cost["groups"] if g["method"] == "nonlinear"][0]
+    nl = next(g for g in large.cost["groups"] if g["method"] == "nonlinear")
     assert nl["s_per_iter"] == 0.227 and large.cost["unmeasured_runs"] == 240
     assert main(["suite", "paper-nlp", "--plan", "--model", "t5-small", "--store", str(tmp_path / "s")]) == 0
     out = capsys.readouterr().out
@@ -296,13 +296,13 @@ def test_plan_paper_nlp_and_models_offline(offline, tmp_path, capsys):
 
 
 def test_shipped_scales_keep_their_fingerprint():
-    """The issue-18 fields at their defaults stay out of a suite record's settings (resume of old records works)."""
+    """Fine-tuning fields at their defaults stay out of a suite record's settings (resume of old records works)."""
     from dataclasses import MISSING, asdict, fields
 
     from talos_core.suites.specs import Scale
 
     default = {f.name: f.default for f in fields(Scale) if f.default is not MISSING}
-    # issue 18's fields, issues 17, 29, 30's and the converged protocol's: out of it at their defaults
+    # fields added since the first suite records: out of it at their defaults, so an old record still resumes
     optional = {"weight_decay", "warmup_steps", "grad_clip", "schedule", "micro_batch_size", "eval_every",
                 "early_stopping_patience", "micro_batch_by_model", "examples", "lr_rows", "batching",
                 "budget_patience", "lr_choose", "one_rate_rows", "alpha_rule", "alpha_extend"}
@@ -313,7 +313,7 @@ def test_shipped_scales_keep_their_fingerprint():
             assert sc.settings_dict() == {k: v for k, v in asdict(sc).items()
                                           if k not in check and not (k in optional and v == default[k])}
             # the converged scales run to a maximum with validation and early stopping; text `full` groups its
-            # batches by length (issue 30); the mini scales pin no fine-tuning setting
+            # batches by length; the mini scales pin no fine-tuning setting
             expected = {}
             if sc.lr_choose:
                 expected = {"eval_every": sc.eval_every, "early_stopping_patience": sc.early_stopping_patience}
@@ -341,7 +341,7 @@ def test_full_scales_train_every_run_to_its_maximum_with_early_stopping(tmp_path
         assert not [st for st in steps if st.protocol == "learning-curve"]
         seen = 0
         for st in steps:
-            if st.protocol in ("comparison",) or st.task_overrides is not None and st.protocol != "selection":
+            if st.protocol in ("comparison",) or (st.task_overrides is not None and st.protocol != "selection"):
                 continue
             ov = st.resolve(store)[1]
             assert (ov["steps"], ov["eval_every"], ov["early_stopping_patience"], ov["max_val"]) == (2000, 50, 5, 500)
@@ -370,7 +370,7 @@ def test_cost_table():
     table = __import__("talos_core.suites.costs", fromlist=["table"]).table()
     for c in table["cells"]:
         assert c["s_per_iter"] > 0 and c["source"] and c["device"] in table["devices"]
-    # the text suite's full scale is priced on both CPU kinds it ran on, for every method it trains (issue 30)
+    # the text suite's full scale is priced on both CPU kinds it ran on, for every method it trains
     for device in ("cpu-2core", "cpu-2core-xeon"):
         assert all(cell("minilm-l6", m, device, 32) for m in ("talos", "nonlinear", "linearized", "llora", "lota"))
 
@@ -471,7 +471,7 @@ def test_plan_of_a_learning_curve_suite_waits_for_budgets(tmp_path):
     # the selection's 2 candidates × 3 tasks wait for the curve's budget, and the lr check's 2 runs at its other lr
     # (its runs at the suite's lr are the selection's k = 0.9 candidates)
     assert len(unknown) == 3 * 2 + 2 and {r.max_steps for r in unknown} == {6}  # the curves' length
-    # priced at that length, an upper bound, beside the runs whose steps are known (issue 30)
+    # priced at that length, an upper bound, beside the runs whose steps are known
     assert plan.cost["unmeasured_runs"] == 0
     assert plan.cost["max_hours"] == pytest.approx(8 * 6 * 0.6801 / 3600)
     assert "at most" in plan.text() and "learning curve chooses" in plan.text()
@@ -502,7 +502,7 @@ def test_all_registered_suites_plan_offline(offline):
             assert plan_suite(name, scale, None).steps
 
 
-def test_text_full_meets_the_shipping_floors_of_issue_30():
+def test_text_full_meets_the_shipping_floors():
     """text `full` evaluates at least 400 test examples per task (fewer only where the data has fewer), a 21-point α
     grid and 20×20 ξ grids on at least 128 points per task; runs may train at least 200 steps."""
     from talos_core.evaluation.arithmetic import alpha_grid

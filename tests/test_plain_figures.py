@@ -1,4 +1,4 @@
-"""Store-supplied strings reach Plotly figures as plain text (issue 15): Plotly.js renders an HTML subset (links,
+"""Store-supplied strings reach Plotly figures as plain text: Plotly.js renders an HTML subset (links,
 ``<span style>``, ``<b>``, ...) in titles, tick labels, legends, hover labels and annotations, so every figure function
 escapes the strings among its arguments (``dashboard.plain.plain_figure``)."""
 
@@ -180,7 +180,7 @@ def test_html_store_in_a_real_browser_makes_no_link(fixture_store, tmp_path):
         pytest.skip(f"no Chromium at {chromium}")
     store = html_store(fixture_store, tmp_path / "html")
     port = free_port()
-    log = open(tmp_path / "server.log", "w")
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes to it while it runs
     proc = subprocess.Popen([sys.executable, "-m", "talos_core.cli", "dashboard", "--port", str(port),
                              "--store", str(store)], cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, PYTHONPATH=str(REPO)), start_new_session=True)

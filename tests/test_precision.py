@@ -33,9 +33,9 @@ def test_resolution_rules(monkeypatch):
     monkeypatch.setenv(P.ENV_VAR, "half")
     with pytest.raises(TalosError, match="TALOS_EVAL_PRECISION must be one of auto, fp32, bf16, got 'half'"):
         P.current_precision()
-    with pytest.raises(TalosError, match="evaluation precision must be one of auto, fp32, bf16, got 'fp16'"):
-        with P.eval_precision("fp16"):
-            pass
+    with pytest.raises(TalosError, match="evaluation precision must be one of auto, fp32, bf16, got 'fp16'"), \
+            P.eval_precision("fp16"):
+        pass
 
 
 def test_bf16_evaluation_is_close_to_fp32(tiny_setup):

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from dashboard_fixtures import REPO
@@ -133,7 +134,7 @@ def test_2_nan_outputs_are_never_stored_as_accuracies(tmp_path, capsys):
 class _Server:
     """Stands in for the Streamlit process: records that it was started."""
 
-    started: list = []
+    started: ClassVar[list] = []
 
     def __init__(self, cmd, env=None, **kwargs):
         _Server.started.append(env)
@@ -269,7 +270,7 @@ def test_7_a_summary_outside_its_own_interval_is_refused(shipped):
 
     path = next((shipped / "results" / "addition").glob("text__*__talos.json"))
     _edit(path, lambda d: d["summary"].update(abs_acc=d["ci95"]["abs_acc"][1] + 0.05))
-    with pytest.raises(CorruptResult, match="summary abs_acc = .* outside its own interval ci95"):
+    with pytest.raises(CorruptResult, match=r"summary abs_acc = .* outside its own interval ci95"):
         read_result(shipped, "addition", path.stem)
 
 
@@ -324,7 +325,7 @@ def test_8_pathological_json_is_refused_by_the_one_reader(tmp_path, text, needle
 
     path = tmp_path / "x.json"
     path.write_text(text)
-    with pytest.raises(TalosError, match="corrupt JSON file .*x.json: ") as exc:
+    with pytest.raises(TalosError, match=r"corrupt JSON file .*x.json: ") as exc:
         read_json(path)
     assert needle in str(exc.value)
 

@@ -1,4 +1,4 @@
-"""Issue 33: seven holes found by probing, and the smaller ones beside them — each refused with one sentence (exit 2,
+"""Seven holes found by probing, and the smaller ones beside them — each refused with one sentence (exit 2,
 or 1 for a corrupt store), nothing written, never a traceback or a silently wrong number."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def test_7_dashboard_refuses_edited_comparison_numbers(tmp_path):
     from talos_core.schema import CorruptResult
 
     _report_store(tmp_path / "s", addition_abs=7.5)
-    with pytest.raises(CorruptResult, match="addition_abs = 7.5"):
+    with pytest.raises(CorruptResult, match=r"addition_abs = 7.5"):
         load_table(tmp_path / "s", "comparison", f"t__{MODEL}")
 
 
@@ -163,7 +163,7 @@ def test_suite_cost_needs_confirmation(tmp_path):
     spec = SuiteJobSpec("vision")
     plan = suite_plan(spec, tmp_path / "s", gpu=False)
     assert needs_confirmation(plan) and not needs_confirmation(suite_plan(SuiteJobSpec("tiny"), tmp_path, gpu=False))
-    with pytest.raises(TalosError, match="device-hours of training and evaluation .* confirm its cost to launch it"):
+    with pytest.raises(TalosError, match=r"device-hours of training and evaluation .* confirm its cost to launch it"):
         start_suite_job(spec, tmp_path / "s", plan=plan)
     assert _files(tmp_path / "s") == []
 

@@ -1,4 +1,4 @@
-"""Bad input and damaged stores (issue 15): one sentence, exit status 2, no traceback, nothing written; artifacts
+"""Bad input and damaged stores: one sentence, exit status 2, no traceback, nothing written; artifacts
 checked against the SHA-256 their manifest records; identical runs give identical bytes."""
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def test_cached_manifests_without_checksums_still_load_and_keep_their_ids():
         else:  # later (GPU) runs record their checksums; the shipped store has their manifests, not their weights
             assert not any((run.path / name).exists() for name in m.artifacts)
         if "calibration" in m.config and "zero_scores" not in m.config["calibration"]:
-            # calibrated before issue 29 (ties broken by position): no current request makes that mask, so its id
+            # calibrated while ties were broken by position: no current request makes that mask, so its id
             # cannot be recomputed; the shipped stores are re-run under the fixed calibration
             assert m.run_id == run.id
             continue
@@ -430,7 +430,7 @@ def test_corrupted_store(kind, how, checksums, good_store, tmp_path, capsys):
             assert code == 0, capsys.readouterr().err
             capsys.readouterr()
             continue
-        # a deleted artifact is missed by every protocol (issue 33: a run is used whole or not at all)
+        # a deleted artifact is missed by every protocol (a run is used whole or not at all)
         line = _one_sentence(capsys, code, "")
         if not (kind == "manifest.json" and how == "delete"):
             assert str(target) in line, line
@@ -461,7 +461,7 @@ def test_missing_mask_of_a_sparse_run_is_an_error_not_the_vector_support(good_st
     nonlinear = next(r for r in store.runs() if r.manifest.method == "nonlinear")
     assert run_mask(nonlinear) is not None  # a method without a mask: its task vector's support
     (talos.path / "mask.safetensors").unlink()
-    with pytest.raises(TalosError, match="has no mask.safetensors"):
+    with pytest.raises(TalosError, match=r"has no mask.safetensors"):
         run_mask(talos)
     code = main(["evaluate", "masks", "--model", MODEL, "--tasks", TASK, "--store", str(root), "--no-train", *TINY])
     _one_sentence(capsys, code, str(talos.path / "mask.safetensors"))

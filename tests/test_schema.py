@@ -200,7 +200,7 @@ def test_read_result_missing_and_corrupt(store):
     path.write_text("[1, 2]")
     with pytest.raises(CorruptResult, match=re.escape(str(path))):
         schema.read_result(store, "negation", _name("talos"))
-    with pytest.raises(CorruptResult, match="lacks field.*selected_alpha"):
+    with pytest.raises(CorruptResult, match=r"lacks field.*selected_alpha"):
         schema.require_fields({}, "addition", "x")
 
 
@@ -270,7 +270,7 @@ def test_preview_reader_refuses_bad_shapes_and_labels(store):
     with pytest.raises(CorruptResult, match=rf"{re.escape(str(path))} has malformed tasks"):
         schema.load_preview(store, name)
     path.write_text(json.dumps({k: v for k, v in meta.items() if k != "labels"}))
-    with pytest.raises(CorruptResult, match="lacks field.*labels"):
+    with pytest.raises(CorruptResult, match=r"lacks field.*labels"):
         schema.load_preview(store, name)
 
 

@@ -1,4 +1,4 @@
-"""The shipped results keep the paper-protocol floors they claim (issue 30's "done when"), read from the results
+"""The shipped results keep the paper-protocol floors they claim, read from the results
 themselves rather than from the suite's settings: every addition and negation result of a suite shipped at a paper
 scale has at least a 21-point α grid and rests on runs trained for at least 200 steps, and the suite ships at least one
 20×20 ξ grid on at least 128 points per task."""

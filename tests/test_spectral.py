@@ -190,7 +190,7 @@ def test_spectral_merges_per_parameter_kind() -> None:
         mg.iso_cts_merge(vs, spectrum="max")  # type: ignore[arg-type]
     with pytest.raises(TalosError, match="common_fraction"):
         mg.iso_cts_merge(vs, 1.5)
-    with pytest.raises(TalosError, match="^conv1x1 must be 'other' or 'matrix', got 'yes'$"):
+    with pytest.raises(TalosError, match=r"^conv1x1 must be 'other' or 'matrix', got 'yes'$"):
         mg.iso_c_merge(vs, conv1x1="yes")  # type: ignore[arg-type]
 
 
@@ -239,7 +239,7 @@ def test_registered_options_default_to_the_merges_own_defaults() -> None:
             assert params[key].default == values[0], (name, key)
     assert mg.POSTHOC_METHODS["iso_c"].check_options() == {"nonmatrix": "mean", "conv1x1": "other"}
     assert mg.POSTHOC_METHODS["lines"].check_options({"nonblock": "nearest"}) == {"nonblock": "nearest"}
-    with pytest.raises(TalosError, match="^option conv1x1 of post-hoc method 'tsv' must be one of 'other', "
+    with pytest.raises(TalosError, match=r"^option conv1x1 of post-hoc method 'tsv' must be one of 'other', "
                                          "'matrix', got 'yes'$"):
         mg.POSTHOC_METHODS["tsv"].grid_points(3, {"conv1x1": "yes"})
     with pytest.raises(TalosError, match="'nonblock' is not an option of post-hoc method 'iso_c'"):
@@ -271,7 +271,7 @@ def test_lines_layers_of_real_parameter_names() -> None:
     assert sp.lines_layers(BERT, "nearest")[0]["pooler.dense.weight"] == 3
     assert sp.lines_layers(T5, "nearest") == (dict(zip(T5, [0, 0, 1, 1, 2, 3, 3])), 4)
     assert sp.lines_layers(EFFICIENTNET, "nearest") == (dict(zip(EFFICIENTNET, [0, 0, 0, 1, 1, 2, 2, 2])), 3)
-    with pytest.raises(TalosError, match="^nonblock must be 'first' or 'nearest', got 'last'$"):
+    with pytest.raises(TalosError, match=r"^nonblock must be 'first' or 'nearest', got 'last'$"):
         sp.lines_layers(BERT, "last")  # type: ignore[arg-type]
 
 

@@ -160,7 +160,8 @@ def test_run_manifest_round_trip_and_defaults():
     ({**_manifest()[1], "sparsity": "0.9"}, "corrupt: 'sparsity' must be a number"),
     ({**_manifest()[1], "seed": True}, "corrupt: 'seed' must be an integer"),
     (["model"], "corrupt: expected a JSON object"),
-    # issue 33: a current-format manifest without checksums, edited numbers, a manifest in another run's folder
+    # what probing once got through: a current-format manifest without checksums, edited numbers, a manifest in
+    # another run's folder
     ({**_manifest()[1], "artifacts": None}, "incomplete: it has no 'artifacts'"),
     ({**_manifest()[1], "artifacts": {"mask.safetensors": SHA}}, "records no SHA-256 of task_vector.safetensors"),
     ({**_manifest()[1], "artifacts": {"task_vector.safetensors": SHA}}, "records no SHA-256 of mask.safetensors"),

@@ -82,13 +82,13 @@ def test_step_table_matches_the_shipped_records(name):
                         device="auto")
     labels = [st.label for st in steps]
     if not any(label.endswith(": examples") for label in meta["step_times_s"]):
-        # a record written before the per-example step existed (issue 17): the other steps keep their labels and order
+        # a record written before the per-example step existed: the other steps keep their labels and order
         labels = [label for label in labels if not label.endswith(": examples")]
     if not any(label.endswith(": lr check") for label in meta["step_times_s"]):
-        # a record written before the lr check existed (issue 13): the other steps keep their labels and order
+        # a record written before the lr check existed: the other steps keep their labels and order
         labels = [label for label in labels if not label.endswith(": lr check")]
     if not any("-lr" in label.split(":")[0] for label in meta["step_times_s"]):
-        # a record written before the labelled learning-rate rows existed (issue 29): the others keep their order
+        # a record written before the labelled learning-rate rows existed: the others keep their order
         labels = [label for label in labels if "-lr" not in label.split(":")[0]]
     assert labels == list(meta["step_times_s"])
     for st in steps:  # settings read from the store when the step runs are checked by the paper-scale tests
@@ -110,7 +110,7 @@ def test_checkpoint_every_reaches_every_fine_tuning_request_and_changes_no_run_i
     for a, b in tuned:
         assert b.overrides == {**a.overrides, "checkpoint_every": 7}
     first = plain[0].overrides
-    request = dict(model="tiny-text", task="tweets", method="talos", **{k: v for k, v in first.items()})
+    request = dict(model="tiny-text", task="tweets", method="talos", **first)
     assert FinetuneRequest(**request).run_id() == FinetuneRequest(**request, checkpoint_every=7).run_id()
 
 

@@ -105,7 +105,7 @@ def test_offline_task_loads(name: str) -> None:
         split = getattr(data, split_name)
         assert len(split) > 0
         assert np.issubdtype(split.labels.dtype, np.integer)
-        assert 0 <= split.labels.min() and split.labels.max() < spec.num_classes
+        assert split.labels.min() >= 0 and split.labels.max() < spec.num_classes
         if spec.modality == "text":
             assert isinstance(split.inputs, list) and all(isinstance(t, str) and t.strip() for t in split.inputs)
         else:
@@ -310,7 +310,7 @@ def test_hub_streaming_for_imagenet(monkeypatch: pytest.MonkeyPatch) -> None:
                                           ).to_iterable_dataset()
 
     calls = _fake_hub(monkeypatch, make)
-    train, test = PAPER_BY_NAME["imagenet"].loader()
+    train, _test = PAPER_BY_NAME["imagenet"].loader()
     assert [c[2:] for c in calls] == [("train", True), ("validation", True)]
     assert train.labels.tolist() in ([5, 999], [999, 5]) and train.inputs.shape == (2, 8, 8, 3)
 
@@ -335,7 +335,7 @@ def test_hub_text_formatters(monkeypatch: pytest.MonkeyPatch) -> None:
     assert train.labels.tolist() == [2] and "(C) c" in train.inputs[0] and "What do plants need?" in train.inputs[0]
     train, _ = PAPER_BY_NAME["winogrande"].loader()
     assert train.labels.tolist() == [0] and "option 2: Bob" in train.inputs[0]
-    train, test = PAPER_BY_NAME["rte"].loader()
+    train, _test = PAPER_BY_NAME["rte"].loader()
     assert train.inputs == ["premise: A dog runs. hypothesis: An animal moves."]
     assert get_task("rte").classes[train.labels[0]] == "yes"
 

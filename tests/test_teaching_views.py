@@ -1,4 +1,4 @@
-"""Teaching views (issue 17): example galleries, live first-order ξ, localization click-through.
+"""Teaching views: example galleries, live first-order ξ, localization click-through.
 
 Pure functions on hand-made arrays with known answers, then AppTest on the synthetic store (which has an
 ``examples`` result per method)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -99,7 +101,7 @@ def test_cosine_schedule_and_batches():
     cfg = TrainConfig(steps=10, warmup_steps=2, lr=1.0)
     lrs = [cosine_lr(s, cfg) for s in range(10)]
     assert lrs[0] == 0.5 and lrs[1] == 1.0 and lrs[-1] < 0.05
-    assert all(a >= b for a, b in zip(lrs[1:], lrs[2:]))
+    assert all(a >= b for a, b in itertools.pairwise(lrs[1:]))
     a = batch_indices(7, 20, 6, seed=1)
     assert len(a) == 6 and (a == batch_indices(7, 20, 6, seed=1)).all()
     epoch = [batch_indices(s, 12, 4, seed=0) for s in range(3)]

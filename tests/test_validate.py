@@ -187,7 +187,7 @@ def test_finetune_request_refuses_a_boolean_or_bad_count(name, value, message):
 
 def test_finetune_request_refuses_a_text_max_train_before_comparing_the_batch():
     """A text ``max_train`` met ``batch_size > max_train`` first: a TypeError, not a sentence."""
-    with pytest.raises(TalosError, match="^max_train must be a positive integer, got '64'$"):
+    with pytest.raises(TalosError, match=r"^max_train must be a positive integer, got '64'$"):
         _request(batch_size=8, max_train="64").validate()
 
 
@@ -225,7 +225,7 @@ def test_suite_job_refuses_a_boolean_or_infinite_gpu_count(gpus):
 def test_selection_refuses_a_boolean_control_accuracy():
     from talos_core.evaluation.selection import select_by_negation
 
-    with pytest.raises(TalosError, match="^the control task's zero-shot accuracy must be a number, got True$"):
+    with pytest.raises(TalosError, match=r"^the control task's zero-shot accuracy must be a number, got True$"):
         select_by_negation({0.5: [(0.0, 0.9, 0.8)]}, True)
 
 
@@ -234,7 +234,7 @@ def test_linear_probe_refuses_a_boolean_l2():
 
     from talos_core.models.cnn import fit_linear_probe
 
-    with pytest.raises(TalosError, match="^probe l2 must be a finite number >= 0, got True$"):
+    with pytest.raises(TalosError, match=r"^probe l2 must be a finite number >= 0, got True$"):
         fit_linear_probe(torch.randn(4, 3), torch.tensor([0, 1, 0, 1]), 2, l2=True)
 
 
@@ -243,7 +243,7 @@ def test_subset_refuses_a_boolean_or_fractional_count(points):
     from talos_core.evaluation.context import subset
     from talos_core.tasks.base import Split
 
-    with pytest.raises(TalosError, match="^points must be a positive integer, got "):
+    with pytest.raises(TalosError, match=r"^points must be a positive integer, got "):
         subset(Split([str(i) for i in range(10)], np.arange(10)), points, 0)
     assert len(subset(Split([str(i) for i in range(10)], np.arange(10)), np.int64(4), 0)) == 4
 

@@ -51,9 +51,8 @@ def test_apply_vectors_is_bitwise_reversible():
         assert torch.allclose(lin.weight, expect, atol=1e-6)
     for k, v in lin.state_dict().items():
         assert torch.equal(v, before[k])
-    with pytest.raises(RuntimeError):
-        with apply_vectors(lin, [(a, 1.0)]):
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), apply_vectors(lin, [(a, 1.0)]):
+        raise RuntimeError("boom")
     for k, v in lin.state_dict().items():
         assert torch.equal(v, before[k])
 
@@ -61,9 +60,8 @@ def test_apply_vectors_is_bitwise_reversible():
 def test_unknown_parameter_and_corrupt_file(tmp_path):
     lin = torch.nn.Linear(5, 6)
     bad = TaskVector.from_dense({"nope": torch.ones(2)})
-    with pytest.raises(TalosError, match="nope"):
-        with apply_vectors(lin, [(bad, 1.0)]):
-            pass
+    with pytest.raises(TalosError, match="nope"), apply_vectors(lin, [(bad, 1.0)]):
+        pass
     path = tmp_path / "broken.safetensors"
     path.write_bytes(b"not a safetensors file")
     with pytest.raises(TalosError, match="corrupt"):

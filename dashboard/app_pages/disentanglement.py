@@ -66,7 +66,7 @@ def open_arithmetic(method: str, a1: float, a2: float) -> None:
         return
     query = {k: st.query_params[k] for k in ("store", "suite", "model") if k in st.query_params}
     query.update({"method": method, "same": "false", "tab": "Addition"})
-    query.update({f"{ui.qkey('a', method)}.{slug(t)}": f"{dict([(t1, a1), (t2, a2)]).get(t, 0.0):.12g}"
+    query.update({f"{ui.qkey('a', method)}.{slug(t)}": f"{ {t1: a1, t2: a2}.get(t, 0.0):.12g}"
                   for t in add.tasks})
     if alpha_range.outside([a1, a2], *alpha_range.teaching_range(add.alpha_grid, [add.selected_alpha])):
         query["afull"] = "true"

@@ -188,17 +188,16 @@ with nav:
     st.pills("Steps", list(range(1, L.N_STEPS + 1)), key="lesson_steps", on_change=_jump,
              label_visibility="collapsed", format_func=lambda n: f"{n} · {L.STEPS[n - 1][0]}")
 
-with foot:
-    with ui.expander("The numbers on this screen, and how they were made", key="lesson_protocol",
-                     icon=":material/rule:") as shown:
-        if shown:
-            if scr.table is not None:
-                ui.table(scr.table, f"lesson_{ctx.suite}_{scr.key}", key="lesson_tbl")
-            record = lesson.suite_record
-            summary = protocol.protocol_summary(record, test_examples=data.example_counts(ctx.root, ctx.name()),
-                                                **L.protocol_inputs(lesson))
-            st.markdown(f"**Protocol:** {summary.headline}")
-            st.markdown(summary.markdown())
-            st.caption(f"Suite {ui.md(ctx.suite)}, model {ui.md(ctx.model)}; steps 1–4 follow "
-                       f"{ui.md(method_label(lesson.first))}, steps 5–6 {ui.md(method_label(lesson.method))}. "
-                       + ui.md(L.SOURCE_WORDS[L.EXACT]).capitalize() + ".")
+with foot, ui.expander("The numbers on this screen, and how they were made", key="lesson_protocol",
+                       icon=":material/rule:") as shown:
+    if shown:
+        if scr.table is not None:
+            ui.table(scr.table, f"lesson_{ctx.suite}_{scr.key}", key="lesson_tbl")
+        record = lesson.suite_record
+        summary = protocol.protocol_summary(record, test_examples=data.example_counts(ctx.root, ctx.name()),
+                                            **L.protocol_inputs(lesson))
+        st.markdown(f"**Protocol:** {summary.headline}")
+        st.markdown(summary.markdown())
+        st.caption(f"Suite {ui.md(ctx.suite)}, model {ui.md(ctx.model)}; steps 1–4 follow "
+                   f"{ui.md(method_label(lesson.first))}, steps 5–6 {ui.md(method_label(lesson.method))}. "
+                   + ui.md(L.SOURCE_WORDS[L.EXACT]).capitalize() + ".")

@@ -3,8 +3,8 @@
 
 The paper searches ``{0, 0.05, …, 1}`` and stretches it by ``1/(1 − k)`` for sparse methods (App. "Tuning of α");
 the official code at HEAD searches ``0…1`` for every method. Dense methods get the same grid either way; for a
-sparse row the two rules search different α, and the choice can change which method leads (issue 29: "keep the
-paper's rule as the default; measure the other on one suite and report where it changes a verdict"). The rows
+sparse row the two rules search different α, and the choice can change which method leads, so the paper's rule
+stays the default and this protocol measures the other on a suite and reports where it changes a verdict. The rows
 compare the same runs, the same data and the same selection rules (addition: best normalized accuracy on
 validation; negation: lowest target with the control ≥ 95 % of zero-shot, per target); only the grid differs.
 

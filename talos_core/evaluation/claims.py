@@ -395,7 +395,7 @@ def claims_markdown(store: Store | str, suites: Sequence[str]) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# the α-grid rule: claim (a) again with the rows of the ``alpha-rule`` protocol (issue 29)
+# the α-grid rule: claim (a) again with the rows of the ``alpha-rule`` protocol: does it hold under either α grid?
 # --------------------------------------------------------------------------------------------
 def alpha_rule_markdown(store: Store | str, suite: str) -> str:
     """The ``alpha_rule`` results of ``suite`` (one table row per result row and rule) and claim (a) judged under

@@ -52,7 +52,7 @@ class EvalContext:
     @classmethod
     def for_model(cls, model_name: str, tasks: Sequence[str], *, max_val: int | None = None,
                   max_test: int | None = None, device: str = "auto",
-                  batch_size: int | None = None) -> "EvalContext":
+                  batch_size: int | None = None) -> EvalContext:
         """Load (cached) model ``model_name`` and the ``val``/``test`` splits of ``tasks``.
 
         ``batch_size`` defaults to 32 on CPU (length-sorted small batches pad less; measured 1.3–2×
@@ -86,7 +86,7 @@ class EvalContext:
             raise TalosError(f"task {task!r} is not part of this evaluation; tasks: {', '.join(self.specs)}")
         return self.specs[task]
 
-    def split(self, task: str, split: "str | Split") -> Split:
+    def split(self, task: str, split: str | Split) -> Split:
         """``split`` is ``"val"``/``"test"`` or an explicit :class:`Split` (e.g. a random subset)."""
         if isinstance(split, Split):
             return split
@@ -95,7 +95,7 @@ class EvalContext:
         self.spec(task)
         return getattr(self.data[task], split)
 
-    def labels(self, task: str, split: "str | Split") -> np.ndarray:
+    def labels(self, task: str, split: str | Split) -> np.ndarray:
         return np.asarray(self.split(task, split).labels)
 
     def use_head(self, task: str) -> None:
@@ -105,13 +105,13 @@ class EvalContext:
             self.model.set_head(self.heads[task], spec.name)
 
     # ----- evaluation -----------------------------------------------------------------------
-    def logits(self, task: str, split: "str | Split", terms: Terms = (), mode: Mode = "nonlinear") -> torch.Tensor:
+    def logits(self, task: str, split: str | Split, terms: Terms = (), mode: Mode = "nonlinear") -> torch.Tensor:
         """Logits ``[N, C]`` of ``θ0 + Σ α τ`` on ``task``'s split."""
         self.use_head(task)
         return predict_logits(self.model, self.spec(task), self.split(task, split), terms, mode=mode,
                               batch_size=self.batch_size)
 
-    def logits_many(self, items: Sequence[tuple[str, "str | Split"]], terms: Terms = (),
+    def logits_many(self, items: Sequence[tuple[str, str | Split]], terms: Terms = (),
                     mode: Mode = "nonlinear") -> list[torch.Tensor]:
         """Logits on several ``(task, split)`` with ONE in-place edit (see ``predict_logits_many``)."""
         evals = [(self.spec(t), self.split(t, s), self.heads[t]) for t, s in items]
@@ -120,7 +120,7 @@ class EvalContext:
             return predict_logits_many(self.model, evals, terms, mode=mode, batch_size=self.batch_size)
         return self._cached_logits(items, evals, terms)
 
-    def _cached_logits(self, items: Sequence[tuple[str, "str | Split"]], evals: list,
+    def _cached_logits(self, items: Sequence[tuple[str, str | Split]], evals: list,
                        terms: Terms) -> list[torch.Tensor]:
         """:meth:`logits_many` of a non-linear edit through the logits cache (:mod:`talos_core.inference.cache`):
         the splits evaluated under this very edit before come from it, the others are computed (one edit) and
@@ -156,24 +156,24 @@ class EvalContext:
             self._digests[("head", task)] = cache.tensors_digest(dict(self.heads[task]))
         return self._digests[("head", task)]
 
-    def _split_digest(self, task: str, split: "str | Split") -> str:
+    def _split_digest(self, task: str, split: str | Split) -> str:
         obj = self.split(task, split)
         key = ("split", id(obj))
         if key not in self._digests or self._digests[key][0] is not obj:
             self._digests[key] = (obj, cache.split_digest(obj))  # the split is kept alive: its id stays its own
         return self._digests[key][1]
 
-    def accuracy(self, task: str, split: "str | Split", terms: Terms = (), mode: Mode = "nonlinear") -> float:
+    def accuracy(self, task: str, split: str | Split, terms: Terms = (), mode: Mode = "nonlinear") -> float:
         """Top-1 accuracy in [0, 1] of ``θ0 + Σ α τ`` on ``task``'s split."""
         return self.accuracies([(task, split)], terms, mode)[0]
 
-    def accuracies(self, items: Sequence[tuple[str, "str | Split"]], terms: Terms = (),
+    def accuracies(self, items: Sequence[tuple[str, str | Split]], terms: Terms = (),
                    mode: Mode = "nonlinear") -> list[float]:
         """Accuracies on several ``(task, split)`` of one vector mix, with one edit."""
         outs = self.logits_many(items, terms, mode)
         return [accuracy_of(lg, self.labels(t, s)) for lg, (t, s) in zip(outs, items)]
 
-    def correct_many(self, items: Sequence[tuple[str, "str | Split"]], terms: Terms = (),
+    def correct_many(self, items: Sequence[tuple[str, str | Split]], terms: Terms = (),
                      mode: Mode = "nonlinear") -> list[np.ndarray]:
         """Per-example correctness (bool ``[N]``) on several ``(task, split)`` of one vector mix, with one
         edit; its mean is exactly :meth:`accuracies`."""
@@ -214,19 +214,15 @@ class EvalContext:
                 self._zero_shot[key] = self.accuracy(task, split)
         return self._zero_shot[key]
 
-    def base_and_jvps(self, task: str, split: "str | Split",
+    def base_and_jvps(self, task: str, split: str | Split,
                       vectors: Sequence[TaskVector]) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """``f(x, θ0)`` and ``τᵀ∇f(x, θ0)`` per vector (see :func:`core.base_and_jvps`)."""
         self.use_head(task)
         return base_and_jvps(self.model, self.spec(task), self.split(task, split), list(vectors),
                              batch_size=self.batch_size)
 
-    def state_snapshot(self) -> dict[str, torch.Tensor]:
-        """A copy of the model's parameters (for tests of exact restore)."""
-        return {n: p.detach().clone() for n, p in self.model.named_parameters()}
 
-
-def accuracy_of(logits: "torch.Tensor | np.ndarray", labels: np.ndarray) -> float:
+def accuracy_of(logits: torch.Tensor | np.ndarray, labels: np.ndarray) -> float:
     """Top-1 accuracy of ``argmax(logits)`` against ``labels`` (NaN for an empty split).
 
     >>> accuracy_of(np.array([[0.1, 0.9], [2.0, 1.0]]), np.array([1, 1]))
@@ -239,7 +235,7 @@ def accuracy_of(logits: "torch.Tensor | np.ndarray", labels: np.ndarray) -> floa
     return float((preds == labels).mean())
 
 
-def correct_of(logits: "torch.Tensor | np.ndarray", labels: np.ndarray) -> np.ndarray:
+def correct_of(logits: torch.Tensor | np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Per-example correctness ``argmax(logits) == labels`` (bool ``[N]``); its mean is :func:`accuracy_of`.
 
     >>> correct_of(np.array([[0.1, 0.9], [2.0, 1.0]]), np.array([1, 1])).tolist()

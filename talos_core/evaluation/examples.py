@@ -138,9 +138,6 @@ class ExamplesResult:
     meta: dict
     arrays: dict[str, np.ndarray]
 
-    def example_set(self) -> ExampleSet:
-        return ExampleSet(self.meta, self.arrays)
-
 
 def _argmax(logits) -> np.ndarray:
     return np.asarray(logits.argmax(-1)).astype(np.int32)
@@ -235,7 +232,7 @@ def save_examples(store, name: str, result: ExamplesResult, **extra) -> None:
 
     from talos_core.atomic import atomic_write_bytes
 
-    meta_path, arr_path = examples_paths(store.root, name)
+    _meta_path, arr_path = examples_paths(store.root, name)
     store.ensure()
     arr_path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {k: np.ascontiguousarray(v) for k, v in sorted(result.arrays.items())}

@@ -1,4 +1,4 @@
-"""Learning curves and the step budget they imply (issue: "budget set by convergence, measured").
+"""Learning curves and the step budget they imply: a budget set by measured convergence, not fixed in advance.
 
 The ``learning-curve`` protocol fine-tunes each task of the request's method with a learning curve —
 validation accuracy of the model *being trained*, through the logits training uses (linearized FT and

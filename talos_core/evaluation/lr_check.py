@@ -1,5 +1,5 @@
-"""The learning rate re-checked at the step budget (issue 13: "learning rate per method (already done on
-validation; keep it, re-check it at the new budget)").
+"""The learning rate re-checked at the step budget: a learning rate per method chosen on validation at one budget
+may not be the best at another, so it is kept and checked again at the budget the runs train for.
 
 The shipped suites' learning rate per method (``Scale.lr_by_method``) was chosen on the validation split at
 short fixed budgets. Under the paper's protocol the runs train for the budget a learning-curve step chose, so

@@ -31,7 +31,7 @@ def save_preview(store, name: str, cache: PreviewCache, **extra) -> Path:
 
     from talos_core.atomic import atomic_write_bytes
 
-    meta_path, arr_path = preview_paths(store.root, name)
+    _meta_path, arr_path = preview_paths(store.root, name)
     arrays = {array_key_base(e): np.ascontiguousarray(cache.base[e], dtype=np.float32) for e in cache.eval_tasks}
     arrays.update({array_key_jvp(e, t): np.ascontiguousarray(cache.jvp[(e, t)], dtype=np.float32)
                    for e in cache.eval_tasks for t in cache.tasks})

@@ -90,9 +90,7 @@ def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
             return False
     if method.sparse and run.manifest.sparsity != req.sparsity:
         return False
-    if recorded_options != dict(req.options):  # e.g. another L-LoRA rank
-        return False
-    return True
+    return recorded_options == dict(req.options)  # not, e.g., another L-LoRA rank
 
 
 def find_run(store: Store, model: str, task: str, method: str,

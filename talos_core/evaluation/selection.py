@@ -51,8 +51,8 @@ PARAMS = ("sparsity", "rank", "lr")
 """Hyperparameters the ``selection`` protocol can choose."""
 
 DEFAULT_VALUES: dict[str, tuple] = {"sparsity": (0.5, 0.8, 0.9, 0.95, 0.99), "rank": (8, 16, 64)}
-"""Candidate grids when none is given (issue 13's minimum; the paper searches k ∈ {0.1, …, 0.9, 0.95, 0.99},
-r ∈ {8, …, 512}); learning rates have none: give them."""
+"""Candidate grids when none is given (a short grid around the paper's defaults; the paper searches
+k ∈ {0.1, …, 0.9, 0.95, 0.99}, r ∈ {8, …, 512}); learning rates have none: give them."""
 
 TABLE_COLUMNS = ["value", "best_alpha", "target_val_acc", "control_val_acc", "score", "single_val_acc", "chosen"]
 

@@ -93,7 +93,7 @@ def current_precision() -> str:
     return _env_precision(ENV_VAR)
 
 
-def native_bf16(device: "str | torch.device") -> bool:
+def native_bf16(device: str | torch.device) -> bool:
     """Whether ``device`` multiplies bf16 matrices natively (CUDA, or a CPU with AMX bf16 tiles)."""
     dev = torch.device(device)
     if dev.type == "cuda":
@@ -107,7 +107,7 @@ def native_bf16(device: "str | torch.device") -> bool:
         return False
 
 
-def _resolve(device: "str | torch.device", requested: str, cpu_family_measured_faster: bool) -> str:
+def _resolve(device: str | torch.device, requested: str, cpu_family_measured_faster: bool) -> str:
     """The one ``auto`` rule of evaluation and training: bf16 on CUDA; on a CPU bf16 only with native bf16
     (AMX) and a model family measured faster there; fp32 otherwise. Explicit requests pass through."""
     if requested != "auto":
@@ -118,7 +118,7 @@ def _resolve(device: "str | torch.device", requested: str, cpu_family_measured_f
     return "bf16" if cpu_family_measured_faster and native_bf16(dev) else "fp32"
 
 
-def resolve_precision(device: "str | torch.device", precision: str | None = None, *,
+def resolve_precision(device: str | torch.device, precision: str | None = None, *,
                       family: str | None = None) -> str:
     """``"fp32"`` or ``"bf16"``: what evaluating a ``family`` model on ``device`` uses (``precision`` or the
     current one; ``auto`` on a CPU needs AMX and a family in :data:`CPU_BF16_FAMILIES`)."""
@@ -160,7 +160,7 @@ def requested_train_precision(precision: str | None = None) -> str:
     return _env_precision(TRAIN_ENV_VAR)
 
 
-def resolve_train_precision(device: "str | torch.device", precision: str | None = None, *,
+def resolve_train_precision(device: str | torch.device, precision: str | None = None, *,
                             family: str | None = None) -> str:
     """``"fp32"`` or ``"bf16"``: what fine-tuning a ``family`` model on ``device`` uses (``precision``, else
     :func:`requested_train_precision`; ``auto`` = bf16 on CUDA, and on a CPU only with native bf16 and a
@@ -168,12 +168,12 @@ def resolve_train_precision(device: "str | torch.device", precision: str | None 
     return _resolve(device, requested_train_precision(precision), family in CPU_TRAIN_BF16_FAMILIES)
 
 
-def legacy_train_precision(device: "str | torch.device") -> str:
+def legacy_train_precision(device: str | torch.device) -> str:
     """What training precision ``"auto"`` meant before the rule above: bf16 on CUDA, fp32 elsewhere."""
     return "bf16" if torch.device(device).type == "cuda" else "fp32"
 
 
-def hashed_train_precision(device: "str | torch.device", resolved: str) -> str:
+def hashed_train_precision(device: str | torch.device, resolved: str) -> str:
     """The training precision as a run's identity records it: ``"auto"`` when ``resolved`` is what ``auto``
     meant before training precision could be chosen (:func:`legacy_train_precision`; every earlier run id
     hashed ``"auto"``, so those ids stay valid), else ``resolved`` itself."""

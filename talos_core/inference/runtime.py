@@ -79,7 +79,7 @@ def clear_zero_shot_memo() -> None:
     _ZERO_SHOT_MEMO.clear()
 
 
-def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: "str | torch.device", precision: str,
+def memoized_zero_shot(compute: Callable[[], float], *, model: str, device: str | torch.device, precision: str,
                        max_val: int | None, max_test: int | None, batch_size: int, task: str, split: str) -> float:
     """The zero-shot accuracy of ``model`` on ``task``'s ``split`` (data loaded with ``max_val``/``max_test``,
     evaluated in batches of ``batch_size`` at the resolved evaluation ``precision``), computed by

@@ -183,7 +183,7 @@ def lines_layers(names: Sequence[str], nonblock: NonBlock = "first") -> tuple[di
     >>> lines_layers(names, "nearest")[0]["head.weight"]
     2
     """
-    from talos_core.evaluation.maskstats import block_indices
+    from talos_core.models.param_names import block_indices
 
     _check_nonblock(nonblock)
     blocks = block_indices(list(names))

@@ -129,7 +129,7 @@ def get_model_spec(name: str) -> ModelSpec:
         return MODELS[name]
     spec = _pattern_spec(name)
     if spec is None:
-        raise unknown("model", name, list(MODELS) + ["clip:<arch>:<tag>", "t5:<id>", "hf-encoder:<id>"])
+        raise unknown("model", name, [*MODELS, "clip:<arch>:<tag>", "t5:<id>", "hf-encoder:<id>"])
     return spec
 
 

@@ -31,7 +31,7 @@ Head = dict[str, torch.Tensor]
 Batch = dict[str, torch.Tensor]
 
 
-def iter_batches(model: "TaskModel", split: Split, task: TaskSpec, batch_size: int,
+def iter_batches(model: TaskModel, split: Split, task: TaskSpec, batch_size: int,
                  order: np.ndarray | None = None) -> Iterator[Batch]:
     """Prepared batches of ``split`` on the model's device, visiting examples in ``order`` (default: as stored)."""
     order = np.arange(len(split)) if order is None else order

@@ -212,7 +212,7 @@ class CnnTaskModel(TaskModel):
             self.train(was_training)
         return torch.cat(out)
 
-    def train(self, mode: bool = True) -> "CnnTaskModel":
+    def train(self, mode: bool = True) -> CnnTaskModel:
         """Set the training flag; BatchNorm layers stay in eval mode (running stats are frozen θ0)."""
         super().train(mode)
         for module in self.modules():

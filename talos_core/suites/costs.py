@@ -218,8 +218,3 @@ def detect_device() -> tuple[str, str]:
     if found is not None:
         return found, f"detected: this machine's CPU is {model}"
     return "cpu-2core", f"no cells measured on this machine's CPU ({model}): priced with another CPU's"
-
-
-def default_device() -> str:
-    """The plan device of this machine (:func:`detect_device`)."""
-    return detect_device()[0]

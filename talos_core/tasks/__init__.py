@@ -99,7 +99,7 @@ def _check_split(spec: TaskSpec, split_name: str, split: Split) -> None:
                          f"outside 0..{spec.num_classes - 1}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_splits(name: str) -> TaskData:
     """Run the loader of ``name`` once per process and carve the validation split."""
     spec = get_task(name)
@@ -136,7 +136,7 @@ def load_task(name: str, *, max_train: int | None = None, max_val: int | None = 
     return TaskData(**parts)
 
 
-def task_table() -> "pandas.DataFrame":  # noqa: F821 - pandas is imported lazily
+def task_table() -> pandas.DataFrame:  # noqa: F821 - pandas is imported lazily
     """One row per registered task, for ``talos tasks``.
 
     >>> list(task_table().columns)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 import numpy as np
 
-Inputs = Union[list[str], np.ndarray]
+Inputs = list[str] | np.ndarray
 Modality = Literal["text", "image"]
 
 
@@ -37,7 +37,7 @@ class Split:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def take(self, idx: Sequence[int] | np.ndarray) -> "Split":
+    def take(self, idx: Sequence[int] | np.ndarray) -> Split:
         """Return the sub-split at positions ``idx`` (order kept)."""
         idx = np.asarray(idx, dtype=np.int64)
         if isinstance(self.inputs, np.ndarray):

@@ -446,7 +446,7 @@ def _load_hf(spec: str, location: str, options: dict[str, str]) -> tuple[Split, 
                 raise _fail(spec, f"could not tell which column of {where} holds the text (columns: "
                                   f"{', '.join(columns)}); name it with ?text=COLUMN")
             text_col = strings[0]
-        texts, labels, found = _text_labels(spec, train_ds[text_col], label_strings(train_ds), where, label_col)
+        texts, labels, _found = _text_labels(spec, train_ds[text_col], label_strings(train_ds), where, label_col)
         test_texts: list[str] = []
         test_labels: list[str] = []
         if test_name:
@@ -552,9 +552,7 @@ def resolve_file_task(text: str) -> TaskSpec:
     key = canonical_spec(kind, location, options)
     signature = _signature(kind, location)
     cached = _RESOLVED.get(key)
-    if cached is not None and cached[0] is not None and cached[0] == signature:
-        spec = cached[1]
-    elif cached is not None and kind == "hf":
+    if cached is not None and (kind == "hf" or (cached[0] is not None and cached[0] == signature)):
         spec = cached[1]
     else:
         train, test, classes, content, description = _LOADERS[kind](text, location, options)

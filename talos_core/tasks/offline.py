@@ -187,8 +187,8 @@ FORTUNE_TOPICS = ("art", "computers", "drugs", "education", "food", "law", "love
                   "politics", "science", "sports", "work")
 """Topic files of Debian's ``fortunes``/``fortunes-min``; the file name is the class name."""
 
-_ENGLISH_FORTUNE_FILES = FORTUNE_TOPICS + (
-    "cookie", "definitions", "fortunes", "humorists", "literature", "men-women", "miscellaneous",
+_ENGLISH_FORTUNE_FILES = (
+    *FORTUNE_TOPICS, "cookie", "definitions", "fortunes", "humorists", "literature", "men-women", "miscellaneous",
     "people", "platitudes", "songs-poems", "wisdom")
 
 # class name -> (Debian package, path under FORTUNE_DIR: a directory or a single file)

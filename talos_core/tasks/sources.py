@@ -59,7 +59,7 @@ def debian_path(task: str, path: str | Path, *, apt_name: str) -> Path:
 
 def open_maybe_gzip(path: Path) -> io.BufferedIOBase:
     """Open ``path`` for binary reading, transparently un-gzipping ``*.gz`` files."""
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 # --- numbers and labels ---------------------------------------------------------------------------
