@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from talos_core import schema
+from talos_core import result_arrays, schema
 from talos_core.errors import TalosError
-from talos_core.schema import CorruptResult, EmptyStore, MissingResult, PreviewCache, StoreNotFound
+from talos_core.result_arrays import PreviewCache
+from talos_core.schema import CorruptResult, EmptyStore, MissingResult, StoreNotFound
 
 # --------------------------------------------------------------------------------------------
 # store discovery
@@ -463,7 +464,7 @@ LOADERS: dict[str, Callable[[str | Path, str], Any]] = {
     **{k: _table_loader(k) for k, info in schema.KINDS.items() if info.table},
     "addition": load_addition, "negation": load_negation, "disentanglement": load_disentanglement,
     "localization": load_localization, "sharing": load_sharing, "mask_iou": load_mask_iou,
-    "suite": load_suite, "preview": schema.load_preview, "learning_curve": load_learning_curve,
+    "suite": load_suite, "preview": result_arrays.load_preview, "learning_curve": load_learning_curve,
     "selection": load_selection, "lr_check": load_lr_check,
 }
 """The typed loader of every result kind (tables without a loader of their own: :func:`load_table`)."""
@@ -711,7 +712,7 @@ def _cached_result(kind: str, root: str, name: str, stamp: int) -> Any:
 
 @_cache_resource
 def _cached_preview(root: str, name: str, stamp: tuple) -> PreviewCache:
-    return schema.load_preview(root, name)
+    return result_arrays.load_preview(root, name)
 
 
 @_cache_data
@@ -750,11 +751,11 @@ def get_preview(root: str | Path, name: str) -> PreviewCache:
 
 
 @_cache_resource
-def _cached_examples(root: str, name: str, stamp: tuple) -> schema.ExampleSet:
-    return schema.load_examples(root, name)
+def _cached_examples(root: str, name: str, stamp: tuple) -> result_arrays.ExampleSet:
+    return result_arrays.load_examples(root, name)
 
 
-def get_examples(root: str | Path, name: str) -> schema.ExampleSet | None:
+def get_examples(root: str | Path, name: str) -> result_arrays.ExampleSet | None:
     """Cached per-example predictions (SCHEMA.md ``examples``; shared, read-only), ``None`` when not computed
     (a corrupt result raises)."""
     meta, arrays = schema.examples_paths(root, name)
@@ -824,7 +825,7 @@ def _exact_context(root: str, name: str, stamp: tuple) -> tuple:
     return exact_context(Store(root), ex, device="cpu")
 
 
-def exact_predictions(root: str | Path, name: str, ex: schema.ExampleSet, task: str,
+def exact_predictions(root: str | Path, name: str, ex: result_arrays.ExampleSet, task: str,
                       alphas: Mapping[str, float]) -> np.ndarray:
     """The exact model's predictions on ``task``'s fixed examples at ``alphas`` (task → α; a negated task: a negative
     α), evaluated now from the runs' task vectors (:func:`talos_core.evaluation.examples.exact_predictions`)."""

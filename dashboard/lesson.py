@@ -32,9 +32,10 @@ import plotly.graph_objects as go
 from dashboard import data, figures, figures_examples
 from dashboard.figures_examples import Gallery
 from dashboard.plain import md, plain_figure
-from talos_core import schema
+from talos_core import result_arrays, schema
 from talos_core.errors import TalosError
-from talos_core.schema import ExampleSet, MissingResult, method_label
+from talos_core.result_arrays import ExampleSet
+from talos_core.schema import MissingResult, method_label
 
 #: the lesson's screens, in order: (URL key, title)
 STEPS: tuple[tuple[str, str], ...] = (
@@ -135,7 +136,7 @@ def _compare(a: float, b: float, interval_a: tuple[float, float] | None = None,
 # --------------------------------------------------------------------------------------------
 Getter = Callable[[str, str], Any]
 """``get(kind, name)``: the typed result (:data:`dashboard.data.LOADERS`; ``"examples"``: an
-:class:`~talos_core.schema.ExampleSet`), ``None`` when the store does not have it."""
+:class:`~talos_core.result_arrays.ExampleSet`), ``None`` when the store does not have it."""
 
 
 def store_getter(root: str | Path) -> Getter:
@@ -144,7 +145,7 @@ def store_getter(root: str | Path) -> Getter:
     def get(kind: str, name: str) -> Any:
         try:
             if kind == "examples":
-                return schema.load_examples(root, name)
+                return result_arrays.load_examples(root, name)
             return data.LOADERS[kind](root, name)
         except MissingResult:
             return None
