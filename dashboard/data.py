@@ -71,9 +71,10 @@ from dashboard.data_loaders import (
     store_index,
     store_signature,
 )
-from talos_core import schema
+from talos_core import result_arrays, schema
 from talos_core.errors import TalosError
-from talos_core.schema import CorruptResult, MissingResult, PreviewCache
+from talos_core.result_arrays import PreviewCache
+from talos_core.schema import CorruptResult, MissingResult
 
 __all__ = ["Addition", "INDEX_COLUMNS", "LOADERS", "LearningCurve", "LrCheck", "Matrix", "Negation", "Selection",
            "addition_at", "audit_flags", "available", "average_curve", "check_store", "chosen_hyperparameters",
@@ -120,7 +121,7 @@ def _cached_result(kind: str, root: str, name: str, stamp: int) -> Any:
 
 @_cache_resource
 def _cached_preview(root: str, name: str, stamp: tuple) -> PreviewCache:
-    return schema.load_preview(root, name)
+    return result_arrays.load_preview(root, name)
 
 
 @_cache_data
@@ -159,11 +160,11 @@ def get_preview(root: str | Path, name: str) -> PreviewCache:
 
 
 @_cache_resource
-def _cached_examples(root: str, name: str, stamp: tuple) -> schema.ExampleSet:
-    return schema.load_examples(root, name)
+def _cached_examples(root: str, name: str, stamp: tuple) -> result_arrays.ExampleSet:
+    return result_arrays.load_examples(root, name)
 
 
-def get_examples(root: str | Path, name: str) -> schema.ExampleSet | None:
+def get_examples(root: str | Path, name: str) -> result_arrays.ExampleSet | None:
     """Cached per-example predictions (SCHEMA.md ``examples``; shared, read-only), ``None`` when not computed
     (a corrupt result raises)."""
     meta, arrays = schema.examples_paths(root, name)
@@ -233,7 +234,7 @@ def _exact_context(root: str, name: str, stamp: tuple) -> tuple:
     return exact_context(Store(root), ex, device="cpu")
 
 
-def exact_predictions(root: str | Path, name: str, ex: schema.ExampleSet, task: str,
+def exact_predictions(root: str | Path, name: str, ex: result_arrays.ExampleSet, task: str,
                       alphas: Mapping[str, float]) -> np.ndarray:
     """The exact model's predictions on ``task``'s fixed examples at ``alphas`` (task → α; a negated task: a negative
     α), evaluated now from the runs' task vectors (:func:`talos_core.evaluation.examples.exact_predictions`)."""

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from talos_core import schema
+from talos_core import result_arrays, schema
 from talos_core.errors import TalosError
 from talos_core.schema import CorruptResult, EmptyStore, StoreNotFound
 
@@ -445,7 +445,7 @@ LOADERS: dict[str, Callable[[str | Path, str], Any]] = {
     **{k: _table_loader(k) for k, info in schema.KINDS.items() if info.table},
     "addition": load_addition, "negation": load_negation, "disentanglement": load_disentanglement,
     "localization": load_localization, "sharing": load_sharing, "mask_iou": load_mask_iou,
-    "suite": load_suite, "preview": schema.load_preview, "learning_curve": load_learning_curve,
+    "suite": load_suite, "preview": result_arrays.load_preview, "learning_curve": load_learning_curve,
     "selection": load_selection, "lr_check": load_lr_check,
 }
 """The typed loader of every result kind (tables without a loader of their own: :func:`load_table`)."""

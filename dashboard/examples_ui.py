@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import figures_examples, ui
 from dashboard.plain import md
 from talos_core.errors import TalosError
-from talos_core.schema import ExampleSet
+from talos_core.result_arrays import ExampleSet
 
 
 def missing_note(method: str) -> None:

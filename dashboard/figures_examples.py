@@ -1,7 +1,7 @@
 """The teaching views as pure functions (no Streamlit): the examples behind the numbers and the live ξ.
 
 * :func:`addition_gallery` / :func:`negation_gallery` / :func:`localization_gallery` — the fixed examples of a
-  task (SCHEMA.md ``examples``, read by :func:`talos_core.schema.load_examples`) with true label, zero-shot
+  task (SCHEMA.md ``examples``, read by :func:`talos_core.result_arrays.load_examples`) with true label, zero-shot
   prediction and the prediction of the model the page shows, named in every heading (:attr:`Gallery.model`): the
   exact model at the stored α's (the grid and the teaching range), the first-order (linearized) model
   ``f(x, θ0) + Σ α_t τ_tᵀ∇f(x, θ0)`` between them with how far it is from the exact one at the nearest stored point
@@ -26,7 +26,7 @@ import pandas as pd
 
 from dashboard.plain import plain_figure
 from talos_core.errors import TalosError
-from talos_core.schema import ExampleSet, PreviewCache
+from talos_core.result_arrays import ExampleSet, PreviewCache
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

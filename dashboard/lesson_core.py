@@ -17,9 +17,10 @@ import plotly.graph_objects as go
 
 from dashboard import data
 from dashboard.figures_examples import Gallery
-from talos_core import schema
+from talos_core import result_arrays, schema
 from talos_core.errors import TalosError
-from talos_core.schema import ExampleSet, MissingResult
+from talos_core.result_arrays import ExampleSet
+from talos_core.schema import MissingResult
 
 #: the lesson's screens, in order: (URL key, title)
 STEPS: tuple[tuple[str, str], ...] = (
@@ -97,7 +98,7 @@ def num(x: float) -> str:
 # --------------------------------------------------------------------------------------------
 Getter = Callable[[str, str], Any]
 """``get(kind, name)``: the typed result (:data:`dashboard.data.LOADERS`; ``"examples"``: an
-:class:`~talos_core.schema.ExampleSet`), ``None`` when the store does not have it."""
+:class:`~talos_core.result_arrays.ExampleSet`), ``None`` when the store does not have it."""
 
 
 def store_getter(root: str | Path) -> Getter:
@@ -106,7 +107,7 @@ def store_getter(root: str | Path) -> Getter:
     def get(kind: str, name: str) -> Any:
         try:
             if kind == "examples":
-                return schema.load_examples(root, name)
+                return result_arrays.load_examples(root, name)
             return data.LOADERS[kind](root, name)
         except MissingResult:
             return None

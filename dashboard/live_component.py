@@ -20,7 +20,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from dashboard import data, live_preview, ui
-from talos_core.schema import PreviewCache
+from talos_core.result_arrays import PreviewCache
 
 _JS = (Path(__file__).with_name("live_preview.js")).read_text(encoding="utf-8")
 _CSS = """

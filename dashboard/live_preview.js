@@ -1,7 +1,7 @@
 // The Arithmetic page's in-browser first-order preview: α slider(s) + the "First-order model" bar chart.
 // Mounted by dashboard/live_component.py (st.components.v2, no iframe, no build step); the data format is
 // described in dashboard/live_preview.py. On every `input` event of a slider the accuracies are recomputed here
-// from the cached arrays (base + Σ α_t jvp_t, summed exactly as talos_core.schema.preview_logits) and the chart is
+// from the cached arrays (base + Σ α_t jvp_t, summed exactly as talos_core.result_arrays.preview_logits) and the chart is
 // redrawn synchronously, so the change is painted in the next frame; on `change` (release, or a key press; 200 ms
 // debounced) the slider values go to Python as the component state `values`, which re-runs the fragment (exact
 // bars, α curve, gallery, URL).

@@ -2,7 +2,7 @@
 Streamlit.
 
 A slider move on the Arithmetic page must redraw the *First-order model* chart without a server round trip. The
-preview is a weighted sum of cached arrays (SCHEMA.md ``preview``; :func:`talos_core.schema.preview_logits`), so
+preview is a weighted sum of cached arrays (SCHEMA.md ``preview``; :func:`talos_core.result_arrays.preview_logits`), so
 the browser can compute it itself: the page sends these arrays once per session (:func:`preview_payload`), and the
 component (``dashboard/live_preview.js``, mounted by :mod:`dashboard.live_component`) recomputes the accuracies
 in JavaScript on every ``input`` event of its sliders and redraws the chart in the same frame. On release it
@@ -17,7 +17,7 @@ The payload (JSON, :data:`PAYLOAD_VERSION`)::
 
 Arrays are little-endian raw bytes, base64-encoded; float16 caches are widened to float32 (exactly). The browser
 sums ``base + (((α_1 jvp_1) + α_2 jvp_2) + …)`` with every step rounded to the dtype (``Math.fround``) and α in
-float32, exactly as :func:`~talos_core.schema.preview_logits`, so both count the same correct predictions.
+float32, exactly as :func:`~talos_core.result_arrays.preview_logits`, so both count the same correct predictions.
 :func:`payload_accuracy` is that computation in numpy on the decoded payload (for tests and the browser test).
 
 Only what the accuracies need is sent (logits at θ0, JVPs and labels of the tasks shown; no inputs), and only once
@@ -38,7 +38,7 @@ import numpy as np
 
 from dashboard.figures import method_color
 from talos_core.errors import TalosError
-from talos_core.schema import PreviewCache, preview_accuracy
+from talos_core.result_arrays import PreviewCache, preview_accuracy
 
 PAYLOAD_VERSION = 1
 #: above this many bytes of encoded arrays the page keeps the server-side preview (one slider release would
@@ -73,7 +73,7 @@ def _nullable(values: Sequence[float] | None, n: int) -> list[float | None]:
 
 def preview_payload(preview: PreviewCache, eval_tasks: Sequence[str], *, zero_shot: Sequence[float] | None = None,
                     single_task: Sequence[float] | None = None, method: str | None = None) -> dict:
-    """What the browser needs to recompute :func:`~talos_core.schema.preview_accuracy` on ``eval_tasks`` for any
+    """What the browser needs to recompute :func:`~talos_core.result_arrays.preview_accuracy` on ``eval_tasks`` for any
     α mix, plus the chart's reference markers (``zero_shot`` / ``single_task`` per eval task, NaN = unknown)."""
     unknown = [e for e in eval_tasks if e not in preview.eval_tasks]
     if unknown:
@@ -111,7 +111,7 @@ def payload_bytes(payload: Mapping) -> int:
 
 
 def payload_cache(payload: Mapping) -> PreviewCache:
-    """The decoded payload as a :class:`~talos_core.schema.PreviewCache` (the eval tasks it carries)."""
+    """The decoded payload as a :class:`~talos_core.result_arrays.PreviewCache` (the eval tasks it carries)."""
     vectors = list(payload["vectors"])
     labels, base, jvp = {}, {}, {}
     for e in payload["eval"]:

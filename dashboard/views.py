@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import data, figures
-from talos_core.schema import PreviewCache, preview_accuracy
+from talos_core.result_arrays import PreviewCache, preview_accuracy
 
 #: the Arithmetic page's tabs, and the key of their state and of the URL (``?tab=Negation``; only the open tab is
 #: built)

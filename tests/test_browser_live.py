@@ -1,7 +1,7 @@
 """Real browser: the Arithmetic page's in-browser linearized preview (sliders that feel live).
 
 * the component's JavaScript numerics (``dashboard/live_preview.js``) give exactly the accuracies of
-  :func:`talos_core.schema.preview_accuracy` and Python's number formatting, on the shipped stores and the
+  :func:`talos_core.result_arrays.preview_accuracy` and Python's number formatting, on the shipped stores and the
   synthetic one (a blank page importing the module: no server);
 * on the running app (synthetic store), a slider key press redraws the preview chart before any server round
   trip, with Python's accuracies and title for the slider's α; the release then updates the exact chart and the
@@ -25,7 +25,8 @@ from test_browser import new_page
 
 from bench.page_state import wait_drawn, wait_until
 from dashboard import live_preview as LP
-from talos_core.schema import load_preview, preview_accuracy, result_name
+from talos_core.result_arrays import load_preview, preview_accuracy
+from talos_core.schema import result_name
 
 CHROMIUM = os.environ.get("TALOS_CHROMIUM", "/usr/bin/chromium")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

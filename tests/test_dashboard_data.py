@@ -14,18 +14,14 @@ from dashboard import data as D
 from dashboard import jobs as J
 from dashboard.views import addition_view, negation_view
 from talos_core.errors import TalosError
+from talos_core.result_arrays import PreviewCache, array_key_base, array_key_jvp, load_preview, preview_accuracy
 from talos_core.schema import (
     KINDS,
     CorruptResult,
     EmptyStore,
     MissingResult,
-    PreviewCache,
     StoreNotFound,
-    array_key_base,
-    array_key_jvp,
-    load_preview,
     parse_result_name,
-    preview_accuracy,
     result_path,
     viewer_store,
 )

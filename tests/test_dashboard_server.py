@@ -238,7 +238,8 @@ def test_crafted_store_strings_render_as_plain_text(monkeypatch, fixture_store, 
 
 
 def test_preview_arrays_must_stay_inside_the_store(monkeypatch, fixture_store, tmp_path):
-    from talos_core.schema import CorruptResult, load_preview
+    from talos_core.result_arrays import load_preview
+    from talos_core.schema import CorruptResult
 
     store = shutil.copytree(fixture_store, tmp_path / "store")
     name = f"{SUITE}__{MODEL}__talos"

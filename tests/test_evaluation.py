@@ -44,7 +44,8 @@ from talos_core.evaluation.protocols import (
 )
 from talos_core.evaluation.sharing import low_sensitivity_mask, sharing_edit, sharing_matrix
 from talos_core.models.base import TaskModel
-from talos_core.schema import PreviewCache, load_preview, preview_accuracy, preview_logits, result_name
+from talos_core.result_arrays import PreviewCache, load_preview, preview_accuracy, preview_logits
+from talos_core.schema import result_name
 from talos_core.store import Store
 from talos_core.tasks.base import Split, TaskData, TaskSpec
 from talos_core.vectors import TaskVector, apply_vectors

@@ -23,7 +23,8 @@ from talos_core.evaluation.examples import (
 )
 from talos_core.evaluation.protocols import AdditionSettings, ExamplesSettings, NegationSettings, evaluate
 from talos_core.evaluation.stats import decode_examples
-from talos_core.schema import CorruptResult, MissingResult, examples_paths, load_examples, result_name
+from talos_core.result_arrays import load_examples
+from talos_core.schema import CorruptResult, MissingResult, examples_paths, result_name
 from talos_core.store import Store
 
 OVERRIDES = dict(steps=4, max_train=64, max_val=16, max_test=32, calib_samples=8, batch_size=8, rounds=1, lr=5e-3)

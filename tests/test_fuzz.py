@@ -345,7 +345,7 @@ def test_fuzz_manifest_fields(run_store, tmp_path, capsys):
 
 def _manifest_rule(path: tuple):
     from talos_core import schema
-    from talos_core.store import _metric_rule
+    from talos_core.manifest import _metric_rule
 
     if path[0] in ("metrics", "timings") and len(path) == 2:
         return _metric_rule(path[1])

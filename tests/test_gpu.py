@@ -248,7 +248,8 @@ def test_evaluation_protocols_on_device(tmp_path, name, tasks):
     precision (bf16 on CUDA), written into a temporary store."""
     from talos_core.evaluation.protocols import AdditionSettings, PreviewSettings, evaluate
     from talos_core.inference.precision import eval_precision
-    from talos_core.schema import load_preview, preview_accuracy, result_name
+    from talos_core.result_arrays import load_preview, preview_accuracy
+    from talos_core.schema import result_name
     from talos_core.store import Store
 
     _load(name)

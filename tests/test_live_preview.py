@@ -13,7 +13,8 @@ from dashboard_fixtures import MODEL, REPO, SUITE, TASKS
 
 from dashboard import live_preview as LP
 from talos_core.errors import TalosError
-from talos_core.schema import PreviewCache, load_preview, preview_accuracy, result_name
+from talos_core.result_arrays import PreviewCache, load_preview, preview_accuracy
+from talos_core.schema import result_name
 
 SHIPPED = REPO / "cached_results"
 SHIPPED_PREVIEWS = ["text__minilm-l6__talos", "vision__efficientnet-lite0__talos", "tiny__tiny-text__talos"]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from dashboard_fixtures import MODEL, REPO, SUITE, TASKS
 
-from talos_core import schema
+from talos_core import result_arrays, schema
 from talos_core.errors import TalosError
 from talos_core.schema import CorruptResult, MissingResult
 
@@ -106,9 +106,9 @@ def test_schema_md_names_paths_keys_and_twin():
     assert "talos_core/schema.py" in text
     assert "`results/<kind>/<name>.json`" in text
     assert schema.result_path("S", "<kind>", "<name>").relative_to("S").as_posix() == "results/<kind>/<name>.json"
-    assert f"`{schema.array_key_base('<eval_task>')}`" in text
-    assert f"`{schema.array_key_jvp('<eval_task>', '<vector_task>')}`" in text
-    assert f"format: {schema.PREVIEW_FORMAT}" in text
+    assert f"`{result_arrays.array_key_base('<eval_task>')}`" in text
+    assert f"`{result_arrays.array_key_jvp('<eval_task>', '<vector_task>')}`" in text
+    assert f"format: {result_arrays.PREVIEW_FORMAT}" in text
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ def test_cli_store_defaults_follow_the_rule(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------------------------
 # torch-free imports
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("modules", ["talos_core", "talos_core.schema", "dashboard.data",
+@pytest.mark.parametrize("modules", ["talos_core", "talos_core.schema", "talos_core.result_arrays", "dashboard.data",
                                      "dashboard.data, dashboard.views, dashboard.figures, dashboard.jobs"])
 def test_import_does_not_import_torch(modules):
     code = f"import sys\nimport {modules}\nassert 'torch' not in sys.modules, 'torch imported'\nprint('ok')\n"
@@ -220,19 +220,19 @@ def _rewrite_arrays(store, name, change):
 
 
 def test_preview_reader_reads_the_fixture(fixture_store):
-    cache = schema.load_preview(fixture_store, _name("talos"))
+    cache = result_arrays.load_preview(fixture_store, _name("talos"))
     assert cache.tasks == list(TASKS) and len(cache.eval_tasks) == len(TASKS) + 1
     assert cache.stack(TASKS[0]).shape == (len(TASKS), *cache.base[TASKS[0]].shape)
     with pytest.raises(MissingResult):
-        schema.load_preview(fixture_store, _name("nope"))
+        result_arrays.load_preview(fixture_store, _name("nope"))
 
 
 def test_preview_reader_refuses_a_missing_jvp_array(store):
     name = _name("talos")
-    key = schema.array_key_jvp(TASKS[1], TASKS[2])
+    key = result_arrays.array_key_jvp(TASKS[1], TASKS[2])
     arr = _rewrite_arrays(store, name, lambda a: a.pop(key))
     with pytest.raises(CorruptResult, match=rf"{re.escape(str(arr))} lacks 1 array.*{re.escape(key)}.*incomplete"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
 
 
 def test_preview_reader_refuses_garbled_or_missing_arrays(store):
@@ -240,10 +240,10 @@ def test_preview_reader_refuses_garbled_or_missing_arrays(store):
     _, arr = schema.preview_paths(store, name)
     arr.write_bytes(b"garbage")
     with pytest.raises(CorruptResult, match=rf"{re.escape(str(arr))} is corrupt"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
     arr.unlink()
     with pytest.raises(CorruptResult, match=rf"incomplete: its arrays file {re.escape(str(arr))} is missing"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
 
 
 @pytest.mark.parametrize("arrays", ["../addition/x.safetensors", "/etc/passwd", "..", "", 3])
@@ -252,34 +252,34 @@ def test_preview_arrays_must_be_in_the_preview_folder(store, arrays):
     path, meta = _meta(store, name)
     path.write_text(json.dumps({**meta, "arrays": arrays}))
     with pytest.raises(CorruptResult, match=rf"{re.escape(str(path))} names arrays .* not a file in its folder"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
 
 
 def test_preview_reader_refuses_bad_shapes_and_labels(store):
     name = _name("talos")
     path, meta = _meta(store, name)
-    key = schema.array_key_jvp(TASKS[0], TASKS[0])
+    key = result_arrays.array_key_jvp(TASKS[0], TASKS[0])
     arr = _rewrite_arrays(store, name, lambda a: a.update({key: a[key][:, :3].copy()}))
     with pytest.raises(CorruptResult, match=rf"{re.escape(str(arr))} has {re.escape(key)} of shape"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
     meta["labels"][TASKS[0]] = meta["labels"][TASKS[0]][:-1]
     path.write_text(json.dumps(meta))
     with pytest.raises(CorruptResult, match=rf"{len(meta['labels'][TASKS[0]])} labels in {re.escape(str(path))}"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
     path.write_text(json.dumps({**meta, "tasks": "digits"}))
     with pytest.raises(CorruptResult, match=rf"{re.escape(str(path))} has malformed tasks"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
     path.write_text(json.dumps({k: v for k, v in meta.items() if k != "labels"}))
     with pytest.raises(CorruptResult, match=r"lacks field.*labels"):
-        schema.load_preview(store, name)
+        result_arrays.load_preview(store, name)
 
 
 def test_preview_accuracy_is_numpy_arithmetic():
-    cache = schema.PreviewCache(["a"], ["a", "b"], {"a": np.array([0, 1]), "b": np.array([], dtype=np.int64)},
+    cache = result_arrays.PreviewCache(["a"], ["a", "b"], {"a": np.array([0, 1]), "b": np.array([], dtype=np.int64)},
                                 {"a": np.array([[1.0, 0.0], [1.0, 0.0]]), "b": np.zeros((0, 2))},
                                 {("a", "a"): np.array([[0.0, 0.0], [-2.0, 2.0]]), ("b", "a"): np.zeros((0, 2))})
-    assert schema.preview_accuracy(cache, {"a": 1.0}, ["a"]) == {"a": 1.0}
-    assert np.isnan(schema.preview_accuracy(cache, {}, ["b"])["b"])
-    np.testing.assert_allclose(schema.preview_logits(cache, {"a": 0.5}, "a"), [[1.0, 0.0], [0.0, 1.0]])
+    assert result_arrays.preview_accuracy(cache, {"a": 1.0}, ["a"]) == {"a": 1.0}
+    assert np.isnan(result_arrays.preview_accuracy(cache, {}, ["b"])["b"])
+    np.testing.assert_allclose(result_arrays.preview_logits(cache, {"a": 0.5}, "a"), [[1.0, 0.0], [0.0, 1.0]])
     with pytest.raises(TalosError, match="no cached evaluation task"):
-        schema.preview_logits(cache, {}, "zzz")
+        result_arrays.preview_logits(cache, {}, "zzz")

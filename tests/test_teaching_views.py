@@ -10,7 +10,7 @@ import pytest
 
 from dashboard import figures_examples as FX
 from talos_core.errors import TalosError
-from talos_core.schema import ExampleSet, PreviewCache
+from talos_core.result_arrays import ExampleSet, PreviewCache
 
 
 def _example_set(with_linear: bool = True) -> ExampleSet:
@@ -193,7 +193,7 @@ def test_shipped_store_has_the_galleries_of_both_suites(monkeypatch, suite, moda
     forgotten/flipped examples, and a Localization cell the examples behind it."""
     from dashboard_fixtures import REPO
 
-    from talos_core.schema import MAX_EXAMPLES, SNIPPET_CHARS, load_examples
+    from talos_core.result_arrays import MAX_EXAMPLES, SNIPPET_CHARS, load_examples
     from talos_core.store import Store
 
     shipped = REPO / "cached_results"

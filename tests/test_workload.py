@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.plan_costs import computed_work
-from talos_core.schema import load_examples
+from talos_core.result_arrays import load_examples
 from talos_core.store import Store
 from talos_core.suites import run_suite
 from talos_core.suites.plan import plan_suite, recount

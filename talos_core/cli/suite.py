@@ -21,7 +21,16 @@ from talos_core.cli.common import (
 )
 from talos_core.errors import TalosError, unknown
 from talos_core.store import Store
-from talos_core.suites import STAGES, SUITES, default_scale, report_markdown, results_markdown, run_suite
+from talos_core.suites import (
+    STAGES,
+    SUITES,
+    ExecutorOptions,
+    SuiteRunOptions,
+    default_scale,
+    report_markdown,
+    results_markdown,
+    run_suite,
+)
 from talos_core.suites.executors import EXECUTORS
 
 
@@ -114,11 +123,13 @@ def _suite(args: argparse.Namespace) -> int:
                          "them out to run locally")
     if args.executor != "processes" and args.jobs is not None:
         raise TalosError("--jobs goes with --executor processes; add it, or leave --jobs out")
-    run_suite(args.name, store, scale=scale, seed=args.seed, device=args.device, methods=methods, posthoc=posthoc,
-              log=(lambda s: None) if args.quiet else print, resume=args.resume,
-              eval_precision=args.eval_precision, train_precision=args.train_precision, stage=args.stage,
-              model=args.model, executor=args.executor, address=args.address, gpus_per_task=args.gpus_per_task,
-              cpus_per_task=args.cpus_per_task, jobs=args.jobs, checkpoint_every=args.checkpoint_every, part=part)
+    runner = ExecutorOptions(args.executor, address=args.address, gpus_per_task=args.gpus_per_task,
+                             cpus_per_task=args.cpus_per_task, jobs=args.jobs)
+    options = SuiteRunOptions(scale=scale, seed=args.seed, device=args.device, methods=methods, posthoc=posthoc,
+                              resume=args.resume, eval_precision=args.eval_precision,
+                              train_precision=args.train_precision, stage=args.stage, model=args.model,
+                              checkpoint_every=args.checkpoint_every, part=part, executor=runner)
+    run_suite(args.name, store, options=options, log=(lambda s: None) if args.quiet else print)
     if args.stage == "all":
         print(results_markdown(store, args.name))
     return 0

@@ -13,7 +13,7 @@ The dashboard's galleries show the inputs behind the accuracies: for ≤ 24 fixe
 plus the linearized terms ``f(x, θ0)`` and ``τ_tᵀ∇f(x, θ0)`` of those examples (a preview between grid
 points), the true labels, class names and a display form (a text snippet ≤ 120 characters, or a ``uint8``
 thumbnail ≤ 48 px for images). Arrays go to ``results/examples/<name>.safetensors``, the rest to the JSON
-meta beside it; :func:`talos_core.schema.load_examples` reads them without torch.
+meta beside it; :func:`talos_core.result_arrays.load_examples` reads them without torch.
 
 Two ways to compute them: the ``examples`` protocol (``talos evaluate examples``, the suite step when a
 scale sets ``examples``) resolves runs like the other protocols; :func:`examples_from_store`
@@ -31,14 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from talos_core.errors import TalosError, check_int
-from talos_core.schema import (
-    EXAMPLES_FORMAT,
-    MAX_EXAMPLES,
-    SNIPPET_CHARS,
-    ExampleSet,
-    examples_key,
-    examples_paths,
-)
+from talos_core.result_arrays import EXAMPLES_FORMAT, MAX_EXAMPLES, SNIPPET_CHARS, ExampleSet, examples_key
+from talos_core.schema import examples_paths
 
 THUMB_SIDE = 48
 """The longest side of a stored thumbnail (smaller images are kept at their size)."""

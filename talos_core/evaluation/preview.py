@@ -9,9 +9,9 @@ so storing, per evaluated task e, the logits ``base::e = f(x, θ0)`` and, per ta
 :func:`build_preview` computes them, :func:`save_preview` writes ``results/preview/<name>.json`` (meta)
 and its sibling ``results/preview/<name>.safetensors`` (arrays).
 
-Reading a preview and evaluating an α mix (:class:`~talos_core.schema.PreviewCache`,
-:func:`~talos_core.schema.load_preview`, :func:`~talos_core.schema.preview_accuracy`) lives in the
-torch-free :mod:`talos_core.schema`, shared with the dashboard. Building a cache takes an
+Reading a preview and evaluating an α mix (:class:`~talos_core.result_arrays.PreviewCache`,
+:func:`~talos_core.result_arrays.load_preview`, :func:`~talos_core.result_arrays.preview_accuracy`) lives in the
+torch-free :mod:`talos_core.result_arrays`, shared with the dashboard. Building a cache takes an
 :class:`~talos_core.evaluation.context.EvalContext`, imported lazily.
 """
 
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from talos_core.schema import PREVIEW_FORMAT, PreviewCache, array_key_base, array_key_jvp, preview_paths
+from talos_core.result_arrays import PREVIEW_FORMAT, PreviewCache, array_key_base, array_key_jvp
+from talos_core.schema import preview_paths
 
 
 def save_preview(store, name: str, cache: PreviewCache, **extra) -> Path:

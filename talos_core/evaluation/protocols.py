@@ -191,7 +191,7 @@ class ExamplesSettings:
     alpha_rule: str = "paper"  # as AdditionSettings.alpha_rule (the stored results' grids come first)
 
     def __post_init__(self) -> None:
-        from talos_core.schema import MAX_EXAMPLES
+        from talos_core.result_arrays import MAX_EXAMPLES
 
         check_alpha_rule(self.alpha_rule)
 
@@ -376,7 +376,7 @@ def _linearization(req: EvalRequest, s: EvalSettings) -> EvalOutcome:
 
 def _preview(req: EvalRequest, s: PreviewSettings) -> EvalOutcome:
     from talos_core.evaluation.preview import build_preview, save_preview
-    from talos_core.schema import preview_accuracy
+    from talos_core.result_arrays import preview_accuracy
 
     ev = _evaluated(req, s.batch_size)
     cache = build_preview(ev.ctx, ev.vectors, points=s.points, seed=s.seed)

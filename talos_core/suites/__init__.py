@@ -16,7 +16,8 @@ The package, from the bottom layer up (a module imports only modules listed befo
   :func:`lr_check_tasks`, :func:`suite_row`)
 - ``executors`` — who runs the steps (``local``, ``processes``, ``ray``), their dependency graph, the progress display
 - ``plan`` — ``talos suite NAME --plan``: what a run would do and cost, offline
-- ``run`` — :func:`run_suite`: checks, the suite record, sessions and ``--resume``, ``--stage train``
+- ``run`` — :func:`run_suite` and its :class:`SuiteRunOptions`: checks, the suite record, sessions and ``--resume``,
+  ``--stage train``
 - ``report`` — :func:`results_markdown` and :func:`report_markdown` (``talos report``)
 
 This module re-exports the public names of ``specs``, ``steps``, ``run`` and ``report``; ``executors``, ``plan``
@@ -25,7 +26,7 @@ and ``costs`` are imported by their own names. To replace a function for a test,
 """
 
 from talos_core.suites.report import markdown_text, report_markdown, results_markdown
-from talos_core.suites.run import STAGES, run_suite
+from talos_core.suites.run import STAGES, ExecutorOptions, SuiteRunOptions, run_suite
 from talos_core.suites.specs import SUITES, Scale, SuiteSpec, default_scale, get_suite, register_suite, with_model
 from talos_core.suites.steps import (
     Resolved,
@@ -38,6 +39,7 @@ from talos_core.suites.steps import (
     suite_steps,
 )
 
-__all__ = ["SUITES", "STAGES", "Resolved", "Scale", "Step", "SuiteRow", "SuiteSpec", "checked_lr", "curve_budget",
-           "default_scale", "get_suite", "lr_check_tasks", "markdown_text", "register_suite", "report_markdown",
-           "results_markdown", "run_suite", "suite_row", "suite_steps", "with_model"]
+__all__ = ["SUITES", "STAGES", "ExecutorOptions", "Resolved", "Scale", "Step", "SuiteRow", "SuiteRunOptions",
+           "SuiteSpec", "checked_lr", "curve_budget", "default_scale", "get_suite", "lr_check_tasks",
+           "markdown_text", "register_suite", "report_markdown", "results_markdown", "run_suite", "suite_row",
+           "suite_steps", "with_model"]

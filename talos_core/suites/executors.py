@@ -472,23 +472,27 @@ def default_gpus_per_task(cluster_gpus: float, device: str) -> float:
     return 1.0 if cluster_gpus and device != "cpu" else 0.0
 
 
-def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per_task: float | None,
-             cpus_per_task: float, progress: bool) -> dict[str, float]:
-    from talos_core.evaluation.protocols import get_protocol
-
+def _ray_gpus_per_task(ray, job: SuiteJob, gpus_per_task: float | None, cpus_per_task: float) -> float:
+    """GPUs per Ray task: ``gpus_per_task``, checked against the cluster, or the default for it
+    (:func:`default_gpus_per_task`)."""
     if gpus_per_task is not None and not gpus_per_task > 0:
         raise TalosError(f"--gpus-per-task must be a positive number of GPUs (e.g. 1 or 0.25), got {gpus_per_task!r}")
     if not cpus_per_task > 0:
         raise TalosError(f"--cpus-per-task must be a positive number of CPUs, got {cpus_per_task!r}")
     gpus = float(ray.cluster_resources().get("GPU", 0))
     if gpus_per_task is None:
-        gpus_per_task = default_gpus_per_task(gpus, job.device)
-    elif not gpus:
+        return default_gpus_per_task(gpus, job.device)
+    if not gpus:
         raise TalosError(f"--gpus-per-task {gpus_per_task:g} but the Ray cluster has no GPU; leave it out to run on "
                          f"CPUs")
+    return gpus_per_task
+
+
+def _start_reporter(ray) -> Any:
+    """A Ray actor the tasks tell that they started (Ray tells the driver only when they end)."""
 
     @ray.remote
-    class _Started:  # tasks report that they started (Ray tells the driver only when they end)
+    class _Started:
         def __init__(self) -> None:
             self.events: list[tuple[str, str]] = []
 
@@ -499,7 +503,15 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
             out, self.events = self.events, []
             return out
 
-    reporter = _Started.options(num_cpus=0).remote()
+    return _Started.options(num_cpus=0).remote()
+
+
+def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per_task: float | None,
+             cpus_per_task: float, progress: bool) -> dict[str, float]:
+    from talos_core.evaluation.protocols import get_protocol
+
+    gpus_per_task = _ray_gpus_per_task(ray, job, gpus_per_task, cpus_per_task)
+    reporter = _start_reporter(ray)
 
     def body(job: SuiteJob, label: str, fine_tune: str | None, *upstream: Any) -> dict:
         ray.get(reporter.started.remote(label if fine_tune is None else _run_label(label, fine_tune),
@@ -507,30 +519,14 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         return _run_in_worker(job, label, fine_tune, progress)
 
     remote = ray.remote(body)
-    table = list(job.steps().values())
-    graph, run_graph = step_graph(table), step_graph(table, results=False)
-    labels = {st.label for st in steps}
+    plan = _plan_units(job, steps, display)
+    needs, parts, by_label = plan.needs, plan.parts, {st.label: st for st in steps}
     refs: dict[str, Any] = {}  # display label -> ObjectRef
-    needs: dict[str, list[str]] = {}  # display label -> display labels it waits for
-    parts: dict[str, list[str]] = {}  # step label -> its fine-tuning tasks' labels
-    for st in steps:
-        model_step = get_protocol(st.protocol).needs_tasks
+    for lab, (step_label, key) in plan.units.items():  # a unit comes after the units it needs
+        model_step = get_protocol(by_label[step_label].protocol).needs_tasks
         opts = dict(num_cpus=cpus_per_task, num_gpus=gpus_per_task if model_step else 0, max_retries=1,
                     retry_exceptions=True)
-        deps = [d for d in graph[st.label] if d in labels]  # steps done in an earlier session are not waited for
-        if splits_runs(st):
-            parts[st.label] = []
-            run_deps = [d for d in run_graph[st.label] if d in labels]  # its runs: not the writer order
-            for key, _, _ in run_parts(st):
-                lab = _run_label(st.label, key)
-                display.states[lab] = {"state": "pending"}
-                refs[lab] = remote.options(name=lab, **opts).remote(job, st.label, key,
-                                                                    *[refs[d] for d in run_deps])
-                needs[lab] = run_deps
-                parts[st.label].append(lab)
-            deps = deps + parts[st.label]
-        refs[st.label] = remote.options(name=st.label, **opts).remote(job, st.label, None, *[refs[d] for d in deps])
-        needs[st.label] = deps
+        refs[lab] = remote.options(name=lab, **opts).remote(job, step_label, key, *[refs[d] for d in needs[lab]])
 
     times: dict[str, float] = {}
     work: dict[str, dict[str, int]] = {}
@@ -584,7 +580,39 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         raise
     finally:
         ray.kill(reporter)
-    return {lab: t for lab, t in times.items() if lab in labels}
+    return {lab: t for lab, t in times.items() if lab in plan.labels}
+
+
+@dataclass
+class _Units:
+    """What an executor runs for a list of steps: each step, and before a step whose runs are split
+    (:func:`splits_runs`) one unit per run, with the units each waits for."""
+
+    units: dict[str, tuple[str, str | None]]  # display label -> (step label, run key or None), each after its needs
+    needs: dict[str, list[str]]  # display label -> display labels it waits for
+    parts: dict[str, list[str]]  # step label -> its fine-tuning units' labels
+    labels: set[str]  # the steps' labels
+
+
+def _plan_units(job: SuiteJob, steps: Sequence, display: Progress) -> _Units:
+    """The units of ``steps`` (:class:`_Units`; their dependencies from :func:`step_graph` over the whole table);
+    every run unit is added to ``display`` as pending."""
+    table = list(job.steps().values())
+    graph, run_graph = step_graph(table), step_graph(table, results=False)
+    plan = _Units({}, {}, {}, {st.label for st in steps})
+    for st in steps:
+        deps = [d for d in graph[st.label] if d in plan.labels]  # steps done in an earlier session: not waited for
+        if splits_runs(st):
+            run_deps = [d for d in run_graph[st.label] if d in plan.labels]  # its runs: not the writer order
+            plan.parts[st.label] = []
+            for key, _, _ in run_parts(st):
+                lab = _run_label(st.label, key)
+                display.states[lab] = {"state": "pending"}
+                plan.units[lab], plan.needs[lab] = (st.label, key), run_deps
+                plan.parts[st.label].append(lab)
+            deps = deps + plan.parts[st.label]
+        plan.units[st.label], plan.needs[st.label] = (st.label, None), deps
+    return plan
 
 
 def _with_parts(out: Mapping[str, Any], parts: Sequence[str], work: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
@@ -610,24 +638,8 @@ def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: in
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     jobs = check_jobs(jobs)
-    table = list(job.steps().values())
-    graph, run_graph = step_graph(table), step_graph(table, results=False)
-    labels = {st.label for st in steps}
-    units: dict[str, tuple[str, str | None]] = {}  # display label -> (step label, run key or None)
-    needs: dict[str, list[str]] = {}
-    parts: dict[str, list[str]] = {}
-    for st in steps:
-        deps = [d for d in graph[st.label] if d in labels]  # steps done in an earlier session are not waited for
-        if splits_runs(st):
-            run_deps = [d for d in run_graph[st.label] if d in labels]
-            parts[st.label] = []
-            for key, _, _ in run_parts(st):
-                lab = _run_label(st.label, key)
-                display.states[lab] = {"state": "pending"}
-                units[lab], needs[lab] = (st.label, key), run_deps
-                parts[st.label].append(lab)
-            deps = deps + parts[st.label]
-        units[st.label], needs[st.label] = (st.label, None), deps
+    plan = _plan_units(job, steps, display)
+    units, needs, parts = plan.units, plan.needs, plan.parts
     times: dict[str, float] = {}
     work: dict[str, dict[str, int]] = {}
     state: dict[str, bool] = {}  # display label -> succeeded
@@ -660,7 +672,7 @@ def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: in
                 times[lab], work[lab] = secs, _with_parts(out, parts.get(lab, []), work)
                 display.done(lab, secs, work[lab])
                 state[lab] = True
-    return {lab: t for lab, t in times.items() if lab in labels}
+    return {lab: t for lab, t in times.items() if lab in plan.labels}
 
 
 def check_jobs(jobs: int | None) -> int:

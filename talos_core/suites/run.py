@@ -2,7 +2,8 @@
 (:mod:`talos_core.suites.executors`) run the suite's step table (:mod:`talos_core.suites.steps`) into one store. It
 keeps the suite record (``results/suite/<name>.json``: the settings' fingerprint, the time of every step, one session
 per invocation), so an interrupted run resumes where it stopped (``--resume``); ``--stage train`` runs only the
-fine-tuning steps and writes no record.
+fine-tuning steps and writes no record. What to run and where is one :class:`SuiteRunOptions` (with its
+:class:`ExecutorOptions`), checked when it is made.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any
 
@@ -24,14 +26,92 @@ STAGES = ("all", "train")
 """What ``talos suite --stage`` runs: every step, or only the fine-tuning ones (see :func:`run_suite`)."""
 
 
-def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int = 0, device: str = "auto",
-              methods: Sequence[str] | None = None, posthoc: Sequence[str] | None = None,
-              log: Callable[[str], None] = print, progress: bool = False, resume: bool = False,
-              eval_precision: str | None = None, train_precision: str | None = None, stage: str = "all",
-              model: str | None = None, executor: str = "local", address: str | None = None,
-              gpus_per_task: float | None = None, cpus_per_task: float = 1.0, jobs: int | None = None,
-              checkpoint_every: int = 0, part: Sequence[str] | None = None) -> dict:
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Who runs the steps (``talos suite --executor``; see :mod:`talos_core.suites.executors`): ``"local"`` (in order,
+    in this process), ``"processes"`` (``jobs`` worker processes of this machine; ``None``: its CPU count) or
+    ``"ray"`` (Ray tasks on the Ray instance at ``address``, each with ``cpus_per_task`` CPUs and ``gpus_per_task``
+    GPUs). Checked when made, before anything is written: a known executor, positive resources, Ray installed and
+    its address reachable (:func:`~talos_core.suites.executors.preflight`)."""
+
+    executor: str = "local"
+    address: str | None = None
+    gpus_per_task: float | None = None
+    cpus_per_task: float = 1.0
+    jobs: int | None = None
+
+    def __post_init__(self) -> None:
+        from talos_core.suites.executors import preflight
+
+        preflight(self.executor, self.address, self.gpus_per_task, self.cpus_per_task, self.jobs)
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~talos_core.suites.executors.run_ray` and ``run_processes``."""
+        return {"address": self.address, "gpus_per_task": self.gpus_per_task, "cpus_per_task": self.cpus_per_task,
+                "jobs": self.jobs}
+
+
+@dataclass(frozen=True)
+class SuiteRunOptions:
+    """What one ``talos suite NAME`` invocation runs (see :func:`run_suite` for each setting), checked when made: the
+    seed, ``checkpoint_every`` ≥ 0, ``stage`` one of :data:`STAGES` and the executor (:class:`ExecutorOptions`).
+    The suite's own checks (scale, methods, precisions, ``part``) come when :func:`run_suite` knows the suite.
+
+    >>> SuiteRunOptions.of(scale="mini", methods=["talos"], jobs=2, executor="processes").executor.jobs
+    2
+    >>> SuiteRunOptions(stage="eval")
+    Traceback (most recent call last):
+    ...
+    talos_core.errors.TalosError: unknown suite stage 'eval'; choose one of: all, train
+    """
+
+    scale: str = "full"
+    seed: int = 0
+    device: str = "auto"
+    methods: Sequence[str] | None = None  # fine-tuning methods (None or empty: the suite's)
+    posthoc: Sequence[str] | None = None  # post-hoc methods (None: the suite's; empty: none)
+    resume: bool = False
+    eval_precision: str | None = None  # None: the scale's
+    train_precision: str | None = None  # None: the scale's
+    stage: str = "all"
+    model: str | None = None  # None: the suite's (see with_model)
+    checkpoint_every: int = 0
+    part: Sequence[str] | None = None
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.executor, ExecutorOptions):
+            raise TypeError(f"executor must be an ExecutorOptions, got {self.executor!r} (SuiteRunOptions.of takes "
+                            f"executor='ray' and its settings side by side)")
+        for name in ("methods", "posthoc", "part"):  # tuples: the options stay as made
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        check_seed(self.seed)
+        check_int("checkpoint_every", self.checkpoint_every, low=0,
+                  what="a whole number of steps ≥ 0 (0: no checkpoints)")
+        if self.stage not in STAGES:
+            raise unknown("suite stage", self.stage, STAGES)
+
+    @classmethod
+    def of(cls, **settings: Any) -> SuiteRunOptions:
+        """The options from :func:`run_suite`'s keyword settings: fields of this class and of
+        :class:`ExecutorOptions` (``executor="ray"``, ``address=...``) side by side."""
+        runner = {f.name: settings.pop(f.name) for f in fields(ExecutorOptions) if f.name in settings}
+        return cls(**settings, executor=ExecutorOptions(**runner))
+
+    @property
+    def resumes(self) -> bool:
+        """Whether finished steps of an interrupted run with the same settings are skipped (``part`` implies it)."""
+        return self.resume or self.part is not None
+
+
+def run_suite(name: str, store: Store | str, options: SuiteRunOptions | None = None, *,
+              log: Callable[[str], None] = print, progress: bool = False, **settings: Any) -> dict:
     """Run every fine-tuning method, post-hoc method and analysis of suite ``name`` into ``store``.
+
+    ``options`` says what to run and where (:class:`SuiteRunOptions`); without it, the keyword ``settings`` make
+    it (:meth:`SuiteRunOptions.of`: ``scale="mini", methods=["talos"], executor="ray", ...``). ``log`` takes each
+    line of progress; ``progress`` shows progress bars.
 
     Evaluation runs at the scale's ``eval_precision`` (``eval_precision`` overrides it; see
     :mod:`talos_core.inference.precision`); the precision it resolved to is part of the suite record.
@@ -66,171 +146,246 @@ def run_suite(name: str, store: Store | str, *, scale: str = "full", seed: int =
     TaLoS vs LoTA masks) run only in a part that names both. A later part never needs an earlier part's task
     vectors, so the store can travel without them (``talos export``: results and run manifests).
     """
-    from talos_core.suites.executors import preflight
-
-    preflight(executor, address, gpus_per_task, cpus_per_task, jobs)
-    check_seed(seed)
-    check_int("checkpoint_every", checkpoint_every, low=0, what="a whole number of steps ≥ 0 (0: no checkpoints)")
-    if stage not in STAGES:
-        raise unknown("suite stage", stage, STAGES)
-    from talos_core.inference.precision import check_precision
+    if options is None:
+        options = SuiteRunOptions.of(**settings)
+    elif settings:
+        raise TypeError(f"run_suite takes options or keyword settings, not both (got {', '.join(settings)})")
     from talos_core.inference.precision import eval_precision as precision_block
 
-    spec = with_model(get_suite(name), model)  # ``model``: talos suite NAME --model (see with_model)
-    if scale not in spec.scales:
-        raise unknown(f"scale of suite {name!r}", scale, spec.scales)
-    precision = check_precision(eval_precision or spec.scales[scale].eval_precision)
-    if train_precision is not None:
-        from dataclasses import replace
-
-        check_precision(train_precision, "training precision")
-        pinned = replace(spec.scales[scale], train_precision=train_precision)
-        spec = replace(spec, scales={**spec.scales, scale: pinned})
+    spec, precision = _requested_spec(name, options)
     with precision_block(precision):
-        return _run_suite(spec, scale, store, seed=seed, device=device, methods=methods, posthoc=posthoc, log=log,
-                          progress=progress, resume=resume or part is not None, stage=stage,
-                          checkpoint_every=checkpoint_every, part=part,
-                          executor=dict(executor=executor, address=address, gpus_per_task=gpus_per_task,
-                                        cpus_per_task=cpus_per_task, jobs=jobs))
+        return _run_suite(spec, store, options, log=log, progress=progress)
 
 
-def _run_suite(spec: SuiteSpec, scale: str, store: Store | str, *, seed: int, device: str,
-               methods: Sequence[str] | None, posthoc: Sequence[str] | None, log: Callable[[str], None],
-               progress: bool, resume: bool, stage: str = "all", executor: dict | None = None,
-               checkpoint_every: int = 0, part: Sequence[str] | None = None) -> dict:
+def _requested_spec(name: str, opts: SuiteRunOptions) -> tuple[SuiteSpec, str]:
+    """Suite ``name`` as ``opts`` asks for it (its model, its scale's training precision pinned), and the evaluation
+    precision asked for; an unknown suite, scale or precision is one :class:`TalosError`."""
+    from talos_core.inference.precision import check_precision
+
+    spec = with_model(get_suite(name), opts.model)  # ``model``: talos suite NAME --model (see with_model)
+    if opts.scale not in spec.scales:
+        raise unknown(f"scale of suite {name!r}", opts.scale, spec.scales)
+    precision = check_precision(opts.eval_precision or spec.scales[opts.scale].eval_precision)
+    if opts.train_precision is not None:
+        check_precision(opts.train_precision, "training precision")
+        pinned = replace(spec.scales[opts.scale], train_precision=opts.train_precision)
+        spec = replace(spec, scales={**spec.scales, opts.scale: pinned})
+    return spec, precision
+
+
+def _chosen_methods(spec: SuiteSpec, opts: SuiteRunOptions) -> tuple[list[str], list[str]]:
+    """The fine-tuning and post-hoc methods ``opts`` runs, each one of the suite's."""
+    ft_methods = list(opts.methods) if opts.methods else list(spec.methods)
+    ph_methods = list(spec.posthoc) if opts.posthoc is None else list(opts.posthoc)
+    for m in ft_methods:
+        if m not in spec.methods:
+            raise unknown(f"method of suite {spec.name!r}", m, spec.methods)
+    for m in ph_methods:
+        if m not in spec.posthoc:
+            raise unknown(f"post-hoc method of suite {spec.name!r}", m, spec.posthoc)
+    return ft_methods, ph_methods
+
+
+def _run_suite(spec: SuiteSpec, store: Store | str, opts: SuiteRunOptions, *, log: Callable[[str], None],
+               progress: bool) -> dict:
+    """:func:`run_suite` once the suite is known, inside its evaluation-precision block."""
     import torch
 
     import talos_core.suites.executors as executors
+    from talos_core.inference.precision import current_precision
+
+    store = Store(store) if not isinstance(store, Store) else store
+    store.check_folder()
+    t_start = time.perf_counter()
+    ft_methods, ph_methods = _chosen_methods(spec, opts)
+    steps = suite_steps(spec, opts.scale, ft_methods, ph_methods, seed=opts.seed, device=opts.device,
+                        checkpoint_every=opts.checkpoint_every)
+    if opts.part is not None:
+        check_part(opts.part, ft_methods, ph_methods, opts.stage)
+    store.ensure()  # after every check: a bad suite request writes nothing
+    table = partial(suite_steps, spec, opts.scale, tuple(ft_methods), tuple(ph_methods), seed=opts.seed,
+                    device=opts.device, checkpoint_every=opts.checkpoint_every)
+    job = executors.SuiteJob(spec.name, opts.scale, spec.model, table, str(store.root.resolve()),
+                             precision=current_precision(), threads=torch.get_num_threads(), device=opts.device,
+                             env={k: v for k, v in os.environ.items() if k.startswith("TALOS_")})
+    kind = opts.executor.executor
+    if opts.stage == "train":
+        trains = [st for st in steps if st.trains]
+        if kind != "local":
+            return _train_stage_parallel(job, kind, trains, log=log, progress=progress, **opts.executor.settings())
+        return _train_stage(spec, opts.scale, store, trains, log=log, progress=progress)
+    record = _open_record(spec, store, opts, ft_methods, ph_methods, [st.label for st in steps], log=log)
+    todo, later = _todo(steps, record.done, opts.part)
+    if opts.part is not None:
+        record.session["part"] = list(opts.part)
+    display = _progress_display(f"[{spec.name}/{opts.scale}]", steps, todo, later, record, log=log)
+    if kind == "ray":
+        executors.run_ray(job, todo, display, progress=progress, **opts.executor.settings())
+    elif kind == "processes":
+        executors.run_processes(job, todo, display, progress=progress, **opts.executor.settings())
+    else:
+        executors.run_local(job, todo, store, display, progress=progress)
+    record.session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record.session["wall_time_s"] = time.perf_counter() - t_start
+    return _close_record(spec, opts, steps, record, display, later, log=log)
+
+
+@dataclass
+class _SuiteRecord:
+    """The suite record being written (``results/suite/<name>.json``): the settings' fingerprint, the command that
+    gives them, the time and work of every step done (resumed ones included) and one session per invocation (this
+    one last)."""
+
+    store: Store
+    name: str
+    fingerprint: dict[str, Any]
+    command: str
+    order: list[str]  # the step table's labels
+    done: dict[str, float]  # steps an earlier session finished: label -> seconds
+    work: dict[str, dict[str, int]]  # examples through the model per step (talos_core.inference.tally)
+    sessions: list[dict]
+    timings: dict[str, float] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.timings = {**self.done, **self.timings}
+
+    @property
+    def session(self) -> dict:
+        return self.sessions[-1]
+
+    def write(self, complete: bool) -> dict:
+        """Write the record (``complete``: every step done, nothing failed) and return it."""
+        meta = {**self.fingerprint, "command": self.command, "complete": complete,
+                **({"failed": self.failed} if self.failed else {}),
+                "wall_time_s": float(sum(self.timings.values())), "step_times_s": _in_order(self.timings, self.order),
+                "step_work": _in_order(self.work, self.order), "sessions": self.sessions,
+                "device": self.session["device"], "torch_threads": self.session["torch_threads"],
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        self.store.write_result("suite", self.name, meta)
+        return meta
+
+    def step_changed(self, states: Mapping[str, dict], label: str) -> None:
+        """A step changed state (``states[label]``, the progress display's): the record follows."""
+        state = states[label]
+        if state["state"] == "done" and label in self.order:
+            self.timings[label] = state["seconds"]
+            if state.get("work") is not None:
+                self.work[label] = state["work"]
+            self.session["steps_run"].append(label)
+        elif state["state"] in ("failed", "blocked"):
+            self.failed[label] = state.get("error", "")
+        self.write(complete=False)
+
+
+def _open_record(spec: SuiteSpec, store: Store, opts: SuiteRunOptions, ft_methods: Sequence[str],
+                 ph_methods: Sequence[str], order: list[str], *, log: Callable[[str], None]) -> _SuiteRecord:
+    """The suite record of this invocation: its fingerprint and command, what an interrupted run with the same
+    settings finished (when ``opts`` resumes), and a new session."""
+    import torch
+
     from talos_core.inference.precision import current_precision, resolve_precision
     from talos_core.inference.runtime import resolve_device
     from talos_core.models import get_model_spec
 
-    name = spec.name
-    sc = spec.scales[scale]
-    store = Store(store) if not isinstance(store, Store) else store
-    store.check_folder()
-    t_start = time.perf_counter()
-    ft_methods = list(methods) if methods else list(spec.methods)
-    ph_methods = list(spec.posthoc) if posthoc is None else list(posthoc)
-    for m in ft_methods:
-        if m not in spec.methods:
-            raise unknown(f"method of suite {name!r}", m, spec.methods)
-    for m in ph_methods:
-        if m not in spec.posthoc:
-            raise unknown(f"post-hoc method of suite {name!r}", m, spec.posthoc)
-    steps = suite_steps(spec, scale, ft_methods, ph_methods, seed=seed, device=device,
-                        checkpoint_every=checkpoint_every)
-    if part is not None:
-        check_part(part, ft_methods, ph_methods, stage)
-    store.ensure()  # after every check: a bad suite request writes nothing
-    run = dict(executor or {})
-    kind = executors.check_executor(run.pop("executor", "local"))
-    table = partial(suite_steps, spec, scale, tuple(ft_methods), tuple(ph_methods), seed=seed, device=device,
-                    checkpoint_every=checkpoint_every)
-    job = executors.SuiteJob(name, scale, spec.model, table, str(store.root.resolve()),
-                     precision=current_precision(), threads=torch.get_num_threads(), device=device,
-                     env={k: v for k, v in os.environ.items() if k.startswith("TALOS_")})
-    if stage == "train":
-        if kind != "local":
-            return _train_stage_parallel(job, kind, [st for st in steps if st.trains], log=log, progress=progress,
-                                         **run)
-        return _train_stage(spec, scale, store, [st for st in steps if st.trains], log=log, progress=progress)
-
+    name, scale = spec.name, opts.scale
     requested = current_precision()
-    precision = resolve_precision(resolve_device(device), family=get_model_spec(spec.model).family)
+    precision = resolve_precision(resolve_device(opts.device), family=get_model_spec(spec.model).family)
     fingerprint = json_ready({"model": spec.model, "tasks": list(spec.tasks), "control_task": spec.control_task,
-                             "methods": ft_methods, "posthoc": ph_methods, "xi_pairs": spec.xi_pairs, "scale": scale,
-                             "scale_settings": sc.settings_dict(), "seed": seed, "eval_precision": precision})
-    command = (f"talos suite {name} --scale {scale} --seed {seed} --store {store.root}"
-               + (f" --model {spec.model}" if spec.model != get_suite(name).model else "")
-               + (f" --methods {','.join(ft_methods)}" if methods else "")
-               + (f" --posthoc {','.join(ph_methods)}" if posthoc is not None else "")
-               + (f" --eval-precision {requested}" if requested != sc.eval_precision else "")
-               + (f" --train-precision {sc.train_precision}"
-                  if sc.train_precision != get_suite(name).scales[scale].train_precision else ""))
-    log(f"[{name}/{scale}] evaluation precision: {precision}"
-        + (f" ({requested})" if requested != precision else ""))
-    done: dict[str, float] = {}
-    work: dict[str, dict[str, int]] = {}  # examples through the model per step (talos_core.inference.tally)
-    sessions: list[dict] = []
-    if resume and name in store.results("suite"):
-        old = store.read_result("suite", name)
-        if {k: old.get(k) for k in fingerprint} == fingerprint and not old.get("complete", True):
-            done = dict(old.get("step_times_s") or {})
-            work.update({k: v for k, v in (old.get("step_work") or {}).items() if k in done})
-            sessions = list(old.get("sessions") or [])
-            log(f"[{name}/{scale}] resuming: {len(done)} steps already done")
-        elif old.get("complete", True) is False:
-            log(f"[{name}/{scale}] not resuming: the stored partial run has other settings")
-    timings: dict[str, float] = dict(done)
-    session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": str(resolve_device(device)),
+                              "methods": list(ft_methods), "posthoc": list(ph_methods), "xi_pairs": spec.xi_pairs,
+                              "scale": scale, "scale_settings": spec.scales[scale].settings_dict(),
+                              "seed": opts.seed, "eval_precision": precision})
+    command = _command(spec, store, opts, ft_methods, ph_methods, requested)
+    log(f"[{name}/{scale}] evaluation precision: {precision}" + (f" ({requested})" if requested != precision else ""))
+    done, work, sessions = _resumed(store, name, fingerprint, log=log, prefix=f"[{name}/{scale}]") \
+        if opts.resumes else ({}, {}, [])
+    session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": str(resolve_device(opts.device)),
                "torch_threads": torch.get_num_threads(), "eval_precision": precision, "steps_run": []}
-    sessions.append(session)
+    if opts.executor.executor != "local":
+        session["executor"] = opts.executor.executor
+        if opts.executor.address:
+            session["address"] = opts.executor.address
+    return _SuiteRecord(store, name, fingerprint, command, order, done, work, [*sessions, session])
 
-    def write_meta(complete: bool) -> dict:
-        meta = {**fingerprint, "command": command, "complete": complete, **({"failed": failed} if failed else {}),
-                "wall_time_s": float(sum(timings.values())), "step_times_s": _in_order(timings, order),
-                "step_work": _in_order(work, order), "sessions": sessions,
-                "device": session["device"], "torch_threads": session["torch_threads"],
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        store.write_result("suite", name, meta)
-        return meta
 
-    if kind != "local":
-        session["executor"] = kind
-        if run.get("address"):
-            session["address"] = run["address"]
+def _command(spec: SuiteSpec, store: Store, opts: SuiteRunOptions, ft_methods: Sequence[str],
+             ph_methods: Sequence[str], requested: str | None) -> str:
+    """The ``talos suite`` command line that asks for these settings (the record's ``command``)."""
+    shipped, scale = get_suite(spec.name), opts.scale
+    sc = spec.scales[scale]
+    return (f"talos suite {spec.name} --scale {scale} --seed {opts.seed} --store {store.root}"
+            + (f" --model {spec.model}" if spec.model != shipped.model else "")
+            + (f" --methods {','.join(ft_methods)}" if opts.methods else "")
+            + (f" --posthoc {','.join(ph_methods)}" if opts.posthoc is not None else "")
+            + (f" --eval-precision {requested}" if requested != sc.eval_precision else "")
+            + (f" --train-precision {sc.train_precision}"
+               if sc.train_precision != shipped.scales[scale].train_precision else ""))
+
+
+def _resumed(store: Store, name: str, fingerprint: Mapping[str, Any], *, log: Callable[[str], None],
+             prefix: str) -> tuple[dict[str, float], dict[str, dict[str, int]], list[dict]]:
+    """``(step times, step work, sessions)`` of the stored suite record when it is an interrupted run with the same
+    fingerprint, else empty."""
+    if name not in store.results("suite"):
+        return {}, {}, []
+    old = store.read_result("suite", name)
+    if {k: old.get(k) for k in fingerprint} == fingerprint and not old.get("complete", True):
+        done = dict(old.get("step_times_s") or {})
+        work = {k: v for k, v in (old.get("step_work") or {}).items() if k in done}
+        log(f"{prefix} resuming: {len(done)} steps already done")
+        return done, work, list(old.get("sessions") or [])
+    if old.get("complete", True) is False:
+        log(f"{prefix} not resuming: the stored partial run has other settings")
+    return {}, {}, []
+
+
+def _todo(steps: Sequence[Step], done: Mapping[str, float],
+          part: Sequence[str] | None) -> tuple[list[Step], dict[str, str]]:
+    """The steps this invocation runs (not done before, or run every time), and ``{label: why not}`` of the steps
+    another part runs (:func:`part_steps`)."""
     todo = [st for st in steps if not (st.label in done and not st.always)]
-    later: dict[str, str] = {}  # steps another part runs: label -> why not this one
-    if part is not None:
-        todo, later = part_steps(todo, steps, set(done), part)
-        session["part"] = list(part)
-    failed: dict[str, str] = {}
+    if part is None:
+        return todo, {}
+    return part_steps(todo, steps, set(done), part)
 
-    def changed(label: str) -> None:  # a step changed state: the record follows (per-step states in the session)
-        state = display.states[label]
-        if state["state"] == "done" and label in by_label:
-            timings[label] = state["seconds"]
-            if state.get("work") is not None:
-                work[label] = state["work"]
-            session["steps_run"].append(label)
-        elif state["state"] in ("failed", "blocked"):
-            failed[label] = state.get("error", "")
-        write_meta(complete=False)
 
-    order = [st.label for st in steps]
-    by_label = set(order)
-    display = executors.Progress(f"[{name}/{scale}]", [st.label for st in steps], log=log)
-    session["steps"] = display.states
+def _progress_display(prefix: str, steps: Sequence[Step], todo: Sequence[Step], later: Mapping[str, str],
+                      record: _SuiteRecord, *, log: Callable[[str], None]):
+    """The progress display of the run: the steps of other parts deferred, those done before skipped; every later
+    change rewrites ``record``."""
+    from talos_core.suites.executors import Progress
+
+    display = Progress(prefix, [st.label for st in steps], log=log)
+    record.session["steps"] = display.states
     for st in steps:
         if st.label in later:
             display.defer(st.label, later[st.label])
         elif st not in todo:
-            display.skip(st.label, done[st.label])
-    display.on_change = changed
-    if kind == "ray":
-        executors.run_ray(job, todo, display, progress=progress, **run)
-    elif kind == "processes":
-        executors.run_processes(job, todo, display, progress=progress, **run)
-    else:
-        executors.run_local(job, todo, store, display, progress=progress)
-    session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    session["wall_time_s"] = time.perf_counter() - t_start
-    meta = write_meta(complete=not failed and not later)
+            display.skip(st.label, record.done[st.label])
+    display.on_change = partial(record.step_changed, display.states)
+    return display
+
+
+def _close_record(spec: SuiteSpec, opts: SuiteRunOptions, steps: Sequence[Step], record: _SuiteRecord, display,
+                  later: Mapping[str, str], *, log: Callable[[str], None]) -> dict:
+    """Write the final record, report the run and return the record; failed steps are one :class:`TalosError`."""
+    name, prefix = spec.name, f"[{spec.name}/{opts.scale}]"
+    meta = record.write(complete=not record.failed and not later)
     if meta["complete"]:  # nothing left to resume: the logits a cut-off step would have reused go
-        shutil.rmtree(logits_cache_dir(store), ignore_errors=True)
-    for line in display.summary() if kind != "local" or failed else ():
+        shutil.rmtree(logits_cache_dir(record.store), ignore_errors=True)
+    for line in display.summary() if opts.executor.executor != "local" or record.failed else ():
         log(line)
+    failed = record.failed
     if failed:
         raise TalosError(f"suite {name!r}: {len(failed)} step{'s' if len(failed) != 1 else ''} did not finish "
                          f"({'; '.join(f'{k}: {v}' for k, v in failed.items())}); the suite record "
-                         f"{store.result_path('suite', name)} lists them; fix the cause and rerun with --resume")
+                         f"{record.store.result_path('suite', name)} lists them; fix the cause and rerun with --resume")
     if later:
         rest = sorted({st.method for st in steps if st.label in later and not st.always})
-        log(f"[{name}/{scale}] part {','.join(part or ())} done; {len(later)} step{'s' if len(later) != 1 else ''} "
+        log(f"{prefix} part {','.join(opts.part or ())} done; {len(later)} step{'s' if len(later) != 1 else ''} "
             f"of other parts remain ({', '.join(rest)}): run them with --part, the store carried along")
         return meta
-    log(f"[{name}/{scale}] finished in {meta['wall_time_s'] / 60:.1f} min")
+    log(f"{prefix} finished in {meta['wall_time_s'] / 60:.1f} min")
     return meta
 
 

@@ -370,7 +370,8 @@ def _hub_failure(spec: str, hf_id: str, exc: BaseException) -> TalosError:
                        f"online or use csv:PATH or images:DIR for local files")
 
 
-def _load_hf(spec: str, location: str, options: dict[str, str]) -> tuple[Split, Split, tuple[str, ...], str, str]:
+def _hf_splits(spec: str, location: str, options: dict[str, str]) -> tuple[Any, str, str | None]:
+    """``(the loaded DatasetDict, the training split's name, the test split's name or None)``."""
     try:
         import datasets
     except ImportError:
@@ -391,7 +392,80 @@ def _load_hf(spec: str, location: str, options: dict[str, str]) -> tuple[Split, 
         raise _fail(spec, f"the dataset has no split {test_name!r}; its splits: {', '.join(loaded)}")
     if test_name is None and "test" in loaded and train_name != "test":
         test_name = "test"
+    return loaded, train_name, test_name
+
+
+def _hf_label_strings(ds: Any, label_col: str, names: tuple[str, ...] | None) -> list[Any]:
+    """The labels of ``ds`` as written (a ClassLabel's index as its name; -1, unlabelled, as ``None``)."""
+    values = ds[label_col]
+    if names is None:
+        return values
+    return [names[v] if v is not None and 0 <= v < len(names) else None for v in values]
+
+
+def _hf_images(spec: str, train_ds: Any, test_ds: Any | None, image_col: str, label_col: str,
+               names: tuple[str, ...] | None, where: str, digest: Any) -> tuple[Split, Split | None, tuple[str, ...]]:
+    """The image splits of a Hugging Face dataset (labels encoded), and its classes; ``digest`` takes the pixels."""
+    from talos_core.tasks.paper import stack_if_uniform, to_rgb_array
+
+    def split_of(ds) -> Split:
+        labs = _hf_label_strings(ds, label_col, names)
+        keep = [i for i, lab in enumerate(labs) if lab is not None and str(lab).strip()]
+        images = [to_rgb_array(ds[i][image_col]) for i in keep]
+        for im in images:
+            digest.update(im.tobytes())
+        return Split(stack_if_uniform(images), np.asarray([str(labs[i]).strip() for i in keep]))
+
+    raw_train = split_of(train_ds)
+    raw_test = split_of(test_ds) if test_ds is not None else None
+    classes = names or _sort_classes(list(raw_train.labels) + list(raw_test.labels if raw_test else []))
+    if len(set(raw_train.labels)) < 2:
+        raise _fail(spec, f"{where} has fewer than two classes in column {label_col!r}; a task needs at least two")
+    encode = {c: i for i, c in enumerate(classes)}
+
+    def as_split(s: Split) -> Split:
+        return Split(s.inputs, np.asarray([encode[lab] for lab in s.labels], dtype=np.int64))
+
+    return as_split(raw_train), as_split(raw_test) if raw_test is not None else None, classes
+
+
+def _hf_texts(spec: str, train_ds: Any, test_ds: Any | None, options: dict[str, str], label_col: str,
+              names: tuple[str, ...] | None, where: str, digest: Any) -> tuple[Split, Split | None, tuple[str, ...]]:
+    """The text splits of a Hugging Face dataset (labels encoded; test texts also in training left out), and its
+    classes; ``digest`` takes the labelled texts."""
+    features = train_ds.features
+    columns = list(features)
+    text_col = _pick_column(spec, columns, options.get("text"), TEXT_COLUMNS, "text", "text", where)
+    if text_col is None:
+        strings = [c for c in columns if c != label_col and getattr(features[c], "dtype", None) == "string"]
+        if len(strings) != 1:
+            raise _fail(spec, f"could not tell which column of {where} holds the text (columns: "
+                              f"{', '.join(columns)}); name it with ?text=COLUMN")
+        text_col = strings[0]
+    texts, labels, _found = _text_labels(spec, train_ds[text_col], _hf_label_strings(train_ds, label_col, names),
+                                        where, label_col)
+    test_texts: list[str] = []
+    test_labels: list[str] = []
+    if test_ds is not None:
+        pairs = [(" ".join(str(t).split()), str(lab).strip()) for t, lab in
+                 zip(test_ds[text_col], _hf_label_strings(test_ds, label_col, names))
+                 if t is not None and lab is not None]
+        train_set = set(texts)
+        pairs = [(t, lab) for t, lab in pairs if t and lab and t not in train_set]
+        test_texts, test_labels = [t for t, _ in pairs], [lab for _, lab in pairs]
+    classes = names or _sort_classes(labels + test_labels)
+    for t, lab in zip(texts + test_texts, labels + test_labels):
+        digest.update(f"{lab}\0{t}\n".encode())
+    test = Split(test_texts, _encode(test_labels, classes)) if test_ds is not None else None
+    return Split(texts, _encode(labels, classes)), test, classes
+
+
+def _load_hf(spec: str, location: str, options: dict[str, str]) -> tuple[Split, Split, tuple[str, ...], str, str]:
+    loaded, train_name, test_name = _hf_splits(spec, location, options)
+    import datasets  # _hf_splits has checked it is installed
+
     train_ds = loaded[train_name]
+    test_ds = loaded[test_name] if test_name else None
     features = train_ds.features
     columns = list(features)
     where = f"split {train_name!r} of {location!r}"
@@ -407,60 +481,11 @@ def _load_hf(spec: str, location: str, options: dict[str, str]) -> tuple[Split, 
     label_feature = features[label_col]
     names = tuple(label_feature.names) if isinstance(label_feature, datasets.ClassLabel) else None
     digest = hashlib.sha256()
-
-    def label_strings(ds) -> list[Any]:
-        values = ds[label_col]
-        if names is None:
-            return values
-        return [names[v] if v is not None and 0 <= v < len(names) else None for v in values]  # -1: unlabelled
-
     if image_col is not None:
-        from talos_core.tasks.paper import stack_if_uniform, to_rgb_array
-
-        def split_of(ds) -> Split:
-            labs = label_strings(ds)
-            keep = [i for i, lab in enumerate(labs) if lab is not None and str(lab).strip()]
-            images = [to_rgb_array(ds[i][image_col]) for i in keep]
-            for im in images:
-                digest.update(im.tobytes())
-            return Split(stack_if_uniform(images), np.asarray([str(labs[i]).strip() for i in keep]))
-
-        raw_train = split_of(train_ds)
-        raw_test = split_of(loaded[test_name]) if test_name else None
-        classes = names or _sort_classes(list(raw_train.labels) + list(raw_test.labels if raw_test else []))
-        if len(set(raw_train.labels)) < 2:
-            raise _fail(spec, f"{where} has fewer than two classes in column {label_col!r}; a task needs at least two")
-        encode = {c: i for i, c in enumerate(classes)}
-
-        def as_split(s: Split) -> Split:
-            return Split(s.inputs, np.asarray([encode[lab] for lab in s.labels], dtype=np.int64))
-
-        train = as_split(raw_train)
-        test = as_split(raw_test) if raw_test is not None else None
+        train, test, classes = _hf_images(spec, train_ds, test_ds, image_col, label_col, names, where, digest)
         kind = "images"
     else:
-        text_col = _pick_column(spec, columns, options.get("text"), TEXT_COLUMNS, "text", "text", where)
-        if text_col is None:
-            strings = [c for c in columns if c != label_col and getattr(features[c], "dtype", None) == "string"]
-            if len(strings) != 1:
-                raise _fail(spec, f"could not tell which column of {where} holds the text (columns: "
-                                  f"{', '.join(columns)}); name it with ?text=COLUMN")
-            text_col = strings[0]
-        texts, labels, _found = _text_labels(spec, train_ds[text_col], label_strings(train_ds), where, label_col)
-        test_texts: list[str] = []
-        test_labels: list[str] = []
-        if test_name:
-            test_ds = loaded[test_name]
-            pairs = [(" ".join(str(t).split()), str(lab).strip()) for t, lab in
-                     zip(test_ds[text_col], label_strings(test_ds)) if t is not None and lab is not None]
-            train_set = set(texts)
-            pairs = [(t, lab) for t, lab in pairs if t and lab and t not in train_set]
-            test_texts, test_labels = [t for t, _ in pairs], [lab for _, lab in pairs]
-        classes = names or _sort_classes(labels + test_labels)
-        for t, lab in zip(texts + test_texts, labels + test_labels):
-            digest.update(f"{lab}\0{t}\n".encode())
-        train = Split(texts, _encode(labels, classes))
-        test = Split(test_texts, _encode(test_labels, classes)) if test_name else None
+        train, test, classes = _hf_texts(spec, train_ds, test_ds, options, label_col, names, where, digest)
         kind = "texts"
     digest.update("\0".join(classes).encode())
     if test is None or len(test) == 0:
