@@ -137,7 +137,7 @@ def mask_iou_heatmap(tasks: Sequence[str], matrix: Any, *, title: str = "Mask ov
 @plain_figure
 def cross_method_iou_bars(table: pd.DataFrame, methods: Sequence[str], *, title: str | None = None) -> go.Figure:
     """Per-task IoU between two methods' masks (SCHEMA ``mask_iou`` ``<m1>__vs__<m2>`` table)."""
-    m1, m2 = (list(methods) + ["?", "?"])[:2]
+    m1, m2 = [*methods, "?", "?"][:2]
     trace = {"type": "bar", "x": table["task"].tolist(), "y": _list(table["iou"].to_numpy(dtype=float)),
              "marker": {"color": method_color(m1)}, "text": [_fmt(v) for v in table["iou"]],
              "textposition": "outside", "name": "IoU"}

@@ -55,9 +55,9 @@ def _compare(a: float, b: float, interval_a: tuple[float, float] | None = None,
         return "not comparable"
     if abs(a - b) < tolerance:
         return "about the same"
-    if interval_a and interval_b and all(math.isfinite(v) for v in (*interval_a, *interval_b)):
-        if interval_a[0] <= interval_b[1] and interval_b[0] <= interval_a[1]:
-            return "about the same"
+    if (interval_a and interval_b and all(math.isfinite(v) for v in (*interval_a, *interval_b))
+            and interval_a[0] <= interval_b[1] and interval_b[0] <= interval_a[1]):
+        return "about the same"
     return "higher" if a > b else "lower"
 
 
