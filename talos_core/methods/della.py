@@ -72,8 +72,9 @@ def magprune(x: torch.Tensor, sparsity: float, epsilon: float, generator: torch.
     rows = x.detach().reshape(x.shape[0] if x.dim() > 1 else 1, -1)
     keep = keep_probabilities(rows, 1.0 - sparsity, epsilon)
     kept = torch.rand(rows.shape, generator=generator) < keep
-    scale = torch.where(kept, 1.0 / keep.clamp(min=1e-12), torch.zeros_like(keep))
-    return (rows.float() * scale).to(x.dtype).reshape(x.shape)
+    # +0 where dropped (a product with 0 would leave -0.0 for negative entries)
+    pruned = torch.where(kept, rows.float() / keep.clamp(min=1e-12), torch.zeros_like(keep))
+    return pruned.to(x.dtype).reshape(x.shape)
 
 
 def _pruned(vector: VectorLike, sparsity: float, epsilon: float, seed: int, index: int) -> Vector:
