@@ -930,8 +930,9 @@ def method_family(name: str) -> str:
 # --------------------------------------------------------------------------------------------
 _TRAINING_TAGS: dict[str, str] = {"lr": "lr"}  # a training setting every method has, not a method's hyperparameter
 
-VARIANT_PARAMS: dict[str, str] = {**dict(sorted({p.name: p.tag for d in DECLARATIONS for p in d.params if p.tag}.items(),
-                                                key=lambda item: item[1])), **_TRAINING_TAGS}
+_METHOD_TAGS: dict[str, str] = {p.name: p.tag for d in DECLARATIONS for p in d.params if p.tag}
+
+VARIANT_PARAMS: dict[str, str] = {**dict(sorted(_METHOD_TAGS.items(), key=lambda item: item[1])), **_TRAINING_TAGS}
 """Hyperparameters a variant id may fix, and their tag in the id (``talos-k0.9``, ``llora-r16``, ``talos-lr0.001``):
 the tagged parameters of the declarations, and the learning rate."""
 

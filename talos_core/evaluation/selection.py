@@ -42,6 +42,7 @@ from talos_core.evaluation.request import (
     check_control_task,
     fmt,
 )
+from talos_core.methods.declaration import ALPHA_STEP
 from talos_core.schema import result_name
 
 KEEP = 0.95
@@ -175,7 +176,7 @@ class SelectionSettings:
     param: str = "sparsity"  # sparsity (sparse methods), rank (llora) or lr (any fine-tuning method)
     values: tuple | None = None  # candidate grid; None: DEFAULT_VALUES[param]
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − k) for sparse methods); paper 0.05
+    alpha_step: float = ALPHA_STEP  # α grid 0, step, …, 1 (× 1/(1 − k) for sparse methods); paper 0.05
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     alpha_rule: str = "paper"  # the grid rule (evaluation.runs.GRID_RULES), as AdditionSettings.alpha_rule
     alpha_extend: float = 0.0  # a candidate whose best α is its grid's last point extends it (arithmetic.extend_search)

@@ -48,7 +48,8 @@ ISO_C = MethodDeclaration(
     description="Per weight matrix, the task-arithmetic sum with a flat spectrum (its mean singular value); "
     "other parameters averaged (Marczak et al., 2025). No hyperparameter but α, searched on 0…3 as the authors.",
     reference="Marczak et al., No Task Left Behind, ICML 2025 (github.com/danielm1405/iso-merging)",
-    options=SPECTRAL_OPTIONS, alpha=SPECTRAL_ALPHA, merge="talos_core.methods.spectral:iso_c_merge", single_task=f"{__name__}:iso_c_single")
+    options=SPECTRAL_OPTIONS, alpha=SPECTRAL_ALPHA,
+    merge="talos_core.methods.spectral:iso_c_merge", single_task=f"{__name__}:iso_c_single")
 
 ISO_CTS = MethodDeclaration(
     "iso_cts", "Iso-CTS", "post-hoc", kind="posthoc", base_method="nonlinear",

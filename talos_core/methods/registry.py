@@ -14,6 +14,7 @@ from __future__ import annotations
 from talos_core.methods.breadcrumbs import DECLARATION as BREADCRUMBS
 from talos_core.methods.dare import DECLARATION as DARE
 from talos_core.methods.declaration import MethodDeclaration
+from talos_core.methods.della import DECLARATION as DELLA
 from talos_core.methods.finetuning import (
     IMPORTED,
     LINEARIZED,
@@ -25,7 +26,6 @@ from talos_core.methods.finetuning import (
     TALOS,
     TALOS_TOP,
 )
-from talos_core.methods.della import DECLARATION as DELLA
 from talos_core.methods.iso import ISO_C, ISO_CTS
 from talos_core.methods.lines import DECLARATION as LINES
 from talos_core.methods.tall import DECLARATION as TALL

@@ -257,7 +257,8 @@ def tsv_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean", c
     (biases, norms, 1-D, conv kernels) by the task-vector mean (``nonmatrix="mean"``, the authors' code) or sum.
     ``conv1x1="matrix"`` also merges pointwise convolution kernels ``[out, in, 1, 1]`` as ``[out, in]`` matrices
     (the authors' code, written for ViTs, averages every tensor that is not 2-D: ``"other"``). The authors search
-    α on ``0.1, 0.2, …, 3`` on validation; so does the evaluator here (:data:`talos_core.methods.tsv.SPECTRAL_ALPHA_STOP`).
+    α on ``0.1, 0.2, …, 3`` on validation; so does the evaluator here
+    (:data:`talos_core.methods.tsv.SPECTRAL_ALPHA_STOP`).
 
     >>> v1 = {"w": torch.tensor([[2.0, 0.0], [0.0, 0.5]]), "b": torch.tensor([1.0])}
     >>> v2 = {"w": torch.tensor([[0.5, 0.0], [0.0, 3.0]]), "b": torch.tensor([3.0])}

@@ -45,4 +45,5 @@ DECLARATION = MethodDeclaration(
     "Procrustes and re-weighted by their singular values; other parameters averaged (Gargiulo et al., 2025). "
     "No hyperparameter but α, searched on 0…3 as the authors.",
     reference="Gargiulo et al., Task Singular Vectors, CVPR 2025 (github.com/AntoAndGar/task_singular_vectors)",
-    options=SPECTRAL_OPTIONS, alpha=SPECTRAL_ALPHA, merge="talos_core.methods.spectral:tsv_merge", single_task=f"{__name__}:single_task")
+    options=SPECTRAL_OPTIONS, alpha=SPECTRAL_ALPHA,
+    merge="talos_core.methods.spectral:tsv_merge", single_task=f"{__name__}:single_task")

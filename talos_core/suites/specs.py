@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from talos_core.errors import TalosError, unknown
+from talos_core.methods.declaration import ALPHA_STEP
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Scale:
     max_test: int | None
     calib_samples: int
     batch_size: int
-    alpha_step: float = 0.05
+    alpha_step: float = ALPHA_STEP
     xi_grid: int = 20
     xi_points: int = 2048
     preview_points: int = 512
@@ -232,7 +233,7 @@ register_suite(SuiteSpec(
         # (--plan on the 2-core EPYC, with token-order evaluation: 56 → 27 CPU-hours); fp32 evaluation on every
         # device, so a run resumed on another machine (an AMX CPU, a GPU) keeps its fingerprint
         "full": Scale(max_train=20000, max_test=400, calib_samples=128, batch_size=32,
-                      alpha_step=0.05, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
+                      alpha_step=ALPHA_STEP, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
                       batching="length", eval_precision="fp32",
                       selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, **_CONVERGED),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
@@ -248,11 +249,11 @@ register_suite(SuiteSpec(
     (("mnist", "digits"), ("mnist", "animal-shapes")),
     {
         "full": Scale(max_train=20000, max_test=1000, calib_samples=128, batch_size=32,
-                      alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
+                      alpha_step=ALPHA_STEP, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
                       eval_precision="fp32", selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24,
                       lr_check_tasks=("mnist", "digits"), **_CONVERGED),
         "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
-                      alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
+                      alpha_step=ALPHA_STEP, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
                       posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr=_SUITE_LR, eval_precision="fp32"),
     },
     "EfficientNet-Lite0 (real ImageNet weights) on MNIST, sklearn digits and Animal-Shape silhouettes; "
@@ -295,7 +296,7 @@ _PAPER_METHODS = ("talos", "nonlinear", "linearized", "llora", "lota")
 _PAPER_POSTHOC = ("ties", "dare", "breadcrumbs", "tall_consensus")
 _PAPER_VISION_TASKS = ("cars", "dtd", "eurosat", "gtsrb", "mnist", "resisc45", "sun397", "svhn")
 _PAPER_NLP_TASKS = ("qasc", "wikiqa", "quartz", "paws", "story_cloze", "winogrande", "wsc")
-_PAPER_COMMON = dict(max_train=None, max_val=None, max_test=None, alpha_step=0.05, xi_grid=20, xi_points=2048,
+_PAPER_COMMON = dict(max_train=None, max_val=None, max_test=None, alpha_step=ALPHA_STEP, xi_grid=20, xi_points=2048,
                      preview_points=512, sharing_samples=128, posthoc_points=None, ablation=_PAPER_K,
                      selection=_PAPER_GRIDS, variants=_PAPER_VARIANTS)
 
