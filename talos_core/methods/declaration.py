@@ -127,6 +127,8 @@ class MethodDeclaration:
     ``constraint`` filters invalid grid points. ``runner`` names the fine-tuning ``run(ctx)``, ``option_keys`` the
     ``--option`` keys it accepts and ``option_check`` their check against the loaded model; ``merge`` and
     ``single_task`` name the post-hoc callables (each ``"module:function"``, imported when the method runs).
+    ``studied`` marks the method the suites study (one method: TaLoS), ``mask_rival`` the method whose masks they
+    compare with its own.
     """
 
     name: str
@@ -144,6 +146,8 @@ class MethodDeclaration:
     options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     constraint: Callable[[Mapping[str, Any]], bool] | None = field(default=None, compare=False)
     alpha: AlphaRule | None = None  # None: the paper's grid, stretched if ``sparse``
+    studied: bool = False  # the suites' studies (sharing, sparsity ablation, comparison) are about this method
+    mask_rival: str | None = None  # the method whose masks the suites compare with its own, at equal sparsity
     runner: str | None = None
     option_keys: tuple[str, ...] = ()
     option_check: str | None = None

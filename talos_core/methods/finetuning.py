@@ -67,7 +67,7 @@ LOTA = MethodDeclaration(
     reference="Panda et al., Lottery Ticket Adaptation, 2024 (github.com/kiddyboots216/lottery-ticket-adaptation)")
 TALOS = MethodDeclaration(
     "talos", "TaLoS", "parameter-efficient", sparse=True, calibrates=True, params=(SPARSITY, *CALIBRATION),
-    runner=_T + "run_talos",
+    studied=True, mask_rival="lota", runner=_T + "run_talos",
     description="TaLoS: train only the least-sensitive entries (bottom-k diagonal Fisher, R rounds)",
     reference="Iurada et al., Efficient Model Editing with Task-Localized Sparse Fine-tuning, ICLR 2025 "
               "(github.com/iurada/talos-task-arithmetic)")
