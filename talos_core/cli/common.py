@@ -126,7 +126,8 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
                        help="task name (see `talos tasks`), or your own data: csv:PATH, images:DIR or hf:DATASET_ID")
     p.add_argument("--method", default="talos", help="fine-tuning method (default: talos)")
     p.add_argument("--sparsity", type=number, default=None,
-                   help="fraction of maskable entries frozen, in [0, 1) (sparse methods only; default 0.9)")
+                   help="fraction of maskable entries frozen, in [0, 1) "
+                        f"(sparse methods only; default {SPARSITY.default:g})")
     add_store_argument(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=positive_int, help="training steps (default: the model's)")

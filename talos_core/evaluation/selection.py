@@ -43,6 +43,7 @@ from talos_core.evaluation.request import (
     fmt,
 )
 from talos_core.methods.declaration import ALPHA_STEP
+from talos_core.methods.finetuning import RANK, SPARSITY
 from talos_core.schema import result_name
 
 KEEP = 0.95
@@ -51,9 +52,10 @@ KEEP = 0.95
 PARAMS = ("sparsity", "rank", "lr")
 """Hyperparameters the ``selection`` protocol can choose."""
 
-DEFAULT_VALUES: dict[str, tuple] = {"sparsity": (0.5, 0.8, 0.9, 0.95, 0.99), "rank": (8, 16, 64)}
-"""Candidate grids when none is given (issue 13's minimum; the paper searches k ∈ {0.1, …, 0.9, 0.95, 0.99},
-r ∈ {8, …, 512}); learning rates have none: give them."""
+DEFAULT_VALUES: dict[str, tuple] = {p.name: tuple(p.grid) for p in (SPARSITY, RANK)}
+"""Candidate grids when none is given: the declared grids of TaLoS's sparsity and L-LoRA's rank (0.5, 0.8, 0.9,
+0.95, 0.99 and 8, 16, 64; the paper searches k ∈ {0.1, …, 0.9, 0.95, 0.99}, r ∈ {8, …, 512}); learning rates have
+none: give them."""
 
 TABLE_COLUMNS = ["value", "best_alpha", "target_val_acc", "control_val_acc", "score", "single_val_acc", "chosen"]
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from talos_core.errors import TalosError, unknown
 from talos_core.methods.declaration import ALPHA_STEP
+from talos_core.methods.finetuning import RANK, SPARSITY
 
 
 @dataclass(frozen=True)
@@ -198,10 +199,10 @@ _SUITE_LR = 1e-4
 # The paper's protocol (issue 13, docs/protocol.md): per-task selection by validation task negation
 # (App. "Hyperparameter selection") over at least the issue's grids, and the fixed-0.9 rows kept beside them
 # (the sparsity ablation and the mask pictures use them). Methods a suite does not run are skipped.
-_SPARSITIES = (0.5, 0.8, 0.9, 0.95, 0.99)
+_SPARSITIES = tuple(SPARSITY.grid)
 _PAPER_SELECTION = (("talos", "sparsity", _SPARSITIES), ("lota", "sparsity", _SPARSITIES),
-                    ("llora", "rank", (8, 16, 64)))
-_PAPER_VARIANTS = (("talos", "sparsity", 0.9), ("lota", "sparsity", 0.9))
+                    ("llora", "rank", tuple(RANK.grid)))
+_PAPER_VARIANTS = (("talos", "sparsity", SPARSITY.default), ("lota", "sparsity", SPARSITY.default))
 # the learning rates re-checked at the learning-curve budget: the two the original choice compared (above); text on
 # its tasks (tweets, wordnet-verbs: the first ξ pair), vision on MNIST and digits
 _LR_CHECK = (1e-4, 1e-3)
@@ -272,7 +273,7 @@ register_suite(SuiteSpec(
      "paper": Scale(steps=8, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                     xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1, ablation=(0.5, 0.9),
                     eval_precision="fp32", eval_every=2, early_stopping_patience=2,
-                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", 0.9),),
+                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", SPARSITY.default),),
                     lr_check=(1e-3, 3e-2), lr_choose=True, one_rate_rows=("talos",), alpha_rule="union",
                     alpha_extend=4.0)},
     "tiny random-init text encoder (tests only)"))
