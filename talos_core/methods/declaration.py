@@ -143,7 +143,7 @@ class MethodDeclaration:
     description: str = ""
     reference: str = ""
     params: tuple[Param, ...] = ()
-    options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    options: Mapping[str, tuple[Any, ...]] = field(default_factory=dict, hash=False)
     constraint: Callable[[Mapping[str, Any]], bool] | None = field(default=None, compare=False)
     alpha: AlphaRule | None = None  # None: the paper's grid, stretched if ``sparse``
     studied: bool = False  # the suites' studies (sharing, sparsity ablation, comparison) are about this method
