@@ -7,8 +7,8 @@ method runs. This module and the declaration files import neither torch nor any 
 so :mod:`talos_core.schema` derives :data:`~talos_core.schema.METHODS` from the registry
 (:data:`talos_core.methods.registry.DECLARATIONS`) and stays torch-free.
 
->>> SPARSE_ALPHA.stretch(0.9), ALPHA.stretch(0.9)
-(10.0, 1.0)
+>>> SPARSE_ALPHA.stretch(0.5), ALPHA.stretch(0.5)
+(2.0, 1.0)
 >>> Param("beta", float, 0.5, low=0.0, high=1.0, high_open=False).check(2.0)
 Traceback (most recent call last):
 ...
