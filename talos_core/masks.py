@@ -44,6 +44,7 @@ import torch
 
 from talos_core.errors import TalosError, check_int, check_range
 from talos_core.fisher import fisher_scores
+from talos_core.methods.finetuning import SPARSITY
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
 
@@ -193,7 +194,7 @@ class CalibrationConfig:
     (exactly ``k``, seeded). See the module doc.
     """
 
-    sparsity: float = 0.9
+    sparsity: float = SPARSITY.default
     rounds: int = 4
     soft_mask_value: float = 0.01
     samples: int = 1280
@@ -207,7 +208,7 @@ class CalibrationConfig:
     ties: Literal["keep", "random"] = "keep"
 
     def __post_init__(self) -> None:
-        check_range("sparsity", self.sparsity, 0.0, 1.0)
+        SPARSITY.check(self.sparsity)
         check_range("soft_mask_value", self.soft_mask_value, 0.0, 1.0, high_open=False)
         for name in ("rounds", "samples", "batch_size", "chunk_size"):
             check_int(name, getattr(self, name), low=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
 from talos_core.atomic import atomic_write_json
@@ -19,6 +19,7 @@ from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density, mask_moved
 from talos_core.methods import get_method
 from talos_core.methods.base import MethodContext
+from talos_core.methods.finetuning import CALIBRATION, SPARSITY
 from talos_core.models import get_model_spec
 from talos_core.store import Run, RunManifest, Store, artifact_checksums, save_mask, versions
 from talos_core.tasks import get_task, load_task
@@ -32,7 +33,7 @@ MAX_BATCH_SIZE = 2**16
 #: larger number is a typo, and would be accepted only to run for ever)
 MAX_STEPS = 1_000_000
 #: the most TaLoS calibration rounds (the paper uses 4; each is a pass over the calibration examples)
-MAX_ROUNDS = 100
+MAX_ROUNDS = int(next(p.high for p in CALIBRATION if p.name == "rounds"))
 #: the inputs of each model family (a model of one modality cannot run a task of the other)
 FAMILY_MODALITY = {"clip": "image", "cnn": "image", "text-encoder": "text", "t5": "text"}
 
@@ -53,6 +54,33 @@ def check_model_task(model: str, task: str) -> None:
                          f"model for {task_spec.modality} inputs (see `talos models`)")
 
 
+_CALIBRATION = {p.name: p for p in CALIBRATION}
+
+STORED_KEYS: dict[str, str] = {"calibration_ties": "ties"}
+"""Request fields stored under another key (manifests, run ids): the key they had when the runs were written, so
+every stored run id and manifest stays as it was."""
+
+
+def request_fields(values: Mapping[str, object]) -> dict:
+    """Request settings by field name, whichever key they are given under (stored results and manifests use the
+    :data:`STORED_KEYS`).
+
+    >>> request_fields({"ties": "random", "rounds": 2})
+    {'calibration_ties': 'random', 'rounds': 2}
+    """
+    fields_of = {key: name for name, key in STORED_KEYS.items()}
+    return {fields_of.get(k, k): v for k, v in values.items()}
+
+
+def stored_request(req: FinetuneRequest) -> dict:
+    """The request as a manifest records it (``options`` left out: the config holds them), its keys in field order.
+
+    >>> stored_request(FinetuneRequest(model="tiny-clip", task="digits"))["ties"]
+    'keep'
+    """
+    return {STORED_KEYS.get(k, k): v for k, v in asdict(req).items() if k != "options"}
+
+
 @dataclass(frozen=True)
 class FinetuneRequest:
     """Everything that defines a run. ``None`` hyperparameters take the model's defaults."""
@@ -60,7 +88,7 @@ class FinetuneRequest:
     model: str
     task: str
     method: str = "talos"
-    sparsity: float = 0.9
+    sparsity: float = SPARSITY.default
     seed: int = 0
     steps: int | None = None
     batch_size: int | None = None
@@ -68,13 +96,15 @@ class FinetuneRequest:
     weight_decay: float | None = None
     warmup_steps: int | None = None
     grad_clip: float = 1.0
-    rounds: int = 4
+    # TaLoS / LoTA calibration: the TaLoS declaration's parameters (talos_core.methods.finetuning.CALIBRATION)
+    rounds: int = _CALIBRATION["rounds"].default
     calib_samples: int | None = None
     soft_mask_value: float | None = None  # None: the model's default (CNNs 1 = none), else the paper's 0.01
-    score_target: str = "logprob"
-    param_set: str = "paper"
-    zero_scores: str = "exclude"  # TaLoS calibration: entries with zero sensitivity (CalibrationConfig.zero_scores)
-    ties: str = "keep"  # TaLoS calibration: entries tied at a round's threshold (CalibrationConfig.ties)
+    score_target: str = _CALIBRATION["score_target"].default
+    param_set: str = _CALIBRATION["param_set"].default
+    zero_scores: str = _CALIBRATION["zero_scores"].default  # entries with zero sensitivity
+    # entries tied at a round's threshold; stored under its former key "ties" (STORED_KEYS)
+    calibration_ties: str = _CALIBRATION["calibration_ties"].default
     max_train: int | None = None
     max_val: int | None = None
     max_test: int | None = None
@@ -101,13 +131,13 @@ class FinetuneRequest:
     def validate(self) -> None:
         check_model_task(self.model, self.task)
         method = get_method(self.method)
-        check_range("sparsity", self.sparsity, 0.0, 1.0)  # 0 = density 1: a sparse method trains every entry
+        SPARSITY.check(self.sparsity)  # 0 = density 1: a sparse method trains every entry
         check_seed(self.seed)
         # every integer field refuses booleans (True is no step count): one sentence each
         for name in ("batch_size", "max_train", "max_val", "max_test", "calib_samples"):
             check_int(name, getattr(self, name), low=1, optional=True)
         check_int("steps", self.steps, low=1, high=MAX_STEPS, optional=True)
-        check_int("rounds", self.rounds, low=1, high=MAX_ROUNDS)
+        _CALIBRATION["rounds"].check(self.rounds)
         check_int("warmup_steps", self.warmup_steps, low=0, optional=True)
         check_int("eval_batch_size", self.eval_batch_size, low=1)
         check_int("checkpoint_every", self.checkpoint_every, low=0)
@@ -196,7 +226,7 @@ class FinetuneRequest:
                                  else d.get("soft_mask_value", 0.01),
                                  samples=self.calib_samples or d.get("calib_samples", 1280),
                                  target=self.score_target, param_set=self.param_set, seed=self.seed,
-                                 zero_scores=self.zero_scores, ties=self.ties)
+                                 zero_scores=self.zero_scores, ties=self.calibration_ties)
 
     def config_dict(self) -> dict:
         """The resolved configuration (what the run id hashes).
@@ -361,7 +391,7 @@ def _finetune_and_publish(req: FinetuneRequest, store: Store, rid: str, *, progr
         run_id=rid, model=req.model, task=req.task, method=req.method, family=model.family,
         sparsity=req.sparsity if method.sparse else None, seed=req.seed, eval_mode=method.eval_mode,
         sparse_method=method.sparse, config=req.config_dict(),
-        request={k: v for k, v in asdict(req).items() if k != "options"},
+        request=stored_request(req),
         data_sizes={"train": len(data.train), "val": len(data.val), "test": len(data.test)},
         metrics=metrics, timings=timings, info=info, history=out.history[::every], device=str(device),
         versions=versions(), created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), train_precision=train_config.precision,

@@ -33,9 +33,12 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from talos_core.errors import TalosError, check_number, is_int, is_number, unknown
+from talos_core.methods.declaration import EvalMode as EvalMode  # re-exported: the layers read it here
+from talos_core.methods.declaration import MethodDeclaration, MethodKind
+from talos_core.methods.registry import DECLARATIONS
 
 # --------------------------------------------------------------------------------------------
 # names
@@ -551,9 +554,6 @@ def viewer_store(env: Mapping[str, str] | None = None) -> Path:
 # --------------------------------------------------------------------------------------------
 # the method catalogue
 # --------------------------------------------------------------------------------------------
-MethodKind = Literal["finetune", "posthoc"]
-EvalMode = Literal["nonlinear", "linearized"]
-
 FAMILIES: tuple[str, ...] = ("full fine-tuning", "post-hoc", "parameter-efficient", "ablation", "imported")
 """Method families in the order of the paper's tables (paper Sec. 5: (i) full fine-tuning, (ii) post-hoc
 methods on non-linear FT vectors, (iii) parameter-efficient fine-tuning, where the paper also places
@@ -561,55 +561,13 @@ TaLoS; plus our ablation controls, and the checkpoints fine-tuned elsewhere and 
 ``talos import``, last)."""
 
 
-@dataclass(frozen=True)
-class MethodInfo:
-    """What every layer needs to know about a method, without running it.
+MethodInfo = MethodDeclaration
+"""What every layer needs to know about a method, without running it: its declaration
+(:class:`~talos_core.methods.declaration.MethodDeclaration`)."""
 
-    ``kind``: ``"finetune"`` (a fine-tuning method, run by :mod:`talos_core.methods`) or ``"posthoc"``
-    (a merge of ``base_method``'s task vectors, :mod:`talos_core.methods.merging`). ``sparse``: it
-    trains a subset of entries chosen by a mask at ``sparsity``; its α grid is extended by
-    1/(1 − sparsity) and its sparsity is part of the run's identity. ``calibrates``: it computes its
-    mask from data with a calibration phase, whose settings are part of the run's identity.
-    ``eval_mode``: how its task vectors are evaluated (``"linearized"`` = first-order Taylor model).
-    ``trains``: False for ``imported``, whose runs are checkpoints fine-tuned elsewhere (``talos import``): the
-    protocols find its runs in the store like any other, but never fine-tune a missing one.
-    """
-
-    name: str
-    label: str
-    family: str
-    kind: MethodKind = "finetune"
-    sparse: bool = False
-    calibrates: bool = False
-    eval_mode: EvalMode = "nonlinear"
-    base_method: str | None = None  # post-hoc methods merge this method's vectors
-    trains: bool = True  # False: runs come only from ``talos import`` (never fine-tuned here)
-
-    @property
-    def posthoc(self) -> bool:
-        return self.kind == "posthoc"
-
-
-METHODS: dict[str, MethodInfo] = {m.name: m for m in (
-    MethodInfo("nonlinear", "Non-linear FT", "full fine-tuning"),
-    MethodInfo("linearized", "Linearized FT", "full fine-tuning", eval_mode="linearized"),
-    MethodInfo("ties", "TIES-Merging", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("tall_consensus", "TALL Mask / Consensus", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("dare", "DARE", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("breadcrumbs", "Breadcrumbs", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("tsv", "TSV-Merge", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("iso_c", "Iso-C", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("iso_cts", "Iso-CTS", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("lines", "LiNeS", "post-hoc", kind="posthoc", base_method="nonlinear"),
-    MethodInfo("llora", "L-LoRA", "parameter-efficient", eval_mode="linearized"),
-    MethodInfo("lota", "LoTA", "parameter-efficient", sparse=True, calibrates=True),
-    MethodInfo("talos", "TaLoS", "parameter-efficient", sparse=True, calibrates=True),
-    MethodInfo("random", "Random mask", "ablation", sparse=True),
-    MethodInfo("magnitude", "Magnitude mask", "ablation", sparse=True),
-    MethodInfo("talos-top", "TaLoS top-k", "ablation", sparse=True, calibrates=True),
-    MethodInfo("imported", "Imported", "imported", trains=False),
-)}
-"""Every fine-tuning and post-hoc method, in the paper's table order (controls last)."""
+METHODS: dict[str, MethodInfo] = {d.name: d for d in DECLARATIONS}
+"""Every fine-tuning and post-hoc method, in the paper's table order (controls last), from the method registry
+(:data:`talos_core.methods.registry.DECLARATIONS`)."""
 
 
 def method_info(name: str, kind: MethodKind | None = None) -> MethodInfo:
@@ -653,10 +611,15 @@ def method_family(name: str) -> str:
 # --------------------------------------------------------------------------------------------
 # method variants: a method with fixed hyperparameters, reported as its own row
 # --------------------------------------------------------------------------------------------
-VARIANT_PARAMS: dict[str, str] = {"sparsity": "k", "rank": "r", "lr": "lr"}
-"""Hyperparameters a variant id may fix, and their tag in the id (``talos-k0.9``, ``llora-r16``, ``talos-lr0.001``)."""
+_TRAINING_TAGS: dict[str, str] = {"lr": "lr"}  # a training setting every method has, not a method's hyperparameter
 
-VARIANT_SYMBOLS: dict[str, str] = {"sparsity": "k", "rank": "r", "lr": "lr"}
+_METHOD_TAGS: dict[str, str] = {p.name: p.tag for d in DECLARATIONS for p in d.params if p.tag}
+
+VARIANT_PARAMS: dict[str, str] = {**dict(sorted(_METHOD_TAGS.items(), key=lambda item: item[1])), **_TRAINING_TAGS}
+"""Hyperparameters a variant id may fix, and their tag in the id (``talos-k0.9``, ``llora-r16``, ``talos-lr0.001``):
+the tagged parameters of the declarations, and the learning rate."""
+
+VARIANT_SYMBOLS: dict[str, str] = dict(VARIANT_PARAMS)
 """How a variant's label names each hyperparameter (``TaLoS (k = 0.9)``)."""
 
 #: option values of the later post-hoc merges that results stored before the option existed were computed with
@@ -676,7 +639,7 @@ def stored_hyperparameters(method: str, hyperparameters: Mapping[str, Any]) -> d
     return {**POSTHOC_LEGACY_OPTIONS.get(method, {}), **dict(hyperparameters)}
 
 
-_VARIANT_PART = re.compile(r"^(k|r|lr)([0-9]+(?:\.[0-9]+)?)$")
+_VARIANT_PART = re.compile(rf"^({'|'.join(VARIANT_PARAMS.values())})([0-9]+(?:\.[0-9]+)?)$")
 
 
 def _num_text(value: float) -> str:

@@ -35,13 +35,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from talos_core.atomic import atomic_save_safetensors, atomic_write_json, load_safetensors, read_json
+from talos_core.batching import (  # noqa: F401 - batch_indices and grouped_batch_indices re-exported
+    POOL_BATCHES,
+    GroupedBatches,
+    batch_indices,
+    grouped_batch_indices,
+    micro_batches,
+)
 from talos_core.errors import TalosError, check_int, check_range
 from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
@@ -116,8 +123,6 @@ SCHEDULES = ("cosine", "constant")
 """Learning-rate schedules after the linear warm-up (:attr:`TrainConfig.schedule`)."""
 BATCHINGS = ("random", "length")
 """How a step's examples are drawn (:attr:`TrainConfig.batching`)."""
-#: length-grouped batching sorts pools of this many batches (transformers' ``group_by_length`` uses 50)
-POOL_BATCHES = 50
 
 
 def cosine_lr(step: int, config: TrainConfig) -> float:
@@ -307,78 +312,6 @@ def plan_from_mask(mask: dict[str, torch.Tensor], dense_names: tuple[str, ...] |
     return plan
 
 
-def batch_indices(step: int, n: int, batch_size: int, seed: int) -> np.ndarray:
-    """Indices of the examples in training step ``step``: epochs of fixed seeded permutations.
-
-    Stateless, so a resumed run sees exactly the batches an uninterrupted one would.
-    """
-    start = step * batch_size
-    out = []
-    while len(out) < batch_size:
-        epoch, offset = divmod(start, n)
-        perm = np.random.default_rng([seed, epoch]).permutation(n)
-        take = perm[offset: offset + batch_size - len(out)]
-        out.extend(take.tolist())
-        start += len(take)
-    return np.asarray(out, dtype=np.int64)
-
-
-def _grouped_epoch(epoch: int, lengths: np.ndarray, batch_size: int, seed: int, pool_batches: int) -> np.ndarray:
-    """Epoch ``epoch``'s example order under length grouping: the epoch's seeded permutation (the one
-    :func:`batch_indices` uses) cut into pools of ``pool_batches × batch_size`` examples, each pool sorted by length
-    (longest first, ties in permutation order), cut into batches, and the batches of the epoch shuffled (seeded)."""
-    n = len(lengths)
-    perm = np.random.default_rng([seed, epoch]).permutation(n)
-    pool = max(1, pool_batches * batch_size)
-    grouped = np.concatenate([p[np.argsort(-lengths[p], kind="stable")] for p in np.split(perm, range(pool, n, pool))])
-    batches = np.split(grouped, range(batch_size, n, batch_size))
-    order = np.random.default_rng([seed, epoch, 1]).permutation(len(batches))
-    return np.concatenate([batches[i] for i in order])
-
-
-class GroupedBatches:
-    """Length-grouped batches of one run (the ``group_by_length`` idea of transformers' Trainer): every epoch holds
-    the same examples as with :func:`batch_indices`, each once, but a batch's examples have similar lengths, so
-    dynamic padding pads less. Stateless in what it returns (a resumed run sees the same batches); it only keeps the
-    current epoch's order, computed once per epoch rather than once per step."""
-
-    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, pool_batches: int = POOL_BATCHES) -> None:
-        self.lengths, self.batch_size, self.seed, self.pool_batches = lengths, batch_size, seed, pool_batches
-        self._epoch: tuple[int, np.ndarray] | None = None
-
-    def epoch(self, epoch: int) -> np.ndarray:
-        """Epoch ``epoch``'s example order (:func:`_grouped_epoch`), cached for the current epoch."""
-        if self._epoch is None or self._epoch[0] != epoch:
-            self._epoch = (epoch, _grouped_epoch(epoch, self.lengths, self.batch_size, self.seed, self.pool_batches))
-        return self._epoch[1]
-
-    def indices(self, step: int) -> np.ndarray:
-        """Indices of the examples in training step ``step``."""
-        n, start, out = len(self.lengths), step * self.batch_size, []
-        while len(out) < self.batch_size:
-            epoch, offset = divmod(start, n)
-            take = self.epoch(epoch)[offset: offset + self.batch_size - len(out)]
-            out.extend(take.tolist())
-            start += len(take)
-        return np.asarray(out, dtype=np.int64)
-
-
-def grouped_batch_indices(step: int, lengths: np.ndarray, batch_size: int, seed: int,
-                          pool_batches: int = POOL_BATCHES) -> np.ndarray:
-    """Indices of the examples in step ``step`` with length grouping (:class:`GroupedBatches`, for one step).
-
-    >>> lengths = np.array([5, 1, 9, 2, 8, 3, 7, 4])
-    >>> sorted(np.concatenate([grouped_batch_indices(s, lengths, 2, 0) for s in range(4)]).tolist())
-    [0, 1, 2, 3, 4, 5, 6, 7]
-    >>> [sorted(lengths[grouped_batch_indices(s, lengths, 2, 0, pool_batches=4)].tolist()) for s in range(4)]
-    [[1, 2], [5, 7], [3, 4], [8, 9]]
-    >>> g = GroupedBatches(lengths, 3, 0)
-    >>> all((g.indices(s) == grouped_batch_indices(s, lengths, 3, 0)).all() for s in range(9))
-    True
-    """
-    return GroupedBatches(lengths, batch_size, seed, pool_batches).indices(step)
-
-
 @dataclass
 class TrainResult:
     """The task vector, the per-step history, timings, the learning curve (``[{"step", "val_acc"}]``, empty
@@ -508,17 +441,6 @@ def _forward_backward(model: TaskModel, batch: dict, labels: torch.Tensor, logit
             blocks = []
 
 
-def micro_batches(idx: np.ndarray, size: int) -> list[np.ndarray]:
-    """``idx`` in consecutive chunks of ``size`` (0 = one chunk): the micro-batches of one accumulated step.
-
-    >>> [c.tolist() for c in micro_batches(np.arange(5), 2)]
-    [[0, 1], [2, 3], [4]]
-    """
-    if size <= 0 or size >= len(idx):
-        return [idx]
-    return [idx[i: i + size] for i in range(0, len(idx), size)]
-
-
 class EarlyStopping:
     """Early stopping on validation accuracy: the best evaluation so far (its step, accuracy and the trainable
     entries' values, :func:`_snapshot`) and the number of evaluations since it. An evaluation improves when its
@@ -571,12 +493,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
     """
     from talos_core.inference.precision import resolve_train_precision
 
-    if len(train) == 0:
-        raise TalosError(f"task {task.name!r} has an empty training split")
-    params = dict(model.named_parameters())
-    unknown_names = [n for n in plan if n not in params]
-    if unknown_names:
-        raise TalosError(f"plan names parameters the model does not have: {unknown_names[:3]}")
+    params = _checked_params(model, train, task, plan)
     device = model.device
     theta0 = _snapshot(params, plan)
     try:
@@ -587,60 +504,30 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         use_bf16 = precision == "bf16"
         eval_every = config.eval_every if val is not None else 0
         early = EarlyStopping(config.early_stopping_patience) if eval_every and config.early_stopping_patience else None
-        resumed = Resumed()
-        if checkpoint_dir is not None:
-            resumed = _maybe_resume(checkpoint_dir, config, params, opt, device, eval_every, early)
+        resumed = (_maybe_resume(checkpoint_dir, config, params, opt, device, eval_every, early)
+                   if checkpoint_dir is not None else Resumed())
         start_step, history, curve = resumed.step, list(resumed.history), list(resumed.curve)  # appended to below
         if eval_batch_size is None:
             eval_batch_size = 32 if device.type == "cpu" else 128
         model.eval()  # no dropout: see module docstring
         steps = range(start_step, start_step if resumed.finished else config.steps)
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=config.steps, initial=start_step, desc=f"fine-tune {task.name}", leave=False)
+        bar = _progress_bar(config.steps, start_step, task.name) if progress else None
         fb_times, opt_times = list(resumed.fb_times), list(resumed.opt_times)  # the resumed steps' times first
         blocks = repeated_blocks(model) if checkpoint_activations else []
         memory_kind = reset_peak_memory(device)
-        grouped = None
-        if config.batching == "length":
-            lengths = model.input_lengths(train.inputs, task)
-            if lengths is None:
-                raise TalosError(f"length-grouped batching needs inputs of varying length; model "
-                                 f"{getattr(model, 'model_name', type(model).__name__)} takes fixed-size inputs "
-                                 f"(use batching 'random')")
-            grouped = GroupedBatches(lengths, config.batch_size, config.seed)
+        grouped = _grouped_batches(model, train, task, config) if config.batching == "length" else None
         for step in steps:
             idx = (batch_indices(step, len(train), config.batch_size, config.seed) if grouped is None
                    else grouped.indices(step))
             opt.lr = cosine_lr(step, config)
-            chunks = micro_batches(idx, config.micro_batch_size)
-            loss_sum, correct, fb = 0.0, 0, 0.0
-            for chunk in chunks:
-                part = train.take(chunk)
-                batch = {k: v.to(device) for k, v in model.prepare(part.inputs, task).items()}
-                labels = torch.as_tensor(part.labels, device=device)
-                _sync(device)
-                t0 = time.perf_counter()
-                logits, loss, blocks = _forward_backward(model, batch, labels, logits_fn, device, use_bf16, blocks, opt,
-                                                         weight=1.0 if len(chunks) == 1 else len(chunk) / len(idx))
-                _sync(device)
-                fb += time.perf_counter() - t0
-                if len(chunks) == 1:
-                    acc, step_loss = float((logits.argmax(-1) == labels).float().mean()), loss.item()
-                else:
-                    correct += int((logits.argmax(-1) == labels).sum())
-                    loss_sum += loss.item() * len(chunk)
-            if len(chunks) > 1:
-                acc, step_loss = correct / len(idx), loss_sum / len(idx)
+            step_loss, acc, fb, blocks = _step_gradients(model, train, task, idx, config, logits_fn, use_bf16,
+                                                         blocks, opt)
             t1 = time.perf_counter()
             gnorm = opt.step(config.grad_clip)
             opt.zero_grad()
             _sync(device)
-            t2 = time.perf_counter()
             fb_times.append(fb)
-            opt_times.append(t2 - t1)
+            opt_times.append(time.perf_counter() - t1)
             record = {"step": step + 1, "loss": step_loss, "acc": acc, "lr": opt.lr, "grad_norm": gnorm}
             history.append(record)
             if bar is not None:
@@ -648,11 +535,9 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
                 bar.set_postfix(loss=f"{record['loss']:.3f}")
             stop = False
             if eval_every and ((step + 1) % eval_every == 0 or step + 1 == config.steps):
-                curve.append({"step": step + 1,
-                              "val_acc": validation_accuracy(model, val, task, logits_fn, batch_size=eval_batch_size)})
-                record["val_acc"] = curve[-1]["val_acc"]
-                if early is not None:
-                    stop = early.update(step + 1, curve[-1]["val_acc"], params, plan)
+                record["val_acc"] = validation_accuracy(model, val, task, logits_fn, batch_size=eval_batch_size)
+                curve.append({"step": step + 1, "val_acc": record["val_acc"]})
+                stop = early is not None and early.update(step + 1, record["val_acc"], params, plan)
             if on_step is not None:
                 on_step(step + 1, record)
             if stop:
@@ -672,20 +557,7 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
             _restore(params, early.best)  # the best evaluation's weights: θ* of an early-stopped run
         vector = _task_vector(params, theta0, plan)
         _back_to_theta0(params, theta0)
-        timings = {
-            "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
-            "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
-            "opt_s_mean": float(np.mean(opt_times)) if opt_times else 0.0,
-            "opt_s_std": float(np.std(opt_times)) if opt_times else 0.0,
-            "train_s": float(np.sum(fb_times) + np.sum(opt_times)),
-            "peak_memory_mb": peak_memory_mb(device),
-            "peak_memory_kind": memory_kind,
-            "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
-            "trainable_tensors": len(plan),
-        }
-        if early is not None:  # where training stopped and which evaluation's weights the vector holds
-            timings.update({"steps_run": len(history), "best_step": early.best_step,
-                            "best_val_acc": early.best_acc if early.best is not None else None})
+        timings = _timings(fb_times, opt_times, device, memory_kind, opt, plan, early, len(history))
         return TrainResult(vector, history, timings, curve, precision)
     except BaseException:
         # a run that fails or is interrupted (an error, Ctrl-C, a worker stopped) leaves the model at θ0 as it
@@ -693,6 +565,79 @@ def finetune(model: TaskModel, train: Split, task: TaskSpec, plan: Plan, config:
         # for the next run of the same process (a retried task, the next suite step, the dashboard's Run page)
         _back_to_theta0(params, theta0)
         raise
+
+
+def _checked_params(model: TaskModel, train: Split, task: TaskSpec, plan: Plan) -> dict[str, torch.nn.Parameter]:
+    """The model's parameters by name, once ``train`` has examples and ``plan`` names only those parameters."""
+    if len(train) == 0:
+        raise TalosError(f"task {task.name!r} has an empty training split")
+    params = dict(model.named_parameters())
+    unknown_names = [n for n in plan if n not in params]
+    if unknown_names:
+        raise TalosError(f"plan names parameters the model does not have: {unknown_names[:3]}")
+    return params
+
+
+def _progress_bar(total: int, initial: int, task: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=f"fine-tune {task}", leave=False)
+
+
+def _grouped_batches(model: TaskModel, train: Split, task: TaskSpec, config: TrainConfig) -> GroupedBatches:
+    """Length-grouped batches of ``train`` (``config.batching == "length"``); inputs without lengths are an error."""
+    lengths = model.input_lengths(train.inputs, task)
+    if lengths is None:
+        raise TalosError(f"length-grouped batching needs inputs of varying length; model "
+                         f"{getattr(model, 'model_name', type(model).__name__)} takes fixed-size inputs "
+                         f"(use batching 'random')")
+    return GroupedBatches(lengths, config.batch_size, config.seed)
+
+
+def _step_gradients(model: TaskModel, train: Split, task: TaskSpec, idx: np.ndarray, config: TrainConfig,
+                    logits_fn: LossFn, use_bf16: bool, blocks: list, opt: MaskedAdamW
+                    ) -> tuple[float, float, float, list]:
+    """One step's gradient over its examples ``idx`` (in micro-batches, :func:`micro_batches`): the step's loss and
+    accuracy, the seconds of forward + backward, and the blocks still checkpointed."""
+    device = model.device
+    chunks = micro_batches(idx, config.micro_batch_size)
+    loss_sum, correct, fb = 0.0, 0, 0.0
+    for chunk in chunks:
+        part = train.take(chunk)
+        batch = {k: v.to(device) for k, v in model.prepare(part.inputs, task).items()}
+        labels = torch.as_tensor(part.labels, device=device)
+        _sync(device)
+        t0 = time.perf_counter()
+        logits, loss, blocks = _forward_backward(model, batch, labels, logits_fn, device, use_bf16, blocks, opt,
+                                                 weight=1.0 if len(chunks) == 1 else len(chunk) / len(idx))
+        _sync(device)
+        fb += time.perf_counter() - t0
+        if len(chunks) == 1:
+            return loss.item(), float((logits.argmax(-1) == labels).float().mean()), fb, blocks
+        correct += int((logits.argmax(-1) == labels).sum())
+        loss_sum += loss.item() * len(chunk)
+    return loss_sum / len(idx), correct / len(idx), fb, blocks
+
+
+def _timings(fb_times: list[float], opt_times: list[float], device: torch.device, memory_kind: str,
+             opt: MaskedAdamW, plan: Plan, early: EarlyStopping | None, steps_run: int) -> dict:
+    """A run's timings: forward + backward and optimizer seconds per step, peak memory, trainable entries, and where
+    an early-stopped run stopped and which evaluation's weights its vector holds."""
+    out = {
+        "fwd_bwd_s_mean": float(np.mean(fb_times)) if fb_times else 0.0,
+        "fwd_bwd_s_std": float(np.std(fb_times)) if fb_times else 0.0,
+        "opt_s_mean": float(np.mean(opt_times)) if opt_times else 0.0,
+        "opt_s_std": float(np.std(opt_times)) if opt_times else 0.0,
+        "train_s": float(np.sum(fb_times) + np.sum(opt_times)),
+        "peak_memory_mb": peak_memory_mb(device),
+        "peak_memory_kind": memory_kind,
+        "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
+        "trainable_tensors": len(plan),
+    }
+    if early is not None:
+        out.update({"steps_run": steps_run, "best_step": early.best_step,
+                    "best_val_acc": early.best_acc if early.best is not None else None})
+    return out
 
 
 def _snapshot(params: dict, plan: Plan) -> dict[str, tuple[torch.Tensor | None, torch.Tensor]]:

@@ -305,16 +305,16 @@ def test_grouped_batches_keep_one_epoch_and_match_the_stateless_function():
     g = GroupedBatches(lengths, 16, 5)
     for step in (0, 1, 7, 6, 12, 13, 30, 0):  # across epoch boundaries, forwards and back
         assert g.indices(step).tolist() == grouped_batch_indices(step, lengths, 16, 5).tolist()
-    import talos_core.training as training
+    import talos_core.batching as batching
 
-    calls, original = [], training._grouped_epoch
+    calls, original = [], batching._grouped_epoch
     try:
-        training._grouped_epoch = lambda *a: calls.append(a[0]) or original(*a)
+        batching._grouped_epoch = lambda *a: calls.append(a[0]) or original(*a)
         g = GroupedBatches(lengths, 16, 5)
         for step in range(6):  # 96 examples: all in epoch 0
             g.indices(step)
     finally:
-        training._grouped_epoch = original
+        batching._grouped_epoch = original
     assert calls == [0]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from talos_core.methods.finetuning import SPARSITY
 from talos_core.schema import default_store, viewer_store
 
 
@@ -125,7 +126,8 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
                        help="task name (see `talos tasks`), or your own data: csv:PATH, images:DIR or hf:DATASET_ID")
     p.add_argument("--method", default="talos", help="fine-tuning method (default: talos)")
     p.add_argument("--sparsity", type=number, default=None,
-                   help="fraction of maskable entries frozen, in [0, 1) (sparse methods only; default 0.9)")
+                   help="fraction of maskable entries frozen, in [0, 1) "
+                        f"(sparse methods only; default {SPARSITY.default:g})")
     add_store_argument(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=positive_int, help="training steps (default: the model's)")
@@ -174,11 +176,11 @@ def request_from_args(args: argparse.Namespace, task: str | None = None, method:
     check_sparsity_flag(args.sparsity, method or args.method)
     return FinetuneRequest(
         model=args.model, task=task or args.task, method=method or args.method,
-        sparsity=0.9 if args.sparsity is None else args.sparsity,
+        sparsity=SPARSITY.default if args.sparsity is None else args.sparsity,
         seed=args.seed, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
         weight_decay=args.weight_decay, warmup_steps=args.warmup_steps, rounds=args.rounds,
         calib_samples=args.calib_samples, soft_mask_value=args.soft_mask, score_target=args.score_target,
-        param_set=args.param_set, zero_scores=args.zero_scores, ties=args.ties,
+        param_set=args.param_set, zero_scores=args.zero_scores, calibration_ties=args.ties,
         max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
         device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option),
         train_precision=args.train_precision, eval_every=args.eval_every,

@@ -164,12 +164,12 @@ def settings_from_args(protocol, args: argparse.Namespace, defaults: Mapping[str
 
 def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
     """The request fields set on the command line that differ from a default request."""
-    from talos_core.pipeline import FinetuneRequest
+    from talos_core.pipeline import STORED_KEYS, FinetuneRequest
 
     given = request_from_args(args, task=task)
     default = FinetuneRequest(model=args.model, task=task, method=args.method)
     skip = {"model", "task", "method"}
-    return {f.name: getattr(given, f.name) for f in fields(FinetuneRequest)
+    return {STORED_KEYS.get(f.name, f.name): getattr(given, f.name) for f in fields(FinetuneRequest)
             if f.name not in skip and getattr(given, f.name) != getattr(default, f.name)}
 
 

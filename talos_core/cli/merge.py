@@ -7,6 +7,7 @@ import argparse
 
 from talos_core.cli.common import add_store_argument, check_sparsity_flag, folder, number, option
 from talos_core.errors import check_range
+from talos_core.methods.finetuning import SPARSITY
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one coefficient for every task (e.g. 0.6), or TASK=α pairs (e.g. a=0.5,b=0.3,c=1); "
                         "negated tasks take their α with a minus sign")
     p.add_argument("--sparsity", type=number, default=None,
-                   help="pick the runs of this sparsity (sparse methods; default: the runs' default 0.9)")
+                   help="pick the runs of this sparsity "
+                        f"(sparse methods; default: the runs' default {SPARSITY.default:g})")
     p.add_argument("--option", type=option, action="append", default=[],
                    help="pick the runs with this method option KEY=VALUE; repeatable")
     p.add_argument("--hparam", type=option, action="append", default=None,

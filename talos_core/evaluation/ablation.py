@@ -30,6 +30,7 @@ from talos_core.evaluation.request import (
     fmt,
 )
 from talos_core.evaluation.runs import run_alpha_grid
+from talos_core.methods.declaration import ALPHA_STEP
 from talos_core.schema import result_name, variant_id
 from talos_core.store import Store
 
@@ -38,7 +39,7 @@ from talos_core.store import Store
 class AblationSettings:
     sparsities: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)  # the paper's ablation
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # α grid 0, step, …, 1, × 1/(1 − sparsity)
+    alpha_step: float = ALPHA_STEP  # α grid 0, step, …, 1, × 1/(1 − sparsity)
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     alpha_rule: str = "paper"  # the grid rule (evaluation.runs.GRID_RULES), as AdditionSettings.alpha_rule
     alpha_extend: float = 0.0  # as AdditionSettings.alpha_extend

@@ -31,6 +31,7 @@ from talos_core.evaluation.request import (
     fmt,
 )
 from talos_core.evaluation.runs import ALPHA_RULES, run_alpha_grid, task_alpha_grids
+from talos_core.methods.declaration import ALPHA_STEP
 from talos_core.store import Store
 
 COLUMNS = ("rule", "alpha_max", "addition_alpha", "addition_abs", "addition_norm", "negation_target",
@@ -41,7 +42,7 @@ COLUMNS = ("rule", "alpha_max", "addition_alpha", "addition_abs", "addition_norm
 @dataclass(frozen=True)
 class AlphaRuleSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # of both grids (the paper's 0.05)
+    alpha_step: float = ALPHA_STEP  # of both grids (the paper's 0.05)
     batch_size: int | None = None  # evaluation batch size; None: the device's default
 
     def __post_init__(self) -> None:

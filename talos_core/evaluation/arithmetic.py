@@ -41,9 +41,10 @@ from talos_core.errors import TalosError, check_range
 from talos_core.evaluation import stats
 from talos_core.evaluation.context import SPLITS, EvalContext, correct_of, mean_correct
 from talos_core.inference.forward import Mode
+from talos_core.methods.declaration import ALPHA, SPARSE_ALPHA
+from talos_core.methods.declaration import ALPHA_STEP as ALPHA_STEP  # the α grid step, re-exported here
 from talos_core.vectors import TaskVector, sum_vectors
 
-ALPHA_STEP = 0.05
 ALPHA_STOP = 1.0
 CONTROL_THRESHOLD = 0.95
 
@@ -63,10 +64,7 @@ def alpha_grid(sparsity: float | None = None, *, sparse: bool = False, step: flo
     if not (step > 0 and stop >= 0 and math.isfinite(step) and math.isfinite(stop)):
         raise TalosError(f"alpha grid needs step > 0 and stop >= 0, got step={step!r}, stop={stop!r}")
     n = int(round(stop / step))
-    scale = 1.0
-    if sparse and sparsity is not None:
-        check_range("sparsity", float(sparsity), 0.0, 1.0)
-        scale = 1.0 / (1.0 - float(sparsity))
+    scale = (SPARSE_ALPHA if sparse else ALPHA).stretch(sparsity)  # the methods' α rule
     return [round(i * step * scale, 10) for i in range(n + 1)]
 
 

@@ -31,12 +31,13 @@ from talos_core.evaluation.request import (
     upsert,
 )
 from talos_core.evaluation.stats import interval_text
+from talos_core.methods.declaration import ALPHA_STEP
 
 
 @dataclass(frozen=True)
 class PosthocSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # α grid 0, step, …, 1 (paper 0.05; …, the method's alpha_stop)
+    alpha_step: float = ALPHA_STEP  # α grid 0, step, …, 1 (paper 0.05; …, the method's alpha_stop)
     max_points: int | None = None  # hyperparameter grid points tried (evenly spread); None: the paper's whole grid
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     base_method: str = "nonlinear"  # the fine-tuning method whose runs are merged (paper: nonlinear)

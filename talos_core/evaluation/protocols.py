@@ -63,6 +63,7 @@ from talos_core.evaluation.runs import (
     task_alpha_grids,
 )
 from talos_core.evaluation.selection import SelectionSettings, run_selection
+from talos_core.methods.declaration import ALPHA_STEP
 from talos_core.schema import base_method_of, check_suite, slug
 from talos_core.store import Run, Store
 from talos_core.vectors import TaskVector
@@ -88,7 +89,7 @@ class EvalSettings:
 
 @dataclass(frozen=True)
 class AdditionSettings:
-    alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − sparsity) for sparse methods); paper 0.05
+    alpha_step: float = ALPHA_STEP  # α grid 0, step, …, 1 (× 1/(1 − sparsity) for sparse methods); paper 0.05
     batch_size: int | None = None
     # "unit": 0…1 for every method (official code at HEAD; an ablation); "union": sparse methods search both grids
     alpha_rule: str = "paper"
@@ -106,7 +107,7 @@ class AdditionSettings:
 @dataclass(frozen=True)
 class NegationSettings:
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05
+    alpha_step: float = ALPHA_STEP
     batch_size: int | None = None
     alpha_rule: str = "paper"  # as AdditionSettings.alpha_rule
     alpha_extend: float = 0.0  # as AdditionSettings.alpha_extend (each target's own grid)
@@ -126,7 +127,7 @@ class DisentanglementSettings:
     alpha_range: float = 3.0  # α1, α2 ∈ [-range, range] (paper 3)
     points: int = 2048  # test points per task
     seed: int = 0  # seed of the test-point subsets
-    alpha_step: float = 0.05  # of the addition grid, whose span is recorded as the search region
+    alpha_step: float = ALPHA_STEP  # of the addition grid, whose span is recorded as the search region
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
@@ -184,7 +185,7 @@ class ExamplesSettings:
     points: int = 24  # fixed test examples per task (at most 24)
     seed: int = 0
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # of the addition and negation grids (as those protocols)
+    alpha_step: float = ALPHA_STEP  # of the addition and negation grids (as those protocols)
     batch_size: int | None = None
     # exact predictions also every 0.05 from 0 to this α inside each grid (the dashboard's teaching range; 0 = none)
     teaching_max: float = 2.0

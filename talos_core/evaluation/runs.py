@@ -28,6 +28,7 @@ from dataclasses import fields
 from typing import Any
 
 from talos_core.errors import TalosError
+from talos_core.methods.declaration import ALPHA_STEP
 from talos_core.store import Run, Store
 
 #: request fields that do not change what a run is
@@ -61,9 +62,9 @@ def merge_overrides(base: Mapping[str, Any] | None, extra: Mapping[str, Any] | N
 
 def build_request(model: str, task: str, method: str, overrides: Mapping[str, Any] | None = None):
     """A validated :class:`~talos_core.pipeline.FinetuneRequest`; unknown override names are an error."""
-    from talos_core.pipeline import FinetuneRequest
+    from talos_core.pipeline import FinetuneRequest, request_fields
 
-    overrides = dict(overrides or {})
+    overrides = request_fields(overrides or {})
     allowed = {f.name for f in fields(FinetuneRequest)} - {"model", "task", "method"}
     bad = sorted(k for k in overrides if k not in allowed)
     if bad:
@@ -77,6 +78,7 @@ def build_request(model: str, task: str, method: str, overrides: Mapping[str, An
 
 def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
     from talos_core.methods import get_method
+    from talos_core.pipeline import STORED_KEYS
 
     method = get_method(req.method)
     recorded_options = run.manifest.config.get("options") or {}
@@ -86,7 +88,7 @@ def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
     for key, value in overrides.items():
         if key in _IRRELEVANT:
             continue
-        if recorded.get(key) != value:
+        if recorded.get(STORED_KEYS.get(key, key)) != value:
             return False
     if method.sparse and run.manifest.sparsity != req.sparsity:
         return False
@@ -197,7 +199,7 @@ def check_alpha_rule(value: object) -> str:
     return str(value)
 
 
-def run_alpha_grid(runs: Mapping[str, Run], step: float = 0.05,
+def run_alpha_grid(runs: Mapping[str, Run], step: float = ALPHA_STEP,
                    rule: str = "paper") -> tuple[list[float], float | None]:
     """The α grid for these runs and their common sparsity (``None`` when mixed or not sparse).
 
@@ -235,7 +237,7 @@ def _rule_grid(sparsity: float | None, step: float, rule: str) -> list[float]:
     return stretched if rule == "paper" else sorted({*alpha_grid(step=step), *stretched})
 
 
-def task_alpha_grids(runs: Mapping[str, Run], step: float = 0.05, rule: str = "paper") -> dict[str, list[float]]:
+def task_alpha_grids(runs: Mapping[str, Run], step: float = ALPHA_STEP, rule: str = "paper") -> dict[str, list[float]]:
     """Each task's own α grid (paper App. "Tuning of α"; task negation chooses α per target on it)."""
     return {t: run_alpha_grid({t: r}, step, rule)[0] for t, r in runs.items()}
 

@@ -42,6 +42,8 @@ from talos_core.evaluation.request import (
     check_control_task,
     fmt,
 )
+from talos_core.methods.declaration import ALPHA_STEP
+from talos_core.methods.finetuning import RANK, SPARSITY
 from talos_core.schema import result_name
 
 KEEP = 0.95
@@ -50,9 +52,10 @@ KEEP = 0.95
 PARAMS = ("sparsity", "rank", "lr")
 """Hyperparameters the ``selection`` protocol can choose."""
 
-DEFAULT_VALUES: dict[str, tuple] = {"sparsity": (0.5, 0.8, 0.9, 0.95, 0.99), "rank": (8, 16, 64)}
-"""Candidate grids when none is given (a short grid around the paper's defaults; the paper searches
-k ∈ {0.1, …, 0.9, 0.95, 0.99}, r ∈ {8, …, 512}); learning rates have none: give them."""
+DEFAULT_VALUES: dict[str, tuple] = {p.name: tuple(p.grid) for p in (SPARSITY, RANK)}
+"""Candidate grids when none is given: the declared grids of TaLoS's sparsity and L-LoRA's rank (0.5, 0.8, 0.9,
+0.95, 0.99 and 8, 16, 64; the paper searches k ∈ {0.1, …, 0.9, 0.95, 0.99}, r ∈ {8, …, 512}); learning rates have
+none: give them."""
 
 TABLE_COLUMNS = ["value", "best_alpha", "target_val_acc", "control_val_acc", "score", "single_val_acc", "chosen"]
 
@@ -175,7 +178,7 @@ class SelectionSettings:
     param: str = "sparsity"  # sparsity (sparse methods), rank (llora) or lr (any fine-tuning method)
     values: tuple | None = None  # candidate grid; None: DEFAULT_VALUES[param]
     control_task: str | None = None  # None: the registered control task of the tasks' modality
-    alpha_step: float = 0.05  # α grid 0, step, …, 1 (× 1/(1 − k) for sparse methods); paper 0.05
+    alpha_step: float = ALPHA_STEP  # α grid 0, step, …, 1 (× 1/(1 − k) for sparse methods); paper 0.05
     batch_size: int | None = None  # evaluation batch size; None: the device's default
     alpha_rule: str = "paper"  # the grid rule (evaluation.runs.GRID_RULES), as AdditionSettings.alpha_rule
     alpha_extend: float = 0.0  # a candidate whose best α is its grid's last point extends it (arithmetic.extend_search)

@@ -1,58 +1,31 @@
-"""Fine-tuning methods, as data: :data:`FINETUNE_METHODS` assembled from an explicit list.
+"""Methods, as data: one declaration per method (:mod:`talos_core.methods.declaration`), listed in the registry
+:data:`talos_core.methods.registry.DECLARATIONS` from which the catalogue :data:`talos_core.schema.METHODS` is
+derived.
 
-Each :class:`~talos_core.methods.base.FinetuneMethod` turns a
-:class:`~talos_core.methods.base.MethodContext` into a :class:`~talos_core.methods.base.MethodOutput`;
-its flags (``sparse``, ``calibrates``, ``eval_mode``), label and family come from the method catalogue
-:data:`talos_core.schema.METHODS`. The methods live in :mod:`talos_core.methods.talos` (TaLoS and the
-mask controls), :mod:`talos_core.methods.baselines` (full fine-tuning, L-LoRA, LoTA) and
-:mod:`talos_core.methods.imported` (checkpoints fine-tuned elsewhere, ``talos import``; never trains); the
-post-hoc methods are in :mod:`talos_core.methods.merging`.
+The fine-tuning methods turn a :class:`~talos_core.methods.base.MethodContext` into a
+:class:`~talos_core.methods.base.MethodOutput`; they are declared in :mod:`talos_core.methods.finetuning` and run by
+:mod:`talos_core.methods.talos` (TaLoS and the mask controls), :mod:`talos_core.methods.baselines` (full
+fine-tuning, L-LoRA, LoTA) and :mod:`talos_core.methods.imported` (checkpoints fine-tuned elsewhere, ``talos
+import``; never trains). Each post-hoc merge is one file (:mod:`talos_core.methods.ties`, ``dare``, ``breadcrumbs``,
+``tall``, ``tsv``, ``iso``, ``lines``, ``della``) over the tensor functions of :mod:`talos_core.methods.taskvec`,
+:mod:`~talos_core.methods.sparsify` and :mod:`~talos_core.methods.spectral`; :mod:`talos_core.methods.merging` is
+their registry view.
 
->>> sorted(m for m in FINETUNE_METHODS if m.startswith("talos"))
-['talos', 'talos-top']
->>> [str(v) for v in method_table().set_index("name").loc["lota", ["kind", "sparse", "calibrates"]]]
-['finetune', 'True', 'True']
+This package imports nothing when it is imported — the catalogue (torch-free) imports the declarations below it —
+so :data:`FINETUNE_METHODS`, :func:`get_method` and :func:`method_table` (from
+:mod:`talos_core.methods.catalogue`) are loaded on first use.
 """
 
 from __future__ import annotations
 
-from talos_core.errors import unknown
-from talos_core.methods.base import FinetuneMethod
-from talos_core.methods.baselines import BASELINE_METHODS
-from talos_core.methods.imported import IMPORTED_METHOD
-from talos_core.methods.merging import POSTHOC_METHODS
-from talos_core.methods.talos import MASK_CONTROLS, TALOS_METHODS
-from talos_core.schema import METHODS
+from typing import Any
 
-_ENTRIES = {m.name: m for m in (*TALOS_METHODS, *MASK_CONTROLS, *BASELINE_METHODS, IMPORTED_METHOD)}
-
-FINETUNE_METHODS: dict[str, FinetuneMethod] = {name: _ENTRIES[name] for name in METHODS if name in _ENTRIES}
-"""Every fine-tuning method by name, in the catalogue's (the paper's table) order."""
+_CATALOGUE_NAMES = ("FINETUNE_METHODS", "METHOD_TABLE_COLUMNS", "get_method", "method_table")
 
 
-def get_method(name: str) -> FinetuneMethod:
-    """The fine-tuning method ``name``; an unknown name is one :class:`TalosError` listing the choices."""
-    if name not in FINETUNE_METHODS:
-        raise unknown("method", name, FINETUNE_METHODS)
-    return FINETUNE_METHODS[name]
+def __getattr__(name: str) -> Any:
+    if name in _CATALOGUE_NAMES:
+        from talos_core.methods import catalogue
 
-
-METHOD_TABLE_COLUMNS = ["name", "label", "family", "kind", "sparse", "calibrates", "eval_mode", "options",
-                        "description"]
-
-
-def method_table() -> "pandas.DataFrame":  # noqa: F821 - pandas is imported lazily
-    """One row per fine-tuning and post-hoc method, in catalogue order (for ``talos methods``)."""
-    import pandas as pd
-
-    rows = []
-    for name, info in METHODS.items():
-        entry = FINETUNE_METHODS.get(name) if info.kind == "finetune" else POSTHOC_METHODS.get(name)
-        if entry is None:
-            continue  # catalogued but not implemented here
-        options = entry.options if info.kind == "posthoc" else {}  # labelled conventions, the authors' first
-        rows.append({"name": name, "label": info.label, "family": info.family, "kind": info.kind,
-                     "sparse": info.sparse, "calibrates": info.calibrates, "eval_mode": info.eval_mode,
-                     "options": " ".join(f"{k}={'|'.join(map(str, v))}" for k, v in options.items()) or "-",
-                     "description": entry.description})
-    return pd.DataFrame(rows, columns=METHOD_TABLE_COLUMNS)
+        return getattr(catalogue, name)
+    raise AttributeError(f"module 'talos_core.methods' has no attribute {name!r}")

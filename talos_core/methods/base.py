@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from talos_core.errors import TalosError, check_range
+from talos_core.errors import TalosError
 from talos_core.masks import CalibrationConfig, Mask
+from talos_core.methods.finetuning import SPARSITY
 from talos_core.models.base import TaskModel
 from talos_core.schema import EvalMode, MethodInfo, method_info
 from talos_core.tasks.base import TaskData, TaskSpec
@@ -45,7 +46,7 @@ class MethodContext:
     on_step: Callable[[int, dict], None] | None = None
 
     def __post_init__(self) -> None:
-        check_range("sparsity", self.sparsity, 0.0, 1.0)
+        SPARSITY.check(self.sparsity)
         cfg = self.calib_config
         if cfg is not None and (cfg.sparsity, cfg.seed) != (self.sparsity, self.seed):
             raise TalosError(f"the calibration config's sparsity/seed ({cfg.sparsity}, {cfg.seed}) differ from the "

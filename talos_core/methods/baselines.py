@@ -20,10 +20,7 @@
 
 TaLoS and the simple controls ``random``, ``magnitude`` and ``talos-top`` are in
 :mod:`talos_core.methods.talos`. Every method's flags, label and family are in the catalogue
-:data:`talos_core.schema.METHODS`.
-
->>> [m.eval_mode for m in BASELINE_METHODS]
-['nonlinear', 'linearized', 'linearized', 'nonlinear']
+:data:`talos_core.schema.METHODS`, derived from their declarations in :mod:`talos_core.methods.finetuning`.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ import torch
 from talos_core.errors import TalosError, check_int
 from talos_core.inference.forward import linearized_logits
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
-from talos_core.methods.base import FinetuneMethod, MethodContext, MethodOutput, official_dense_names, train_with_plan
-from talos_core.methods.lora import check_llora_options, run_llora
+from talos_core.methods.base import MethodContext, MethodOutput, official_dense_names, train_with_plan
 from talos_core.models.base import Batch, TaskModel
 from talos_core.training import LossFn, TrainConfig, finetune
 
@@ -64,7 +60,7 @@ def _no_options(ctx: MethodContext, method: str) -> None:
         raise TalosError(f"method {method!r} takes no options, got {sorted(ctx.options)}")
 
 
-def _run_linearized(ctx: MethodContext) -> MethodOutput:
+def run_linearized(ctx: MethodContext) -> MethodOutput:
     _no_options(ctx, "linearized")
     theta0 = {n: p.detach().clone() for n, p in ctx.model.named_parameters()}
     out = train_with_plan(ctx, None, logits_fn=linearized_training_logits(theta0))
@@ -124,7 +120,7 @@ def _calibration_train_config(config: TrainConfig, steps: int) -> TrainConfig:
                           "eval_every": 0})
 
 
-def _run_lota(ctx: MethodContext) -> MethodOutput:
+def run_lota(ctx: MethodContext) -> MethodOutput:
     steps_opt, data_opt = check_lota_options(ctx.model, dict(ctx.options))
     cfg = ctx.calibration()
     t0 = time.perf_counter()
@@ -157,17 +153,6 @@ def _run_lota(ctx: MethodContext) -> MethodOutput:
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# the entries
-# --------------------------------------------------------------------------------------------
-BASELINE_METHODS: tuple[FinetuneMethod, ...] = (
-    FinetuneMethod("nonlinear", "Standard full fine-tuning of every parameter of θ (Ilharco et al.)",
-                   lambda ctx: train_with_plan(ctx, None)),
-    FinetuneMethod("linearized", "Linearized FT: train f(x,θ0) + (θ−θ0)ᵀ∇f(x,θ0) via a JVP (Ortiz-Jiménez et al.)",
-                   _run_linearized),
-    FinetuneMethod("llora", "L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
-                   run_llora, options=("rank", "lora_alpha"), check_options=check_llora_options),
-    FinetuneMethod("lota", "LoTA: short dense calibration, top-k |Δθ| mask, restart from θ0, sparse FT (Panda et al.)",
-                   _run_lota, options=LOTA_OPTIONS, check_options=check_lota_options),
-)
-"""Full fine-tuning (non-linear, linearized) and the parameter-efficient baselines (L-LoRA, LoTA)."""
+def run_nonlinear(ctx: MethodContext) -> MethodOutput:
+    """Standard full fine-tuning of every parameter of θ."""
+    return train_with_plan(ctx, None)

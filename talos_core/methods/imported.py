@@ -9,17 +9,14 @@ fine-tune a missing one. Its one option, ``label``, is the method label recorded
 from __future__ import annotations
 
 from talos_core.errors import TalosError
-from talos_core.methods.base import FinetuneMethod, MethodContext, MethodOutput
+from talos_core.methods.base import MethodContext, MethodOutput
 
 IMPORTED = "imported"
 LABEL_OPTION = "label"
 
 
-def _refuse(ctx: MethodContext) -> MethodOutput:
+def refuse(ctx: MethodContext) -> MethodOutput:
     raise TalosError(f"method {IMPORTED!r} does not fine-tune: its runs are checkpoints brought in with talos import "
                      f"--model MODEL --task {ctx.task.name} PATH")
 
 
-IMPORTED_METHOD = FinetuneMethod(IMPORTED, "a checkpoint fine-tuned elsewhere, brought in with talos import "
-                                           "(τ = θ_ft − θ0; option label picks one source)",
-                                 _refuse, options=(LABEL_OPTION,))

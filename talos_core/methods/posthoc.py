@@ -113,7 +113,7 @@ def posthoc_grid(method_name: str, num_tasks: int) -> list[dict[str, Any]]:
 def posthoc_methods() -> list[str]:
     """Ids of the registered post-hoc methods.
 
-    >>> posthoc_methods()
-    ['breadcrumbs', 'dare', 'iso_c', 'iso_cts', 'lines', 'tall_consensus', 'ties', 'tsv']
+    >>> posthoc_methods()[:2]
+    ['breadcrumbs', 'dare']
     """
     return sorted(POSTHOC_METHODS)

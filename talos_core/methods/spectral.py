@@ -3,8 +3,9 @@
 Pure tensor functions in the style of PEFT's ``merge_utils``: each takes the tasks' updates of ONE weight matrix
 stacked as ``[T, m, n]`` (see :func:`talos_core.methods.merging.stack_param`) and returns the merged ``[m, n]``
 update, in the input's dtype and device (the SVDs run in float32, or float64 for float64 input). Inputs are never
-modified. The dict-level methods (which also decide what a "matrix" is and merge the other parameters) are in
-:mod:`talos_core.methods.merging`.
+modified. The dict-level merges below (:func:`tsv_merge`, :func:`iso_c_merge`, :func:`iso_cts_merge`,
+:func:`lines_merge`) also decide what a "matrix" is and merge the other parameters; their declarations are
+:mod:`talos_core.methods.tsv`, :mod:`~talos_core.methods.iso` and :mod:`~talos_core.methods.lines`.
 
 Notation: ``Δ_t`` the update of task ``t`` (``T`` tasks), ``r = min(m, n)``, ``polar(X) = P Qᵀ`` for the thin
 SVD ``X = P Σ Qᵀ`` (the orthogonal Procrustes solution: the matrix with orthonormal columns, or rows, nearest
@@ -20,15 +21,18 @@ to ``X``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import torch
 
 from talos_core.errors import TalosError, check_number, check_range
+from talos_core.methods.taskvec import Vector, VectorLike, _check_vector, _check_vectors, _no_grad, add
 
 IsoSpectrum = Literal["combined", "sum"]
 NonBlock = Literal["first", "nearest"]
+NonMatrix = Literal["mean", "sum"]
+Conv1x1 = Literal["other", "matrix"]
 
 
 def _stacked(stacked: object) -> torch.Tensor:
@@ -209,3 +213,127 @@ def lines_factors(names: Sequence[str], alpha: float, beta: float,
         check_number(f"LiNeS {what}", value)
     layers, num_layers = lines_layers(names, nonblock)
     return {name: alpha + (beta * ell / (num_layers - 1) if num_layers > 1 else 0.0) for name, ell in layers.items()}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Spectral merges: TSV-Merge (Gargiulo et al., 2025), Iso-C / Iso-CTS (Marczak et al., 2025)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _is_1x1_kernel(x: torch.Tensor) -> bool:
+    """A pointwise convolution kernel ``[out, in, 1, 1]``: a linear map ``[out, in]`` applied at every pixel."""
+    return x.dim() == 4 and tuple(x.shape[2:]) == (1, 1)
+
+
+def _check_spectral_options(nonmatrix: object, conv1x1: object) -> None:
+    if nonmatrix not in ("mean", "sum"):
+        raise TalosError(f"nonmatrix must be 'mean' or 'sum', got {nonmatrix!r}")
+    if conv1x1 not in ("other", "matrix"):
+        raise TalosError(f"conv1x1 must be 'other' or 'matrix', got {conv1x1!r}")
+
+
+def _spectral_merge(vectors: Sequence[VectorLike], per_matrix: Callable[[torch.Tensor], torch.Tensor],
+                    nonmatrix: NonMatrix, conv1x1: Conv1x1) -> Vector:
+    """``per_matrix`` on every 2-D parameter (stacked ``[T, m, n]``), and on every ``[out, in, 1, 1]`` kernel
+    viewed as ``[out, in]`` when ``conv1x1="matrix"``; the others' mean or sum over tasks."""
+    keys = _check_vectors(vectors)
+    _check_spectral_options(nonmatrix, conv1x1)
+    out: Vector = {}
+    for name in keys:
+        stacked = torch.stack([vec[name].detach() for vec in vectors])
+        shape = stacked.shape[1:]
+        if stacked[0].numel() > 0 and (len(shape) == 2 or (conv1x1 == "matrix" and _is_1x1_kernel(stacked[0]))):
+            out[name] = per_matrix(stacked.reshape(len(vectors), shape[0], shape[1])).reshape(shape)
+        else:
+            out[name] = stacked.mean(dim=0) if nonmatrix == "mean" else stacked.sum(dim=0)
+    return out
+
+
+@_no_grad
+def tsv_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean", conv1x1: Conv1x1 = "other") -> Vector:
+    """TSV-Merge (Gargiulo et al., "Task Singular Vectors: Reducing Task Interference in Model Merging",
+    CVPR 2025): every 2-D weight matrix by :func:`~talos_core.methods.spectral.tsv_matrix` (each task's top
+    ``⌊r/T⌋`` singular directions, decorrelated by orthogonal Procrustes, Σ-weighted); every other parameter
+    (biases, norms, 1-D, conv kernels) by the task-vector mean (``nonmatrix="mean"``, the authors' code) or sum.
+    ``conv1x1="matrix"`` also merges pointwise convolution kernels ``[out, in, 1, 1]`` as ``[out, in]`` matrices
+    (the authors' code, written for ViTs, averages every tensor that is not 2-D: ``"other"``). The authors search
+    α on ``0.1, 0.2, …, 3`` on validation; so does the evaluator here
+    (:data:`talos_core.methods.tsv.SPECTRAL_ALPHA_STOP`).
+
+    >>> v1 = {"w": torch.tensor([[2.0, 0.0], [0.0, 0.5]]), "b": torch.tensor([1.0])}
+    >>> v2 = {"w": torch.tensor([[0.5, 0.0], [0.0, 3.0]]), "b": torch.tensor([3.0])}
+    >>> {k: x.tolist() for k, x in tsv_merge([v1, v2]).items()}  # each task keeps its top direction
+    {'w': [[2.0, 0.0], [0.0, 3.0]], 'b': [2.0]}
+    """
+    return _spectral_merge(vectors, tsv_matrix, nonmatrix, conv1x1)
+
+
+@_no_grad
+def iso_c_merge(vectors: Sequence[VectorLike], *, nonmatrix: NonMatrix = "mean",
+                conv1x1: Conv1x1 = "other") -> Vector:
+    """Iso-C (Marczak et al., "No Task Left Behind: Isotropic Model Merging with Common and Task-Specific
+    Subspaces", ICML 2025): every 2-D weight matrix by :func:`~talos_core.methods.spectral.iso_c_matrix` (the
+    task-arithmetic sum with its spectrum flattened to the mean singular value); every other parameter by the
+    task-vector mean (``nonmatrix="mean"``, the authors' ``iso_c``) or the task-arithmetic sum (``"sum"``);
+    ``conv1x1`` as in :func:`tsv_merge`. Scaled afterwards by α, searched on validation on ``0…3`` as the authors.
+
+    >>> iso_c_merge([{"w": torch.diag(torch.tensor([3.0, 0.0]))}, {"w": torch.diag(torch.tensor([0.0, 1.0]))}])
+    {'w': tensor([[2., 0.],
+            [0., 2.]])}
+    """
+    return _spectral_merge(vectors, iso_c_matrix, nonmatrix, conv1x1)
+
+
+@_no_grad
+def iso_cts_merge(vectors: Sequence[VectorLike], common_fraction: float = 0.8, *, nonmatrix: NonMatrix = "mean",
+                  spectrum: IsoSpectrum = "combined", conv1x1: Conv1x1 = "other") -> Vector:
+    """Iso-CTS (Marczak et al., ICML 2025): every 2-D weight matrix by
+    :func:`~talos_core.methods.spectral.iso_cts_matrix` — the common subspace (top directions of the sum,
+    ``common_fraction`` of the rank, paper default 0.8) plus each task's top directions off it, orthogonalized,
+    with an isotropic spectrum (``spectrum="combined"``: the mean of the kept singular values, the authors'
+    code; ``"sum"``: the sum's mean singular value, as Iso-C); other parameters as :func:`iso_c_merge`.
+
+    >>> iso_cts_merge([{"w": torch.diag(torch.tensor([3.0, 1.0]))}])
+    {'w': tensor([[2., 0.],
+            [0., 2.]])}
+    """
+    check_range("common_fraction", common_fraction, 0.0, 1.0, high_open=False)
+    if spectrum not in ("combined", "sum"):
+        raise TalosError(f"spectrum must be 'combined' or 'sum', got {spectrum!r}")
+    return _spectral_merge(
+        vectors, lambda stacked: iso_cts_matrix(stacked, common_fraction, spectrum=spectrum), nonmatrix, conv1x1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# LiNeS (Wang et al., 2025)
+# ----------------------------------------------------------------------------------------------------
+
+
+@_no_grad
+def lines_scale(vector: VectorLike, alpha: float, beta: float, *, nonblock: NonBlock = "first") -> Vector:
+    """LiNeS (Wang et al., "LiNeS: Post-training Layer Scaling Prevents Forgetting and Enhances Model Merging",
+    ICLR 2025): each parameter times ``λ(ℓ) = α + β (ℓ − 1)/(L − 1)``, ``ℓ`` its layer among ``L`` blocks
+    (:func:`~talos_core.methods.spectral.lines_factors`, :func:`~talos_core.methods.spectral.lines_layers`);
+    parameters outside the blocks are scaled by ``α`` (``nonblock="first"``, the authors' code) or by the factor
+    of the block before them (``"nearest"``). ``β = 0`` is plain scaling by ``α``.
+
+    >>> lines_scale({"layer.0.w": torch.ones(2), "layer.1.w": torch.ones(2)}, 0.5, 0.5)
+    {'layer.0.w': tensor([0.5000, 0.5000]), 'layer.1.w': tensor([1., 1.])}
+    """
+    keys = _check_vector(vector)
+    factors = lines_factors(keys, alpha, beta, nonblock)
+    return {name: vector[name].detach() * factors[name] for name in keys}
+
+
+@_no_grad
+def lines_merge(vectors: Sequence[VectorLike], beta: float, *, alpha: float | None = None,
+                nonblock: NonBlock = "first") -> Vector:
+    """LiNeS on the task-arithmetic sum: :func:`lines_scale` of ``Σ_t τ_t`` with ``α = 1/T`` by default (the
+    authors' ``‖Σ_t τ_t‖₁ / ‖τ_merged‖₁ · 1/T``, which is ``1/T`` when the merge is the sum: the shallow layers get
+    the task vectors' mean) and ``β`` searched; ``alpha`` overrides the rule.
+
+    >>> lines_merge([{"layer.0.w": torch.ones(1), "layer.1.w": torch.ones(1)}] * 2, 0.5)
+    {'layer.0.w': tensor([1.]), 'layer.1.w': tensor([2.])}
+    """
+    _check_vectors(vectors)
+    return lines_scale(add(vectors), 1.0 / len(vectors) if alpha is None else alpha, beta, nonblock=nonblock)

@@ -4,6 +4,8 @@
   the least-sensitive entries by the diagonal Fisher, R rounds), then fine-tune only those entries;
 * ``talos-top`` — the same calibration keeping the *most* sensitive entries (the paper's ablation);
 * ``random`` / ``magnitude`` — a uniformly random mask, or bottom-k by ``|θ0|``, at the same sparsity.
+
+Their declarations (flags, hyperparameters) are in :mod:`talos_core.methods.finetuning`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from talos_core.masks import CalibrationConfig, Mask, calibrate_talos, calibration_split, magnitude_mask, random_mask
-from talos_core.methods.base import FinetuneMethod, MethodContext, MethodOutput, official_dense_names, train_with_plan
+from talos_core.methods.base import MethodContext, MethodOutput, official_dense_names, train_with_plan
 
 
 def _run_talos(ctx: MethodContext, select: str = "bottom") -> MethodOutput:
@@ -41,18 +43,18 @@ def _run_fixed_mask(builder: Callable[[MethodContext, float], Mask]) -> Callable
     return run
 
 
-TALOS_METHODS: tuple[FinetuneMethod, ...] = (
-    FinetuneMethod("talos", "TaLoS: train only the least-sensitive entries (bottom-k diagonal Fisher, R rounds)",
-                   _run_talos),
-    FinetuneMethod("talos-top", "Ablation: TaLoS calibration but train the MOST sensitive entries (top-k)",
-                   lambda ctx: _run_talos(ctx, "top")),
-)
-"""TaLoS (bottom-k) and its top-k ablation."""
+def run_talos(ctx: MethodContext) -> MethodOutput:
+    """TaLoS: train only the least-sensitive entries (bottom-k diagonal Fisher, R rounds)."""
+    return _run_talos(ctx, "bottom")
 
-MASK_CONTROLS: tuple[FinetuneMethod, ...] = (
-    FinetuneMethod("random", "Control: uniformly random mask at the same sparsity",
-                   _run_fixed_mask(lambda ctx, d: random_mask(ctx.model, d, ctx.seed))),
-    FinetuneMethod("magnitude", "Control: bottom-k by |θ0| mask at the same sparsity",
-                   _run_fixed_mask(lambda ctx, d: magnitude_mask(ctx.model, d))),
-)
-"""Masks chosen without calibration, at the same sparsity (ablation controls)."""
+
+def run_talos_top(ctx: MethodContext) -> MethodOutput:
+    """The ablation: TaLoS calibration, but train the most sensitive entries (top-k)."""
+    return _run_talos(ctx, "top")
+
+
+run_random = _run_fixed_mask(lambda ctx, d: random_mask(ctx.model, d, ctx.seed))
+"""Control: a uniformly random mask at the same sparsity."""
+
+run_magnitude = _run_fixed_mask(lambda ctx, d: magnitude_mask(ctx.model, d))
+"""Control: bottom-k by ``|θ0|`` at the same sparsity."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from talos_core.errors import TalosError, unknown
+from talos_core.methods.declaration import ALPHA_STEP
+from talos_core.methods.finetuning import RANK, SPARSITY
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class Scale:
     max_test: int | None
     calib_samples: int
     batch_size: int
-    alpha_step: float = 0.05
+    alpha_step: float = ALPHA_STEP
     xi_grid: int = 20
     xi_points: int = 2048
     preview_points: int = 512
@@ -197,10 +199,10 @@ _SUITE_LR = 1e-4
 # The paper's protocol (issue 13, docs/protocol.md): per-task selection by validation task negation
 # (App. "Hyperparameter selection") over at least the issue's grids, and the fixed-0.9 rows kept beside them
 # (the sparsity ablation and the mask pictures use them). Methods a suite does not run are skipped.
-_SPARSITIES = (0.5, 0.8, 0.9, 0.95, 0.99)
+_SPARSITIES = tuple(SPARSITY.grid)
 _PAPER_SELECTION = (("talos", "sparsity", _SPARSITIES), ("lota", "sparsity", _SPARSITIES),
-                    ("llora", "rank", (8, 16, 64)))
-_PAPER_VARIANTS = (("talos", "sparsity", 0.9), ("lota", "sparsity", 0.9))
+                    ("llora", "rank", tuple(RANK.grid)))
+_PAPER_VARIANTS = (("talos", "sparsity", SPARSITY.default), ("lota", "sparsity", SPARSITY.default))
 # the learning rates re-checked at the learning-curve budget: the two the original choice compared (above); text on
 # its tasks (tweets, wordnet-verbs: the first ξ pair), vision on MNIST and digits
 _LR_CHECK = (1e-4, 1e-3)
@@ -232,7 +234,7 @@ register_suite(SuiteSpec(
         # (--plan on the 2-core EPYC, with token-order evaluation: 56 → 27 CPU-hours); fp32 evaluation on every
         # device, so a run resumed on another machine (an AMX CPU, a GPU) keeps its fingerprint
         "full": Scale(max_train=20000, max_test=400, calib_samples=128, batch_size=32,
-                      alpha_step=0.05, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
+                      alpha_step=ALPHA_STEP, xi_grid=20, xi_points=128, preview_points=256, sharing_samples=64,
                       batching="length", eval_precision="fp32",
                       selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24, **_CONVERGED),
         "mini": Scale(steps=40, max_train=640, max_val=48, max_test=96, calib_samples=32, batch_size=16,
@@ -248,11 +250,11 @@ register_suite(SuiteSpec(
     (("mnist", "digits"), ("mnist", "animal-shapes")),
     {
         "full": Scale(max_train=20000, max_test=1000, calib_samples=128, batch_size=32,
-                      alpha_step=0.05, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
+                      alpha_step=ALPHA_STEP, xi_grid=20, xi_points=512, preview_points=256, sharing_samples=64,
                       eval_precision="fp32", selection=_PAPER_SELECTION, variants=_PAPER_VARIANTS, examples=24,
                       lr_check_tasks=("mnist", "digits"), **_CONVERGED),
         "mini": Scale(steps=80, max_train=2560, max_val=64, max_test=200, calib_samples=32, batch_size=32,
-                      alpha_step=0.05, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
+                      alpha_step=ALPHA_STEP, xi_grid=6, xi_points=32, preview_points=64, sharing_samples=16,
                       posthoc_points=2, ablation=(0.5, 0.9, 0.99), lr=_SUITE_LR, eval_precision="fp32"),
     },
     "EfficientNet-Lite0 (real ImageNet weights) on MNIST, sklearn digits and Animal-Shape silhouettes; "
@@ -271,7 +273,7 @@ register_suite(SuiteSpec(
      "paper": Scale(steps=8, max_train=64, max_val=16, max_test=24, calib_samples=8, batch_size=8, alpha_step=0.5,
                     xi_grid=3, xi_points=8, preview_points=8, sharing_samples=8, posthoc_points=1, ablation=(0.5, 0.9),
                     eval_precision="fp32", eval_every=2, early_stopping_patience=2,
-                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", 0.9),),
+                    selection=(("talos", "sparsity", (0.5, 0.9)),), variants=(("talos", "sparsity", SPARSITY.default),),
                     lr_check=(1e-3, 3e-2), lr_choose=True, one_rate_rows=("talos",), alpha_rule="union",
                     alpha_extend=4.0)},
     "tiny random-init text encoder (tests only)"))
@@ -295,7 +297,7 @@ _PAPER_METHODS = ("talos", "nonlinear", "linearized", "llora", "lota")
 _PAPER_POSTHOC = ("ties", "dare", "breadcrumbs", "tall_consensus")
 _PAPER_VISION_TASKS = ("cars", "dtd", "eurosat", "gtsrb", "mnist", "resisc45", "sun397", "svhn")
 _PAPER_NLP_TASKS = ("qasc", "wikiqa", "quartz", "paws", "story_cloze", "winogrande", "wsc")
-_PAPER_COMMON = dict(max_train=None, max_val=None, max_test=None, alpha_step=0.05, xi_grid=20, xi_points=2048,
+_PAPER_COMMON = dict(max_train=None, max_val=None, max_test=None, alpha_step=ALPHA_STEP, xi_grid=20, xi_points=2048,
                      preview_points=512, sharing_samples=128, posthoc_points=None, ablation=_PAPER_K,
                      selection=_PAPER_GRIDS, variants=_PAPER_VARIANTS)
 

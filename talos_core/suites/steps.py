@@ -171,28 +171,23 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     the rate ``nonlinear``'s check chose (single, addition, negation; e.g. ``talos-k0.9-lr0.0001``), after every
     method's steps, written only where that rate differs from the method's own.
     """
-    from talos_core.evaluation.ablation import AblationSettings
-    from talos_core.evaluation.learning_curve import LearningCurveSettings
-    from talos_core.evaluation.lr_check import LrCheckSettings
-    from talos_core.evaluation.posthoc import PosthocSettings
-    from talos_core.evaluation.protocols import (
-        AdditionSettings,
-        DisentanglementSettings,
-        EvalSettings,
-        ExamplesSettings,
-        MaskSettings,
-        NegationSettings,
-        NoSettings,
-        PreviewSettings,
-        SharingSettings,
-    )
-    from talos_core.evaluation.selection import SelectionSettings, selected_overrides
     from talos_core.methods.posthoc import BASE_METHOD
-    from talos_core.schema import variant_id
 
+    plan = _Plan(spec, scale, tuple(ft_methods), seed, _base_overrides(spec, scale, seed, device, checkpoint_every))
+    check_tasks = lr_check_tasks(spec, scale)
+    steps = []
+    for m in ft_methods:
+        steps += _lead_steps(plan, m, check_tasks) + _row_steps(plan, m) + _variant_steps(plan, m)
+    if plan.sc.lr_chosen and BASE_METHOD in ft_methods:  # the one-rate rows: at the dense baseline's chosen rate
+        steps += _one_rate_steps(plan)
+    steps += _study_steps(plan, ph_methods)
+    order = _row_order(steps, plan.sc.lr_check)
+    return [replace(st, row_order=order) for st in steps]
+
+
+def _base_overrides(spec: SuiteSpec, scale: str, seed: int, device: str, checkpoint_every: int) -> dict:
+    """The fine-tuning settings every run of the suite at ``scale`` shares."""
     sc = spec.scales[scale]
-    tasks, control = tuple(spec.tasks), spec.control_task
-    search = {"alpha_rule": sc.alpha_rule, "alpha_extend": sc.alpha_extend}  # every α search's grid rule
     base = {"steps": sc.steps, "max_train": sc.max_train, "max_val": sc.max_val, "max_test": sc.max_test,
             "calib_samples": sc.calib_samples, "batch_size": sc.batch_size, "seed": seed, "device": device}
     if checkpoint_every:  # like ``device``: how the runs are made, not what they are (no run id includes it)
@@ -200,27 +195,54 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
     if sc.train_precision is not None:
         base["train_precision"] = sc.train_precision
     base.update(sc.finetune_settings(spec.model))  # the paper suites' pinned settings (none for the shipped ones)
+    return base
 
-    def fixed(method: str) -> dict:
-        lr = sc.lr_for(method)
-        if lr is None and sc.lr_check:  # the model's default lr, named: with the lr check's other-lr runs in the
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the steps of one suite run share: the spec at its scale, its fine-tuning methods and their settings."""
+
+    spec: SuiteSpec
+    scale: str
+    ft_methods: tuple[str, ...]
+    seed: int
+    base: Mapping[str, Any]
+
+    @property
+    def sc(self) -> Any:
+        return self.spec.scales[self.scale]
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.spec.tasks)
+
+    @property
+    def search(self) -> dict:
+        """Every α search's grid rule."""
+        return {"alpha_rule": self.sc.alpha_rule, "alpha_extend": self.sc.alpha_extend}
+
+    def fixed(self, method: str) -> dict:
+        lr = self.sc.lr_for(method)
+        if lr is None and self.sc.lr_check:  # the model's default lr, named: with the lr check's other-lr runs in the
             from talos_core.evaluation.lr_check import own_lr  # store, a request without lr would find one of
-            lr = own_lr(spec.model, tasks[0], method, base)  # them as compatible (evaluation.runs.find_run)
-        return {**base, "lr": lr} if lr is not None else dict(base)
 
-    def overrides(method: str, extra: Mapping[str, Any] | None = None, *, lr_of: str | None = None,
+            lr = own_lr(self.spec.model, self.tasks[0], method, self.base)  # them as compatible (find_run)
+        return {**self.base, "lr": lr} if lr is not None else dict(self.base)
+
+    def overrides(self, method: str, extra: Mapping[str, Any] | None = None, *, lr_of: str | None = None,
                   checked: bool = True) -> Mapping[str, Any] | Resolved:
         """The method's fine-tuning overrides: fixed, or with what earlier steps chose read when the step runs — the
         learning-curve budget, the learning rate the lr check of ``lr_of`` (default: the method) chose (``checked``:
         not for the check itself, which sets each candidate)."""
+        sc, spec = self.sc, self.spec
         checked = checked and sc.lr_chosen
         if sc.curve_steps is None and not checked:
-            return {**fixed(method), **(extra or {})}
+            return {**self.fixed(method), **(extra or {})}
         stopping = ({"eval_every": sc.curve_every, "early_stopping_patience": sc.budget_patience}
                     if sc.budget_patience else {})
 
         def resolved(store: Store) -> dict:
-            out = dict(fixed(method))
+            out = dict(self.fixed(method))
             if sc.curve_steps is not None:
                 out.update(steps=curve_budget(store, spec.name, spec.model, method), **stopping)
             if checked:
@@ -229,123 +251,183 @@ def suite_steps(spec: SuiteSpec, scale: str, ft_methods: Sequence[str], ph_metho
 
         return resolved
 
-    def chosen(method: str) -> Resolved | None:
-        if sc.selection_for(method) is None:
+    def chosen(self, method: str) -> Resolved | None:
+        from talos_core.evaluation.selection import selected_overrides
+
+        if self.sc.selection_for(method) is None:
             return None
+        spec, tasks = self.spec, self.tasks
         return lambda store: selected_overrides(store, spec.name, spec.model, method, tasks)
 
-    def variant(method: str) -> tuple[str, dict] | None:
-        found = sc.variant_for(method) if method in ft_methods else None
+    def variant(self, method: str) -> tuple[str, dict] | None:
+        from talos_core.schema import variant_id
+
+        found = self.sc.variant_for(method) if method in self.ft_methods else None
         if found is None:
             return None
         param, value = found
         return variant_id(method, **{param: value}), {param: value}
 
-    check_tasks = lr_check_tasks(spec, scale)
-    steps = []
-    for m in ft_methods:
-        if sc.curve_steps is not None:
-            steps.append(Step(f"{m}: learning curve", "learning-curve", m, tasks,
-                              LearningCurveSettings(eval_every=sc.curve_every, steps=sc.curve_steps,
-                                                    tolerance=sc.curve_tolerance), fixed(m), trains=True))
-        if sc.lr_check:  # the runs of its other rows (the fixed variant's where it has one) at each lr
-            var = variant(m)
-            steps.append(Step(f"{m}: lr check", "lr-check", m, check_tasks,
-                              LrCheckSettings(values=tuple(sc.lr_check), row=var[0] if var else None,
-                                              choose=sc.lr_chosen),
-                              overrides(m, var[1] if var else None, checked=False), trains=True, feeds=sc.lr_chosen))
-        sel = sc.selection_for(m)
-        if sel is not None:
-            steps.append(Step(f"{m}: selection ({sel[0]})", "selection", m, tasks,
-                              SelectionSettings(param=sel[0], values=sel[1], control_task=control,
-                                                alpha_step=sc.alpha_step, **search), overrides(m), trains=True))
-        per_task = chosen(m)
-        # the rows every method's main row and its fixed variant share, after their single-task step
-        shared_rows = (("efficiency", "efficiency", NoSettings()),
-                       ("masks", "masks", MaskSettings()),
-                       ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step, **search)),
-                       ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step,
-                                                                 **search)))
-        steps += [Step(f"{m}: {what}", protocol, m, tasks, settings, overrides(m), task_overrides=per_task,
+
+def _shared_rows(plan: _Plan) -> tuple[tuple[str, str, Any], ...]:
+    """The rows every method's main row and its fixed variant share, after their single-task step."""
+    from talos_core.evaluation.protocols import AdditionSettings, MaskSettings, NegationSettings, NoSettings
+
+    sc, control = plan.sc, plan.spec.control_task
+    return (("efficiency", "efficiency", NoSettings()),
+            ("masks", "masks", MaskSettings()),
+            ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step, **plan.search)),
+            ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step, **plan.search)))
+
+
+def _lead_steps(plan: _Plan, m: str, check_tasks: tuple[str, ...]) -> list[Step]:
+    """Method ``m``'s learning curve, lr check and hyperparameter selection, before its rows."""
+    from talos_core.evaluation.learning_curve import LearningCurveSettings
+    from talos_core.evaluation.lr_check import LrCheckSettings
+    from talos_core.evaluation.selection import SelectionSettings
+
+    sc, tasks, steps = plan.sc, plan.tasks, []
+    if sc.curve_steps is not None:
+        steps.append(Step(f"{m}: learning curve", "learning-curve", m, tasks,
+                          LearningCurveSettings(eval_every=sc.curve_every, steps=sc.curve_steps,
+                                                tolerance=sc.curve_tolerance), plan.fixed(m), trains=True))
+    if sc.lr_check:  # the runs of its other rows (the fixed variant's where it has one) at each lr
+        var = plan.variant(m)
+        steps.append(Step(f"{m}: lr check", "lr-check", m, check_tasks,
+                          LrCheckSettings(values=tuple(sc.lr_check), row=var[0] if var else None,
+                                          choose=sc.lr_chosen),
+                          plan.overrides(m, var[1] if var else None, checked=False), trains=True, feeds=sc.lr_chosen))
+    sel = sc.selection_for(m)
+    if sel is not None:
+        steps.append(Step(f"{m}: selection ({sel[0]})", "selection", m, tasks,
+                          SelectionSettings(param=sel[0], values=sel[1], control_task=plan.spec.control_task,
+                                            alpha_step=sc.alpha_step, **plan.search), plan.overrides(m), trains=True))
+    return steps
+
+
+def _row_steps(plan: _Plan, m: str) -> list[Step]:
+    """Method ``m``'s main row: single, the shared rows, localization, linearization, preview, examples and one
+    disentanglement grid per ξ pair (each task with its selected run where the method has a selection)."""
+    from talos_core.evaluation.protocols import (
+        DisentanglementSettings,
+        EvalSettings,
+        ExamplesSettings,
+        PreviewSettings,
+    )
+
+    sc, tasks, control, seed, per_task = plan.sc, plan.tasks, plan.spec.control_task, plan.seed, plan.chosen(m)
+    steps = [Step(f"{m}: {what}", protocol, m, tasks, settings, plan.overrides(m), task_overrides=per_task,
+                  trains=protocol == "single")
+             for what, protocol, settings in (
+        ("fine-tune + single", "single", EvalSettings()),
+        *_shared_rows(plan),
+        ("localization", "localization", EvalSettings()),
+        ("linearization", "linearization", EvalSettings()),
+        ("preview", "preview", PreviewSettings(points=sc.preview_points, seed=seed)),
+    )]
+    if sc.examples:  # at the α its addition and negation searched (an extended grid included): after them
+        steps.append(Step(f"{m}: examples", "examples", m, tasks,
+                          ExamplesSettings(points=sc.examples, seed=seed, control_task=control,
+                                           alpha_step=sc.alpha_step, alpha_rule=sc.alpha_rule), plan.overrides(m),
+                          task_overrides=per_task, after=(f"{m}: addition", f"{m}: negation")))
+    steps += [Step(f"{m}: disentanglement {a}/{b}", "disentanglement", m, (a, b),
+                   DisentanglementSettings(grid=sc.xi_grid, points=sc.xi_points, seed=seed,
+                                           alpha_step=sc.alpha_step), plan.overrides(m), task_overrides=per_task)
+              for a, b in plan.spec.xi_pairs]
+    return steps
+
+
+def _variant_steps(plan: _Plan, m: str) -> list[Step]:
+    """Method ``m``'s fixed-hyperparameter row (e.g. ``talos-k0.9``) and its labelled learning-rate rows."""
+    from talos_core.evaluation.protocols import AdditionSettings, EvalSettings, NegationSettings
+    from talos_core.schema import variant_id
+
+    sc, tasks, control, steps = plan.sc, plan.tasks, plan.spec.control_task, []
+    var = plan.variant(m)
+    if var is not None:
+        vid, extra = var
+        steps += [Step(f"{vid}: {what}", protocol, m, tasks, settings, plan.overrides(m, extra), result_method=vid,
+                       trains=protocol == "single")
+                  for what, protocol, settings in (("single", "single", EvalSettings()), *_shared_rows(plan))]
+    for row_method, row_lr in sc.lr_rows:  # the labelled per-method learning-rate rows
+        if row_method != m or sc.lr_chosen:
+            continue
+        extra = {**(var[1] if var is not None else {}), "lr": row_lr}
+        rid = variant_id(m, **extra)
+        steps += [Step(f"{rid}: {what}", protocol, m, tasks, settings, plan.overrides(m, extra), result_method=rid,
                        trains=protocol == "single")
                   for what, protocol, settings in (
-            ("fine-tune + single", "single", EvalSettings()),
-            *shared_rows,
-            ("localization", "localization", EvalSettings()),
-            ("linearization", "linearization", EvalSettings()),
-            ("preview", "preview", PreviewSettings(points=sc.preview_points, seed=seed)),
+            ("single", "single", EvalSettings()),
+            ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
+            ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
         )]
-        if sc.examples:  # at the α its addition and negation searched (an extended grid included): after them
-            steps.append(Step(f"{m}: examples", "examples", m, tasks,
-                              ExamplesSettings(points=sc.examples, seed=seed, control_task=control,
-                                               alpha_step=sc.alpha_step, alpha_rule=sc.alpha_rule), overrides(m),
-                              task_overrides=per_task, after=(f"{m}: addition", f"{m}: negation")))
-        steps += [Step(f"{m}: disentanglement {a}/{b}", "disentanglement", m, (a, b),
-                       DisentanglementSettings(grid=sc.xi_grid, points=sc.xi_points, seed=seed,
-                                               alpha_step=sc.alpha_step), overrides(m), task_overrides=per_task)
-                  for a, b in spec.xi_pairs]
-        var = variant(m)
-        if var is not None:
-            vid, extra = var
-            steps += [Step(f"{vid}: {what}", protocol, m, tasks, settings, overrides(m, extra), result_method=vid,
-                           trains=protocol == "single")
-                      for what, protocol, settings in (("single", "single", EvalSettings()), *shared_rows)]
-        for row_method, row_lr in sc.lr_rows:  # the labelled per-method learning-rate rows
-            if row_method != m or sc.lr_chosen:
-                continue
-            extra = {**(var[1] if var is not None else {}), "lr": row_lr}
-            rid = variant_id(m, **extra)
-            steps += [Step(f"{rid}: {what}", protocol, m, tasks, settings, overrides(m, extra), result_method=rid,
-                           trains=protocol == "single")
-                      for what, protocol, settings in (
-                ("single", "single", EvalSettings()),
-                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step)),
-                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step)),
-            )]
-    if sc.lr_chosen and BASE_METHOD in ft_methods:  # the one-rate rows: at the dense baseline's chosen rate
-        for m in (m for m in sc.one_rate_rows if m in ft_methods):
-            var = variant(m)
-            extra = var[1] if var is not None else {}
-            label = f"{var[0] if var is not None else m} at {BASE_METHOD}'s lr"
-            rid = _one_rate_id(spec.name, spec.model, m, extra)
-            steps += [Step(f"{label}: {what}", protocol, m, tasks, settings, overrides(m, extra, lr_of=BASE_METHOD),
-                           result_method=rid, trains=protocol == "single", after=(f"{BASE_METHOD}: lr check",))
-                      for what, protocol, settings in (
-                ("single", "single", EvalSettings()),
-                ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step, **search)),
-                ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step, **search)),
-            )]
-    if "talos" in ft_methods and "lota" in ft_methods:  # TaLoS vs LoTA masks (both are fine-tuned by now)
-        talos_var, lota_var = variant("talos"), variant("lota")
-        if talos_var is not None and lota_var is not None:  # the fixed-hyperparameter rows: masks of equal sparsity
-            lota_ov = overrides("lota", lota_var[1])
-            compare = lambda store: MaskSettings(compare_method="lota",  # noqa: E731
-                                                 compare_overrides=_resolved(lota_ov, store),
-                                                 compare_label=lota_var[0])
-            steps.append(Step("talos vs lota masks", "masks", "talos", tasks, compare,
-                              overrides("talos", talos_var[1]), result_method=talos_var[0], uses=("lota",)))
+    return steps
+
+
+def _one_rate_steps(plan: _Plan) -> list[Step]:
+    """Each ``one_rate_rows`` method's fixed variant at the rate the dense baseline's lr check chose."""
+    from talos_core.evaluation.protocols import AdditionSettings, EvalSettings, NegationSettings
+    from talos_core.methods.posthoc import BASE_METHOD
+
+    sc, spec, control, steps = plan.sc, plan.spec, plan.spec.control_task, []
+    for m in (m for m in sc.one_rate_rows if m in plan.ft_methods):
+        var = plan.variant(m)
+        extra = var[1] if var is not None else {}
+        label = f"{var[0] if var is not None else m} at {BASE_METHOD}'s lr"
+        rid = _one_rate_id(spec.name, spec.model, m, extra)
+        steps += [Step(f"{label}: {what}", protocol, m, plan.tasks, settings,
+                       plan.overrides(m, extra, lr_of=BASE_METHOD), result_method=rid, trains=protocol == "single",
+                       after=(f"{BASE_METHOD}: lr check",))
+                  for what, protocol, settings in (
+            ("single", "single", EvalSettings()),
+            ("addition", "addition", AdditionSettings(alpha_step=sc.alpha_step, **plan.search)),
+            ("negation", "negation", NegationSettings(control_task=control, alpha_step=sc.alpha_step, **plan.search)),
+        )]
+    return steps
+
+
+def _study_steps(plan: _Plan, ph_methods: Sequence[str]) -> list[Step]:
+    """The studies of the method the suite is about (the declaration with ``studied``: its masks against its rival's
+    at equal sparsity, sharing on its Fisher, its sparsity ablation, the comparison table) and the post-hoc merges
+    of the dense baseline's runs."""
+    from talos_core.evaluation.ablation import AblationSettings
+    from talos_core.evaluation.posthoc import PosthocSettings
+    from talos_core.evaluation.protocols import MaskSettings, NoSettings, SharingSettings
+    from talos_core.methods.posthoc import BASE_METHOD
+    from talos_core.schema import METHODS
+
+    sc, tasks, control, seed, ft = plan.sc, plan.tasks, plan.spec.control_task, plan.seed, plan.ft_methods
+    m = next(name for name, info in METHODS.items() if info.studied)
+    rival, steps = METHODS[m].mask_rival, []
+    if rival is not None and m in ft and rival in ft:  # both are fine-tuned by now
+        own_var, rival_var = plan.variant(m), plan.variant(rival)
+        if own_var is not None and rival_var is not None:  # the fixed-hyperparameter rows: masks of equal sparsity
+            rival_ov = plan.overrides(rival, rival_var[1])
+            compare = lambda store: MaskSettings(compare_method=rival,  # noqa: E731
+                                                 compare_overrides=_resolved(rival_ov, store),
+                                                 compare_label=rival_var[0])
+            steps.append(Step(f"{m} vs {rival} masks", "masks", m, tasks, compare,
+                              plan.overrides(m, own_var[1]), result_method=own_var[0], uses=(rival,)))
         elif sc.curve_steps is None and not sc.selection:
-            steps.append(Step("talos vs lota masks", "masks", "talos", tasks,
-                              MaskSettings(compare_method="lota", compare_overrides=overrides("lota")),
-                              overrides("talos"), uses=("lota",)))
-    talos_var = variant("talos")
-    sharing_ov = overrides("talos", talos_var[1] if talos_var else None)
-    steps += [Step(f"sharing ({mode})", "sharing", "talos", tasks,
-                   SharingSettings(mode=mode, samples=sc.sharing_samples, seed=seed), sharing_ov)
+            steps.append(Step(f"{m} vs {rival} masks", "masks", m, tasks,
+                              MaskSettings(compare_method=rival, compare_overrides=plan.overrides(rival)),
+                              plan.overrides(m), uses=(rival,)))
+    own_var = plan.variant(m)
+    steps += [Step(f"sharing ({mode})", "sharing", m, tasks,
+                   SharingSettings(mode=mode, samples=sc.sharing_samples, seed=seed),
+                   plan.overrides(m, own_var[1] if own_var else None))
               for mode in ("prune", "perturb")]
-    if BASE_METHOD in ft_methods:  # post-hoc methods merge its runs
+    if BASE_METHOD in ft:  # post-hoc methods merge its runs
         steps += [Step(f"{ph}: post-hoc addition + negation", "posthoc", ph, tasks,
                        PosthocSettings(control_task=control, alpha_step=sc.alpha_step, max_points=sc.posthoc_points,
-                                       alpha_extend=sc.alpha_extend),
-                       overrides(BASE_METHOD))
+                                       alpha_extend=sc.alpha_extend), plan.overrides(BASE_METHOD))
                   for ph in ph_methods]
-    if "talos" in ft_methods and sc.ablation:
-        steps.append(Step("talos sparsity ablation", "sparsity-ablation", "talos", tasks,
+    if m in ft and sc.ablation:
+        steps.append(Step(f"{m} sparsity ablation", "sparsity-ablation", m, tasks,
                           AblationSettings(sparsities=tuple(sc.ablation), control_task=control,
-                                           alpha_step=sc.alpha_step, **search), overrides("talos")))
-    steps.append(Step("comparison", "comparison", "talos", tasks, NoSettings(), {}, always=True))
-    order = _row_order(steps, sc.lr_check)
-    return [replace(st, row_order=order) for st in steps]
+                                           alpha_step=sc.alpha_step, **plan.search), plan.overrides(m)))
+    steps.append(Step("comparison", "comparison", m, tasks, NoSettings(), {}, always=True))
+    return steps
 
 
 def _one_rate_id(suite: str, model: str, method: str, extra: Mapping[str, Any]) -> Resolved:
