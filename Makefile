@@ -2,7 +2,7 @@
 #   make dashboard   # set up (first time) + open the dashboard on the shipped cached_results (on 127.0.0.1;
 #                    # HOST=0.0.0.0 to let others open it, READ_ONLY=1 for a workshop without the Run page)
 #   make test        # set up (first time) + run the whole test suite
-#   make lint        # ruff check and ruff format --check (configuration in pyproject.toml)
+#   make lint        # ruff check: lint and layout rules (configuration in pyproject.toml)
 # Set-up installs Debian packages (offline datasets, Chromium for browser tests; python3-venv where the
 # Python lacks ensurepip) when run as root with apt-get available, creates the project virtual environment
 # .venv with $(BOOTSTRAP_PYTHON) (Debian's PEP 668 python3 included) and installs the Python packages there
@@ -78,7 +78,6 @@ test-fast: setup
 
 lint: setup
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m ruff format --check .
 
 bench: setup
 	$(PYTHON) -m bench.run_all

@@ -166,6 +166,8 @@ def comparison_cells(df: pd.DataFrame, *, labels: bool = False, units: bool = Tr
 
 
 BEST_STYLE = "font-weight: bold; background-color: #d9f0d3"
+
+
 @dataclass(frozen=True)
 class ComparisonTable:
     """The method comparison table as the Efficiency page shows it: ``cells`` (display strings under the headers a

@@ -68,6 +68,7 @@ def layer_label(name: str) -> str:
     """
     return LAYER_LABELS.get(str(name), str(name))
 
+
 SEQUENTIAL = "Viridis"
 
 
@@ -232,6 +233,7 @@ def _panel_axes(n: int, spacing: float = 0.06, titles: Sequence[str] | None = No
                          "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}})
     return lay, anns
 
+
 def _grid_axes(n: int, cols: int, titles: Sequence[str], *, hspacing: float = 0.07, vspacing: float = 0.16,
                **axis: Any) -> tuple[dict, list[dict]]:
     """Layout axes for ``n`` panels in a grid of ``cols`` columns (row 1 at the top; every panel has its own
@@ -252,7 +254,6 @@ def _grid_axes(n: int, cols: int, titles: Sequence[str], *, hspacing: float = 0.
         anns.append({"text": titles[i], "x": sum(xd[c]) / 2, "xref": "paper", "y": yd[1], "yref": "paper",
                      "showarrow": False, "xanchor": "center", "yanchor": "bottom", "font": {"size": 13}})
     return lay, anns
-
 
 
 #: matrix heatmaps (task × task, block × layer type): no legend, so the plot starts under the title; a slim colour bar

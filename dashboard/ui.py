@@ -375,7 +375,6 @@ def table(df: pd.DataFrame | Any, name: str, *, key: str | None = None, show: bo
                        mime="text/csv", key=f"csv.{key or name}", on_click="ignore")
 
 
-
 # --------------------------------------------------------------------------------------------
 # blocks shared by pages: chosen hyperparameters (selection results)
 # --------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 #: length-grouped batching sorts pools of this many batches (transformers' ``group_by_length`` uses 50)
 POOL_BATCHES = 50
 
+
 def batch_indices(step: int, n: int, batch_size: int, seed: int) -> np.ndarray:
     """Indices of the examples in training step ``step``: epochs of fixed seeded permutations.
 

@@ -107,7 +107,7 @@ class RunManifest:
                 if not (f.name in _LATER_FIELDS and getattr(self, f.name) is None)}
 
     @classmethod
-    def from_dict(cls, data: Any, source: str | Path) -> "RunManifest":
+    def from_dict(cls, data: Any, source: str | Path) -> RunManifest:
         """Parse a manifest object read from ``source``; a missing or mistyped field is one :class:`TalosError`.
 
         >>> RunManifest.from_dict({"format": LEGACY_RUN_FORMAT, "model": "m", "task": "t", "method": "talos",
@@ -141,7 +141,7 @@ class RunManifest:
         return manifest
 
     @classmethod
-    def read(cls, path: Path) -> "RunManifest":
+    def read(cls, path: Path) -> RunManifest:
         """Read and parse ``path`` (a missing, corrupt or incomplete file is one :class:`TalosError`)."""
         return cls.from_dict(read_json(path), path)
 
@@ -159,6 +159,8 @@ def _trains(method: Any) -> bool:
     does: its manifest must then be complete)."""
     info = schema.METHODS.get(method) if isinstance(method, str) else None
     return info is None or info.trains
+
+
 #: fields appended after ``talos-run/1`` was fixed: absent from older manifests (``None``), omitted then
 _LATER_FIELDS = ("train_precision", "curve", "artifacts")
 _KINDS: dict[str, tuple[type, ...]] = {

@@ -28,6 +28,7 @@ and ``tests/test_schema.py`` keeps the two in step. Importing it never imports t
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -352,7 +353,7 @@ FINITE = Rule("a finite number", is_number)
 SPARSITY = Rule("a sparsity in [0, 1)", lambda v: is_number(v) and 0 <= v < 1)
 TEXT = Rule("a string", lambda v: isinstance(v, str), nullable=False)
 GRID = Rule("a sorted list of finite numbers", lambda v: isinstance(v, list) and all(map(is_number, v))
-            and all(a <= b for a, b in zip(v, v[1:])), nullable=False)
+            and all(a <= b for a, b in itertools.pairwise(v)), nullable=False)
 NAMES = Rule("a list of strings", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
              nullable=False)
 ACCURACY_MATRIX = Rule("a matrix of accuracies in [0, 1]", _nested(ACCURACY, 2), nullable=False)

@@ -416,7 +416,7 @@ def activation_checkpointing(blocks: list[torch.nn.Module]) -> Iterator[None]:
 
 
 def _forward_backward(model: TaskModel, batch: dict, labels: torch.Tensor, logits_fn: LossFn, device: torch.device,
-                      use_bf16: bool, blocks: list, opt: "MaskedAdamW", weight: float = 1.0) -> tuple:
+                      use_bf16: bool, blocks: list, opt: MaskedAdamW, weight: float = 1.0) -> tuple:
     """Cross-entropy forward and backward of one step (or, with ``weight`` < 1, of one micro-batch of it: the
     gradient of ``weight × loss`` is added to the parameters' gradients); returns ``(logits, loss, blocks)``.
 

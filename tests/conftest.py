@@ -20,6 +20,7 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 # the synthetic dashboard store fixtures (fixture_store, dashboard_store), for every test module
 pytest_plugins = ["dashboard_fixtures"]
 
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch thread for the module's tests (``pytestmark = pytest.mark.usefixtures("one_thread")``): the

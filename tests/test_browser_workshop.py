@@ -564,7 +564,6 @@ def test_xi_cell_opens_arithmetic_and_its_alpha_is_marked_back(url, page_at):
     page.screenshot(path="/tmp/talos_workshop_linked.png")
 
 
-
 # --------------------------------------------------------------------------------------------
 # a store with the runs' task vectors: the exact model on demand for the gallery
 # --------------------------------------------------------------------------------------------

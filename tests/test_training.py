@@ -320,7 +320,6 @@ def test_grouped_batches_keep_one_epoch_and_match_the_stateless_function():
 
 def test_length_grouped_fine_tuning_runs_and_refuses_images(tiny_setup):
 
-
     model, task, data = tiny_setup["tiny-text"]
     plan = {n: None for n, _ in model.named_parameters()}
     cfg = TrainConfig(steps=2, batch_size=8, lr=1e-3, warmup_steps=0, batching="length")

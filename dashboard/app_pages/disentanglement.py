@@ -114,6 +114,7 @@ with right:
     st.caption(f"Points per task: {ui.md(ppt)}. Sparse methods search a wider α range "
                "(× 1/(1 − sparsity)) because their vectors are smaller; the box is clipped to the grid.")
 
+
 @st.fragment
 def live_xi(p: dict, method: str) -> None:
     """The focused method's ξ of its first-order model at any resolution, from the preview cache."""

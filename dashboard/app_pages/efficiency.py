@@ -33,7 +33,6 @@ def _ordered(comp: pd.DataFrame) -> pd.DataFrame:
     return comp.set_index("method").loc[data.order_methods(comp["method"].astype(str))].reset_index()
 
 
-
 if ctx.has("efficiency"):
     eff = ui.load("efficiency", ctx, stop=False)
     if eff is not None and not eff.empty:

@@ -35,6 +35,7 @@ def _protocol(_ctx: ui.Context, root: str, suite: str, model: str, listing: tupl
     every result of the suite and model: computed once for all sessions, again when the store's listing changes
     (``listing``: :func:`dashboard.data.store_signature`)."""
     ctx = _ctx
+
     def metas(kind: str) -> dict:
         out = {}
         for m in ctx.methods(kind):

@@ -36,6 +36,7 @@ with ui.expander("Data", key="loc_data") as shown:
     if shown:
         ui.table(data.localization_table(mats), f"localization_{ctx.suite}_{ctx.model}", key="loc_tbl")
 
+
 @st.fragment
 def cell_examples(mats: dict) -> None:
     """Click a cell (or pick it below): the examples of the column task under the row task's vector."""

@@ -28,6 +28,7 @@ from talos_core.vectors import TaskVector
 
 SPLITS = ("val", "test")
 
+
 @dataclass
 class EvalContext:
     """A model at ``θ0`` plus the specs, data and heads of the tasks it is evaluated on."""

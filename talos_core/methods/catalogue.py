@@ -37,7 +37,7 @@ METHOD_TABLE_COLUMNS = ["name", "label", "family", "kind", "sparse", "calibrates
                         "description"]
 
 
-def method_table() -> "pandas.DataFrame":  # noqa: F821 - pandas is imported lazily
+def method_table() -> pandas.DataFrame:  # noqa: F821 - pandas is imported lazily
     """One row per fine-tuning and post-hoc method, in catalogue order (for ``talos methods``)."""
     import pandas as pd
 

@@ -21,7 +21,7 @@ import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from talos_core.errors import TalosError, check_int, check_range, unknown
 
@@ -31,7 +31,7 @@ EvalMode = Literal["nonlinear", "linearized"]
 ALPHA_STEP: float = 0.05
 """The step of the paper's α grid ``0, 0.05, …, 1`` (task addition and negation)."""
 
-GridValues = Union[Sequence[Any], Callable[[int], Sequence[Any]]]
+GridValues = Sequence[Any] | Callable[[int], Sequence[Any]]
 """A hyperparameter's search grid: its values, or a callable ``T -> values`` when they depend on the task count."""
 
 

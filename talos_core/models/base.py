@@ -39,6 +39,7 @@ def iter_batches(model: TaskModel, split: Split, task: TaskSpec, batch_size: int
         part = split.take(order[start:start + batch_size])
         yield {k: v.to(model.device) for k, v in model.prepare(part.inputs, task).items()}
 
+
 #: module types whose own parameters are maskable (LayerNorm variants are matched by class name)
 _MASKABLE_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.MultiheadAttention, nn.LayerNorm)
 

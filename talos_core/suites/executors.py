@@ -540,7 +540,7 @@ def _run_ray(ray, job: SuiteJob, steps: Sequence, display: Progress, *, gpus_per
         bad = [d for d in needs[lab] if not settled[d]]
         try:
             out = ray.get(refs[lab])
-        except Exception as exc:  # noqa: BLE001 - the task's own error, or a failed dependency's
+        except Exception as exc:  # the task's own error, or a failed dependency's
             poll()
             if bad:
                 display.block(lab, bad)
@@ -664,7 +664,7 @@ def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: in
                 lab = running.pop(fut)
                 try:
                     out = fut.result()
-                except Exception as exc:  # noqa: BLE001 - the unit's own error, one line in the record
+                except Exception as exc:  # the unit's own error, one line in the record
                     display.fail(lab, _one_line(exc))
                     state[lab] = False
                     continue
