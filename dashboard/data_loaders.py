@@ -304,7 +304,7 @@ def _int_or_none(value: Any) -> int | None:
 @dataclass(frozen=True)
 class LearningCurve:
     """SCHEMA ``learning_curve``: validation accuracy vs training step of one method on each task, and the
-    step budget chosen from the curves (issue 13, "budget set by convergence";
+    step budget chosen from the curves (where they flatten;
     :mod:`talos_core.evaluation.learning_curve`)."""
 
     name: str

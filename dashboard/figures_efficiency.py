@@ -181,7 +181,7 @@ def learning_curves(table: pd.DataFrame, *, budgets: Mapping[str, int | None] | 
                     plateaus: Mapping[str, Mapping[str, int]] | None = None,
                     zero_shot: Mapping[str, float] | None = None, tasks: Sequence[str] | None = None,
                     columns: int = 3, title: str = "Validation accuracy vs training step") -> go.Figure:
-    """Learning curves (issue 13: "budget set by convergence, measured"): validation accuracy against the
+    """Learning curves (the step budget is set where they flatten, so they are shown): validation accuracy against the
     training step, one panel per task, one line per method (its colour everywhere).
 
     ``table`` has columns ``method, task, step, val_acc`` (SCHEMA ``learning_curve``, several methods

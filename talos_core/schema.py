@@ -655,8 +655,8 @@ def _num_text(value: float) -> str:
 
 def variant_id(method: str, **params: float) -> str:
     """The result id of ``method`` with fixed hyperparameters (one of :data:`VARIANT_PARAMS`), e.g. the
-    fixed-sparsity TaLoS row next to the per-task selected one (issue 13: "the fixed-0.9 TaLoS row stays
-    available as a separate, labelled row"). Result names use it as their ``<method>`` part.
+    fixed-sparsity TaLoS row kept as its own labelled row next to the per-task selected one, so the paper's
+    fixed-0.9 setting stays comparable. Result names use it as their ``<method>`` part.
 
     >>> variant_id("talos", sparsity=0.9), variant_id("llora", rank=16), variant_id("talos", sparsity=0.9, lr=1e-3)
     ('talos-k0.9', 'llora-r16', 'talos-k0.9-lr0.001')

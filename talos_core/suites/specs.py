@@ -52,7 +52,7 @@ class Scale:
     # one ``examples`` step per method after its preview; 0 = no such step (and no trace in the suite record)
     examples: int = 0
 
-    # --- the paper's protocol (issue 13; docs/protocol.md); all off by default ---
+    # --- the paper's protocol (docs/protocol.md); all off by default, so older suites keep their records ---
     # learning-curve step: every method trains each task to ``curve_steps`` with validation accuracy every
     # ``curve_every`` steps; its step budget is then :func:`~talos_core.evaluation.learning_curve.choose_budget`
     # of its curves (tolerance ``curve_tolerance``), used instead of ``steps`` by every later step
@@ -66,8 +66,8 @@ class Scale:
     # ``talos-k0.9`` (single, efficiency, masks, addition, negation); the TaLoS/LoTA mask comparison, the
     # mask pictures and the sharing step use them when present
     variants: tuple[tuple[str, str, float], ...] = ()
-    # learning rate re-checked at the step budget (issue 13): per fine-tuning method an ``lr check`` step right
-    # after its learning curve fine-tunes each of ``lr_check_tasks`` (empty: the first ξ pair) at each of these
+    # learning rate re-checked at the step budget (a rate chosen on short runs may not hold there): per fine-tuning
+    # method an ``lr check`` step right after its learning curve fine-tunes each of ``lr_check_tasks`` (empty: the first ξ pair) at each of these
     # learning rates (the method's own among them) with the overrides of its other rows — the fixed ``variants``
     # value where it has one — and compares mean validation accuracy (talos_core.evaluation.lr_check); the run
     # at the method's own lr is the suite's own run. It reports only: no other step changes. () = no check
@@ -92,7 +92,7 @@ class Scale:
     alpha_rule: str = "paper"
     alpha_extend: float = 0.0
 
-    # --- fine-tuning settings the paper suites pin (issue 18); None/0 = the model's default (FinetuneRequest) ---
+    # --- fine-tuning settings the paper suites pin; None/0 = the model's default (FinetuneRequest) ---
     weight_decay: float | None = None
     warmup_steps: int | None = None
     grad_clip: float | None = None
@@ -121,7 +121,7 @@ class Scale:
         return out
 
     def settings_dict(self) -> dict:
-        """``asdict(self)`` without the issue-17/18 fields left at their defaults (a suite record's fingerprint
+        """``asdict(self)`` without the later fields left at their defaults (a suite record's fingerprint
         stays what it was for the suites that do not use them, so their stored runs still resume)."""
         out = asdict(self)
         for k, default in (("weight_decay", None), ("warmup_steps", None), ("grad_clip", None), ("schedule", None),
@@ -196,8 +196,8 @@ def register_suite(spec: SuiteSpec) -> SuiteSpec:
 # (``lr_choose``, below): at their budgets the check preferred 1e-3 for every vision method, the dense one included.
 _SUITE_LR = 1e-4
 
-# The paper's protocol (issue 13, docs/protocol.md): per-task selection by validation task negation
-# (App. "Hyperparameter selection") over at least the issue's grids, and the fixed-0.9 rows kept beside them
+# The paper's protocol (docs/protocol.md): per-task selection by validation task negation
+# (App. "Hyperparameter selection") over the declared grids, and the fixed-0.9 rows kept beside them
 # (the sparsity ablation and the mask pictures use them). Methods a suite does not run are skipped.
 _SPARSITIES = tuple(SPARSITY.grid)
 _PAPER_SELECTION = (("talos", "sparsity", _SPARSITIES), ("lota", "sparsity", _SPARSITIES),
@@ -219,7 +219,7 @@ _LR_CHECK = (1e-4, 1e-3)
 _CONVERGED = dict(steps=2000, max_val=500, eval_every=50, early_stopping_patience=5, lr_check=_LR_CHECK,
                   lr_choose=True, one_rate_rows=("talos",), alpha_rule="union", alpha_extend=4.0)
 
-# post-hoc methods: the paper's baselines, then later merges (issue 32: TSV-Merge, Iso-C, Iso-CTS, LiNeS), which the
+# post-hoc methods: the paper's baselines, then later merges (TSV-Merge, Iso-C, Iso-CTS, LiNeS), which the
 # paper suites leave out (the paper's protocol compares the four baselines only)
 _LATER_POSTHOC = ("tsv", "iso_c", "iso_cts", "lines")
 _POSTHOC = ("ties", "dare", "breadcrumbs", "tall_consensus", *_LATER_POSTHOC)
@@ -230,7 +230,7 @@ register_suite(SuiteSpec(
     ("talos", "nonlinear", "linearized", "llora", "lota"), _POSTHOC,
     (("tweets", "wordnet-verbs"), ("wordnet-nouns", "fortune-topics")),
     {
-        # 400 test examples and 128 ξ points per task: issue 30's floors, which halve the evaluation of a CPU run
+        # 400 test examples and 128 ξ points per task: the shipping floors, which halve the evaluation of a CPU run
         # (--plan on the 2-core EPYC, with token-order evaluation: 56 → 27 CPU-hours); fp32 evaluation on every
         # device, so a run resumed on another machine (an AMX CPU, a GPU) keeps its fingerprint
         "full": Scale(max_train=20000, max_test=400, calib_samples=128, batch_size=32,
@@ -279,7 +279,7 @@ register_suite(SuiteSpec(
     "tiny random-init text encoder (tests only)"))
 
 
-# The paper's own settings (issue 18; docs/scale-out.md), App. "Implementation Details" of the paper and the
+# The paper's own settings (docs/scale-out.md), App. "Implementation Details" of the paper and the
 # official code (shared/notes/official-code.md; the NLP trainer is the TIES-Merging one, configs/t5_*.json): vision —
 # the 8 tasks, ImageNet as control, 2,000 iterations, batch 128, AdamW lr 1e-5, weight decay 0.1, cosine with 200
 # warm-up steps, clipping 1.0; NLP — the 7 tasks, RTE as control, lr 1e-4, effective batch 1,024 by gradient
