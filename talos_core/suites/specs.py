@@ -69,8 +69,9 @@ class Scale:
     # learning rate re-checked at the step budget (a rate chosen on short runs may not hold there): per fine-tuning
     # method an ``lr check`` step right after its learning curve fine-tunes each of ``lr_check_tasks`` (empty: the
     # first ξ pair) at each of these learning rates (the method's own among them) with the overrides of its other
-    # rows — the fixed ``variants`` value where it has one — and compares mean validation accuracy (talos_core.evaluation.lr_check); the run
-    # at the method's own lr is the suite's own run. It reports only: no other step changes. () = no check
+    # rows — the fixed ``variants`` value where it has one — and compares mean validation accuracy
+    # (talos_core.evaluation.lr_check); the run at the method's own lr is the suite's own run. It reports only: no
+    # other step changes. () = no check
     lr_check: tuple[float, ...] = ()
     lr_check_tasks: tuple[str, ...] = ()
     # early stopping of the runs trained at the learning-curve budget (selection candidates, the rows, the lr check):
