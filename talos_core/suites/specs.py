@@ -70,8 +70,8 @@ class Scale:
     # method an ``lr check`` step right after its learning curve fine-tunes each of ``lr_check_tasks`` (empty: the
     # first ξ pair) at each of these learning rates (the method's own among them) with the overrides of its other
     # rows — the fixed ``variants`` value where it has one — and compares mean validation accuracy
-    # (talos_core.evaluation.lr_check); the run at the method's own lr is the suite's own run. It reports only: no
-    # other step changes. () = no check
+    # (talos_core.evaluation.lr_check); the run at the method's own lr is the suite's own run. It reports only, no
+    # other step changes, unless ``lr_choose`` (below) makes it choose the rate. () = no check
     lr_check: tuple[float, ...] = ()
     lr_check_tasks: tuple[str, ...] = ()
     # early stopping of the runs trained at the learning-curve budget (selection candidates, the rows, the lr check):
