@@ -164,7 +164,7 @@ class FinetuneRequest:
         """
         flat = {k: settings.pop(k) for k in CALIBRATION_FIELDS if k in settings}
         base = settings.pop("calibration", CalibrationSettings())
-        return cls(**settings, calibration=replace(base, **flat))  # type: ignore[arg-type]
+        return cls(**settings, calibration=replace(base, **flat))
 
     @classmethod
     def flat_names(cls) -> tuple[str, ...]:
