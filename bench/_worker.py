@@ -411,12 +411,13 @@ def job_train_precision(a: dict) -> dict:
     from talos_core.inference.precision import eval_precision, native_bf16
     from talos_core.methods import get_method
     from talos_core.methods.base import MethodContext
-    from talos_core.pipeline import FinetuneRequest, load_request_data
+    from talos_core.pipeline import CalibrationSettings, FinetuneRequest, load_request_data
 
     order = list(a["order"])
     req = FinetuneRequest(model=a["model"], task=a["task"], method=a["method"], steps=a["steps"],
                           batch_size=a["batch"], lr=a["lr"], max_train=a["max_train"], max_val=a["max_val"],
-                          max_test=8, calib_samples=a["calib_samples"], device=a["device"])
+                          max_test=8, calibration=CalibrationSettings(calib_samples=a["calib_samples"]),
+                          device=a["device"])
     req.validate()
     method = get_method(req.method)
     data = load_request_data(req)

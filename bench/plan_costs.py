@@ -37,7 +37,7 @@ def measure(model: str, method: str, *, batch: int, steps: int, device: str, tas
     import torch
 
     from talos_core.models import get_model_spec
-    from talos_core.pipeline import FinetuneRequest, model_modality, run_finetune
+    from talos_core.pipeline import CalibrationSettings, FinetuneRequest, model_modality, run_finetune
     from talos_core.store import Store
 
     tasks = tasks or [TASK[model_modality(get_model_spec(model))]]
@@ -45,7 +45,8 @@ def measure(model: str, method: str, *, batch: int, steps: int, device: str, tas
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
             req = FinetuneRequest(model=model, task=task, method=method, steps=steps, batch_size=batch,
-                                  max_train=max_train, max_val=32, max_test=32, calib_samples=16, device=device,
+                                  max_train=max_train, max_val=32, max_test=32,
+                                  calibration=CalibrationSettings(calib_samples=16), device=device,
                                   batching=batching)
             run = run_finetune(req, Store(tmp), progress=False)
             t = run.manifest.timings

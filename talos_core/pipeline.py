@@ -11,7 +11,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields, replace
 
 from talos_core.atomic import atomic_write_json
 from talos_core.errors import TalosError, check_int, check_range, check_seed
@@ -78,7 +78,40 @@ def stored_request(req: FinetuneRequest) -> dict:
     >>> stored_request(FinetuneRequest(model="tiny-clip", task="digits"))["ties"]
     'keep'
     """
-    return {STORED_KEYS.get(k, k): v for k, v in asdict(req).items() if k != "options"}
+    return {STORED_KEYS.get(k, k): v for k, v in req.flat().items() if k != "options"}
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """TaLoS's and LoTA's calibration settings, as a request gives them: the TaLoS declaration's calibration
+    parameters (:data:`talos_core.methods.finetuning.CALIBRATION`: their defaults here, their checks in
+    :meth:`validate`); ``None`` takes the model's default (:meth:`FinetuneRequest.calib_config` resolves them).
+
+    >>> CalibrationSettings(rounds=0).validate()
+    Traceback (most recent call last):
+    ...
+    talos_core.errors.TalosError: rounds must be an integer in [1, 100], got 0
+    """
+
+    rounds: int = _CALIBRATION["rounds"].default
+    calib_samples: int | None = None
+    soft_mask_value: float | None = None  # None: the model's default (CNNs 1 = none), else the paper's 0.01
+    score_target: str = _CALIBRATION["score_target"].default
+    param_set: str = _CALIBRATION["param_set"].default
+    zero_scores: str = _CALIBRATION["zero_scores"].default  # entries with zero sensitivity
+    # entries tied at a round's threshold; stored under its former key "ties" (STORED_KEYS)
+    calibration_ties: str = _CALIBRATION["calibration_ties"].default
+
+    def validate(self) -> None:
+        """Each set value within its declared range (one :class:`TalosError` sentence for the first that is not)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                _CALIBRATION[f.name].check(value)
+
+
+CALIBRATION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CalibrationSettings))
+"""The calibration settings' names: flat request fields, grouped in :attr:`FinetuneRequest.calibration`."""
 
 
 @dataclass(frozen=True)
@@ -96,15 +129,8 @@ class FinetuneRequest:
     weight_decay: float | None = None
     warmup_steps: int | None = None
     grad_clip: float = 1.0
-    # TaLoS / LoTA calibration: the TaLoS declaration's parameters (talos_core.methods.finetuning.CALIBRATION)
-    rounds: int = _CALIBRATION["rounds"].default
-    calib_samples: int | None = None
-    soft_mask_value: float | None = None  # None: the model's default (CNNs 1 = none), else the paper's 0.01
-    score_target: str = _CALIBRATION["score_target"].default
-    param_set: str = _CALIBRATION["param_set"].default
-    zero_scores: str = _CALIBRATION["zero_scores"].default  # entries with zero sensitivity
-    # entries tied at a round's threshold; stored under its former key "ties" (STORED_KEYS)
-    calibration_ties: str = _CALIBRATION["calibration_ties"].default
+    # TaLoS / LoTA calibration, stored flat in its place (stored_request)
+    calibration: CalibrationSettings = CalibrationSettings()
     max_train: int | None = None
     max_val: int | None = None
     max_test: int | None = None
@@ -128,16 +154,42 @@ class FinetuneRequest:
         if is_file_task(self.task):
             object.__setattr__(self, "task", get_task(self.task).name)
 
+    @classmethod
+    def from_flat(cls, **settings: object) -> FinetuneRequest:
+        """The request of flat settings, the calibration's among them (``rounds=2``), as manifests and overrides
+        name them (:func:`request_fields`).
+
+        >>> FinetuneRequest.from_flat(model="tiny-clip", task="digits", rounds=2).calibration.rounds
+        2
+        """
+        flat = {k: settings.pop(k) for k in CALIBRATION_FIELDS if k in settings}
+        base = settings.pop("calibration", CalibrationSettings())
+        return cls(**settings, calibration=replace(base, **flat))
+
+    @classmethod
+    def flat_names(cls) -> tuple[str, ...]:
+        """The settings' flat names (the calibration's in its place): what :meth:`from_flat` takes."""
+        return tuple(n for f in fields(cls) for n in (CALIBRATION_FIELDS if f.name == "calibration" else (f.name,)))
+
+    def flat(self) -> dict:
+        """Every setting by flat field name, the calibration's in its place, in field order (:meth:`flat_names`)."""
+        out: dict = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out.update({c: getattr(value, c) for c in CALIBRATION_FIELDS} if f.name == "calibration"
+                       else {f.name: value})
+        return out
+
     def validate(self) -> None:
         check_model_task(self.model, self.task)
         method = get_method(self.method)
         SPARSITY.check(self.sparsity)  # 0 = density 1: a sparse method trains every entry
         check_seed(self.seed)
         # every integer field refuses booleans (True is no step count): one sentence each
-        for name in ("batch_size", "max_train", "max_val", "max_test", "calib_samples"):
+        for name in ("batch_size", "max_train", "max_val", "max_test"):
             check_int(name, getattr(self, name), low=1, optional=True)
+        self.calibration.validate()
         check_int("steps", self.steps, low=1, high=MAX_STEPS, optional=True)
-        _CALIBRATION["rounds"].check(self.rounds)
         check_int("warmup_steps", self.warmup_steps, low=0, optional=True)
         check_int("eval_batch_size", self.eval_batch_size, low=1)
         check_int("checkpoint_every", self.checkpoint_every, low=0)
@@ -221,12 +273,13 @@ class FinetuneRequest:
     def calib_config(self) -> CalibrationConfig:
         """The calibration settings, for methods that calibrate (``method.calibrates``)."""
         d = get_model_spec(self.model).defaults
-        return CalibrationConfig(sparsity=self.sparsity, rounds=self.rounds,
-                                 soft_mask_value=self.soft_mask_value if self.soft_mask_value is not None
+        c = self.calibration
+        return CalibrationConfig(sparsity=self.sparsity, rounds=c.rounds,
+                                 soft_mask_value=c.soft_mask_value if c.soft_mask_value is not None
                                  else d.get("soft_mask_value", 0.01),
-                                 samples=self.calib_samples or d.get("calib_samples", 1280),
-                                 target=self.score_target, param_set=self.param_set, seed=self.seed,
-                                 zero_scores=self.zero_scores, ties=self.calibration_ties)
+                                 samples=c.calib_samples or d.get("calib_samples", 1280),
+                                 target=c.score_target, param_set=c.param_set, seed=self.seed,
+                                 zero_scores=c.zero_scores, ties=c.calibration_ties)
 
     def config_dict(self) -> dict:
         """The resolved configuration (what the run id hashes).

@@ -820,10 +820,11 @@ def test_runs_of_one_task_share_the_zero_shot_evaluation(tmp_path, monkeypatch):
     process: a second method on the same task reuses them (equal to a direct evaluation)."""
     from talos_core.inference import forward as core
     from talos_core.inference import runtime as context_mod
-    from talos_core.pipeline import FinetuneRequest, run_finetune
+    from talos_core.pipeline import CalibrationSettings, FinetuneRequest, run_finetune
 
     context_mod.clear_zero_shot_memo()
-    small = dict(steps=2, max_train=32, max_val=16, max_test=16, calib_samples=8, batch_size=8, rounds=1)
+    small = dict(steps=2, max_train=32, max_val=16, max_test=16, batch_size=8,
+                 calibration=CalibrationSettings(calib_samples=8, rounds=1))
     first = run_finetune(FinetuneRequest(model=MODEL, task=TASKS[0], method="talos", **small), Store(tmp_path),
                          progress=False)
     real, plain_calls = core.accuracy, []

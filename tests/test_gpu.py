@@ -224,7 +224,7 @@ def test_methods_finetune_on_device(tmp_path, name, method):
     from talos_core.store import Store
 
     _load(name)  # skips when the model or task is not available here
-    req = FinetuneRequest(model=name, task=MODELS[name], method=method, **_small(name))
+    req = FinetuneRequest.from_flat(model=name, task=MODELS[name], method=method, **_small(name))
     run = run_finetune(req, Store(tmp_path), progress=False)
     m = run.manifest
     assert m.train_precision == "bf16" and m.device.startswith(_device_type())

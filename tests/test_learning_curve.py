@@ -81,7 +81,7 @@ def test_learning_curve_protocol_end_to_end(tmp_path, monkeypatch):
     assert "learning-curve" in PROTOCOLS
     store = Store(tmp_path)
     # a run trained earlier without a curve: the protocol trains it again (same id) to measure one
-    old = pipeline.run_finetune(pipeline.FinetuneRequest(model="tiny-text", task=TASKS[0], method="nonlinear",
+    old = pipeline.run_finetune(pipeline.FinetuneRequest.from_flat(model="tiny-text", task=TASKS[0], method="nonlinear",
                                                          **OVERRIDES), store, progress=False)
     old_vector = old.task_vector()
     calls = []

@@ -155,21 +155,22 @@ def test_train_precision_in_run_identity(monkeypatch):
                 max_test=24, calib_samples=8, batch_size=8, lr=1e-3, device="cpu")
     legacy_id = "tiny-text__drug-reviews__nonlinear__ae096dbe59"
     for given in (None, "auto", "fp32"):
-        req = FinetuneRequest(**tiny, train_precision=given)
+        req = FinetuneRequest.from_flat(**tiny, train_precision=given)
         assert req.train_config().precision == "fp32" and req.config_dict()["train"]["precision"] == "auto"
         assert req.run_id() == legacy_id
-    assert FinetuneRequest(**tiny, eval_every=2).run_id() == legacy_id  # a learning curve is not part of the id
-    bf16 = FinetuneRequest(**tiny, train_precision="bf16")
+    # a learning curve is not part of the id
+    assert FinetuneRequest.from_flat(**tiny, eval_every=2).run_id() == legacy_id
+    bf16 = FinetuneRequest.from_flat(**tiny, train_precision="bf16")
     assert bf16.train_config().precision == "bf16" and bf16.config_dict()["train"]["precision"] == "bf16"
     assert bf16.run_id() != legacy_id
     monkeypatch.setenv(P.TRAIN_ENV_VAR, "bf16")
-    assert FinetuneRequest(**tiny).run_id() == bf16.run_id()
+    assert FinetuneRequest.from_flat(**tiny).run_id() == bf16.run_id()
     # on a GPU (no GPU needed: the id is computed without touching it) bf16 is the old auto, fp32 is new
     gpu = {**tiny, "device": "cuda"}
-    assert FinetuneRequest(**gpu, train_precision="bf16").config_dict()["train"]["precision"] == "auto"
-    assert FinetuneRequest(**gpu, train_precision="fp32").config_dict()["train"]["precision"] == "fp32"
+    assert FinetuneRequest.from_flat(**gpu, train_precision="bf16").config_dict()["train"]["precision"] == "auto"
+    assert FinetuneRequest.from_flat(**gpu, train_precision="fp32").config_dict()["train"]["precision"] == "fp32"
     with pytest.raises(TalosError, match="training precision must be one of auto, fp32, bf16, got 'fp16'"):
-        FinetuneRequest(**tiny, train_precision="fp16").validate()
+        FinetuneRequest.from_flat(**tiny, train_precision="fp16").validate()
 
 
 def test_bf16_training_keeps_fp32_master_weights(tiny_setup):

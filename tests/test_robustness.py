@@ -231,14 +231,12 @@ def test_manifest_records_artifact_checksums(good_store):
 
 
 def test_cached_manifests_without_checksums_still_load_and_keep_their_ids():
-    from dataclasses import fields
-
-    from talos_core.pipeline import FinetuneRequest
+    from talos_core.pipeline import FinetuneRequest, request_fields
 
     store = Store(ROOT / "cached_results")
     runs = list(store.runs())
     assert len(runs) >= 10 and store.corrupt_runs() == []
-    names = {f.name for f in fields(FinetuneRequest)}
+    names = set(FinetuneRequest.flat_names())
     for run in runs:
         m = run.manifest
         if m.artifacts is None:  # written before checksums existed: read unchecked
@@ -250,8 +248,8 @@ def test_cached_manifests_without_checksums_still_load_and_keep_their_ids():
             # cannot be recomputed; the shipped stores are re-run under the fixed calibration
             assert m.run_id == run.id
             continue
-        req = FinetuneRequest(**{k: v for k, v in m.request.items() if k in names},
-                              options=tuple(sorted((m.config.get("options") or {}).items())))
+        req = FinetuneRequest.from_flat(**{k: v for k, v in request_fields(m.request).items() if k in names},
+                                        options=tuple(sorted((m.config.get("options") or {}).items())))
         assert req.run_id() == m.run_id == run.id
 
 
@@ -340,11 +338,11 @@ def test_stale_staging_folders_are_cleaned(tmp_path):
 
 
 def test_corrupt_checkpoint_is_discarded_with_a_warning(tmp_path, capsys):
-    from talos_core.pipeline import FinetuneRequest
+    from talos_core.pipeline import CalibrationSettings, FinetuneRequest
 
     store = tmp_path / "store"
-    req = FinetuneRequest(model=MODEL, task=TASK, steps=2, max_train=32, max_val=16, max_test=16, calib_samples=8,
-                          batch_size=8)
+    req = FinetuneRequest(model=MODEL, task=TASK, steps=2, max_train=32, max_val=16, max_test=16,
+                          calibration=CalibrationSettings(calib_samples=8), batch_size=8)
     folder = store / "checkpoints" / req.run_id()
     folder.mkdir(parents=True)
     (folder / "checkpoint.json").write_text('{"step": 1, "conf')

@@ -111,7 +111,8 @@ def test_checkpoint_every_reaches_every_fine_tuning_request_and_changes_no_run_i
         assert b.overrides == {**a.overrides, "checkpoint_every": 7}
     first = plain[0].overrides
     request = dict(model="tiny-text", task="tweets", method="talos", **first)
-    assert FinetuneRequest(**request).run_id() == FinetuneRequest(**request, checkpoint_every=7).run_id()
+    assert FinetuneRequest.from_flat(**request).run_id() == \
+        FinetuneRequest.from_flat(**request, checkpoint_every=7).run_id()
 
 
 def test_converged_scale_steps_read_the_chosen_lr_and_choices_from_the_store(tmp_path):

@@ -183,11 +183,12 @@ def _method_output(method: str, eval_every: int, **kw):
     from talos_core.inference.runtime import prepared_model, resolve_device
     from talos_core.methods import get_method
     from talos_core.methods.base import MethodContext
-    from talos_core.pipeline import FinetuneRequest, load_request_data
+    from talos_core.pipeline import CalibrationSettings, FinetuneRequest, load_request_data
     from talos_core.tasks import get_task
 
     req = FinetuneRequest(model="tiny-text", task="drug-reviews", method=method, steps=3, batch_size=8, max_train=32,
-                          max_val=16, max_test=16, calib_samples=8, lr=1e-3, eval_every=eval_every, device="cpu", **kw)
+                          max_val=16, max_test=16, calibration=CalibrationSettings(calib_samples=8), lr=1e-3,
+                          eval_every=eval_every, device="cpu", **kw)
     task = get_task(req.task)
     model = prepared_model(req.model, task, resolve_device("cpu"))
     m = get_method(method)

@@ -155,7 +155,7 @@ def test_check_range_and_check_seed_keep_their_sentences():
 def _request(**kwargs):
     from talos_core.pipeline import FinetuneRequest
 
-    return FinetuneRequest(model="tiny-text", task="drug-reviews", **kwargs)
+    return FinetuneRequest.from_flat(model="tiny-text", task="drug-reviews", **kwargs)
 
 
 @pytest.mark.parametrize("name", ["max_train", "max_val", "max_test"])
@@ -189,6 +189,25 @@ def test_finetune_request_refuses_a_text_max_train_before_comparing_the_batch():
     """A text ``max_train`` met ``batch_size > max_train`` first: a TypeError, not a sentence."""
     with pytest.raises(TalosError, match=r"^max_train must be a positive integer, got '64'$"):
         _request(batch_size=8, max_train="64").validate()
+
+
+def test_a_requests_calibration_is_the_talos_declarations_parameters_stored_flat():
+    """The nested settings take their names and defaults from the declaration, and a manifest still records them
+    flat, between ``grad_clip`` and ``max_train``, ``calibration_ties`` under its former key ``ties``."""
+    from talos_core.methods.finetuning import CALIBRATION
+    from talos_core.pipeline import CALIBRATION_FIELDS, CalibrationSettings, FinetuneRequest, stored_request
+
+    assert tuple(p.name for p in CALIBRATION) == CALIBRATION_FIELDS
+    assert all(getattr(CalibrationSettings(), p.name) == p.default for p in CALIBRATION)
+    req = _request(rounds=2, calibration_ties="random", steps=3)
+    assert req == FinetuneRequest(model="tiny-text", task="drug-reviews", steps=3,
+                                  calibration=CalibrationSettings(rounds=2, calibration_ties="random"))
+    keys = list(stored_request(req))
+    assert keys[keys.index("grad_clip") + 1:keys.index("max_train")] == [
+        "rounds", "calib_samples", "soft_mask_value", "score_target", "param_set", "zero_scores", "ties"]
+    assert stored_request(req)["ties"] == "random" and "calibration" not in keys
+    with pytest.raises(TalosError, match=r"^param_set must be one of 'paper', 'official', got 'x'$"):
+        _request(param_set="x").validate()
 
 
 def test_finetune_request_still_takes_good_counts():

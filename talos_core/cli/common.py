@@ -171,16 +171,18 @@ def add_run_arguments(p: argparse.ArgumentParser, *, single_task: bool = True) -
 
 
 def request_from_args(args: argparse.Namespace, task: str | None = None, method: str | None = None):
-    from talos_core.pipeline import FinetuneRequest
+    from talos_core.pipeline import CalibrationSettings, FinetuneRequest
 
     check_sparsity_flag(args.sparsity, method or args.method)
     return FinetuneRequest(
         model=args.model, task=task or args.task, method=method or args.method,
         sparsity=SPARSITY.default if args.sparsity is None else args.sparsity,
         seed=args.seed, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-        weight_decay=args.weight_decay, warmup_steps=args.warmup_steps, rounds=args.rounds,
-        calib_samples=args.calib_samples, soft_mask_value=args.soft_mask, score_target=args.score_target,
-        param_set=args.param_set, zero_scores=args.zero_scores, calibration_ties=args.ties,
+        weight_decay=args.weight_decay, warmup_steps=args.warmup_steps,
+        calibration=CalibrationSettings(rounds=args.rounds, calib_samples=args.calib_samples,
+                                        soft_mask_value=args.soft_mask, score_target=args.score_target,
+                                        param_set=args.param_set, zero_scores=args.zero_scores,
+                                        calibration_ties=args.ties),
         max_train=args.max_train, max_val=args.max_val, max_test=args.max_test,
         device=args.device, checkpoint_every=args.checkpoint_every, options=tuple(args.option),
         train_precision=args.train_precision, eval_every=args.eval_every,

@@ -166,11 +166,10 @@ def overrides_from_args(args: argparse.Namespace, task: str) -> dict:
     """The request fields set on the command line that differ from a default request."""
     from talos_core.pipeline import STORED_KEYS, FinetuneRequest
 
-    given = request_from_args(args, task=task)
-    default = FinetuneRequest(model=args.model, task=task, method=args.method)
+    given = request_from_args(args, task=task).flat()
+    default = FinetuneRequest(model=args.model, task=task, method=args.method).flat()
     skip = {"model", "task", "method"}
-    return {STORED_KEYS.get(f.name, f.name): getattr(given, f.name) for f in fields(FinetuneRequest)
-            if f.name not in skip and getattr(given, f.name) != getattr(default, f.name)}
+    return {STORED_KEYS.get(k, k): v for k, v in given.items() if k not in skip and v != default[k]}
 
 
 def _evaluate(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 For each task the run is, in order of preference:
 
-1. the run of the exact request ``FinetuneRequest(model, task, method, **overrides)`` (same run id);
+1. the run of the exact request ``FinetuneRequest.from_flat(model, task, method, **overrides)`` (same run id);
 2. otherwise the newest run in the store with the same model, task and method whose recorded request
    agrees with every given override (and, for sparse methods, the same sparsity; always the same method
    options, e.g. the L-LoRA rank);
@@ -24,7 +24,6 @@ compete), and a missing one is one sentence saying how to import it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from talos_core.errors import TalosError
@@ -65,13 +64,13 @@ def build_request(model: str, task: str, method: str, overrides: Mapping[str, An
     from talos_core.pipeline import FinetuneRequest, request_fields
 
     overrides = request_fields(overrides or {})
-    allowed = {f.name for f in fields(FinetuneRequest)} - {"model", "task", "method"}
+    allowed = set(FinetuneRequest.flat_names()) - {"model", "task", "method"}
     bad = sorted(k for k in overrides if k not in allowed)
     if bad:
         raise TalosError(f"unknown fine-tuning setting {bad[0]!r}; choose among: {', '.join(sorted(allowed))}")
     if "options" in overrides and isinstance(overrides["options"], dict):
         overrides["options"] = tuple(sorted(overrides["options"].items()))
-    req = FinetuneRequest(model=model, task=task, method=method, **overrides)
+    req = FinetuneRequest.from_flat(model=model, task=task, method=method, **overrides)
     req.validate()
     return req
 
