@@ -10,6 +10,7 @@ import torch
 
 from talos_core.errors import TalosError
 from talos_core.methods import merging as mg
+from talos_core.schema import METHODS
 
 
 def T(*values: float) -> torch.Tensor:
@@ -389,6 +390,8 @@ def test_registry_callables_agree_with_functions() -> None:
         assert_vec_equal(spec.merge(vs), merge(vs))
         assert_vec_equal(spec.single_task(vs, 1), merge([vs[1]]))  # the merge of the task's vector alone
     assert_vec_equal(mg.POSTHOC_METHODS["tsv"].single_task(vs, 0), vs[0], atol=1e-5, rtol=1e-5)  # T = 1: itself
+    for name in ("ties", "tsv", "iso_c", "iso_cts"):  # no single-task runner declared: the merge of one vector
+        assert METHODS[name].single_task is None, name
     lines = mg.POSTHOC_METHODS["lines"]
     assert_vec_equal(lines.merge(vs, beta=0.4), mg.lines_merge(vs, 0.4))
     assert_vec_equal(lines.single_task(vs, 2, beta=0.4), vs[2])  # LiNeS leaves a single task's vector as is

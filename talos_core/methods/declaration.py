@@ -126,7 +126,9 @@ class MethodDeclaration:
     merge (keyword arguments that are not searched, each with its allowed values, the authors' first);
     ``constraint`` filters invalid grid points. ``runner`` names the fine-tuning ``run(ctx)``, ``option_keys`` the
     ``--option`` keys it accepts and ``option_check`` their check against the loaded model; ``merge`` and
-    ``single_task`` name the post-hoc callables (each ``"module:function"``, imported when the method runs).
+    ``single_task`` name the post-hoc callables (each ``"module:function"``, imported when the method runs;
+    ``single_task`` left ``None``: the merge of the task's vector alone, :func:`talos_core.methods.merging.
+    merge_alone`).
     ``studied`` marks the method the suites study (one method: TaLoS), ``mask_rival`` the method whose masks they
     compare with its own.
     """

@@ -11,14 +11,8 @@ Other parameters are averaged; α is searched on ``0…3``. The tensor math is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
 from talos_core.methods.declaration import MethodDeclaration, Param
 from talos_core.methods.tsv import SPECTRAL_ALPHA, SPECTRAL_OPTIONS
-
-if TYPE_CHECKING:
-    from talos_core.methods.taskvec import Vector, VectorLike
 
 ISO_COMMON_FRACTION: float = 0.8
 """Iso-CTS: fraction of the rank given to the common subspace; the paper's default for every benchmark."""
@@ -27,29 +21,13 @@ COMMON_FRACTION = Param("common_fraction", float, ISO_COMMON_FRACTION, low=0.0, 
                         grid=(ISO_COMMON_FRACTION,), doc="Iso-CTS: fraction of the rank given to the common subspace")
 
 
-def iso_c_single(vectors: Sequence[VectorLike], index: int, **options: Any) -> Vector:
-    """Iso-C of task ``index``'s vector alone (its isotropic version)."""
-    from talos_core.methods.spectral import iso_c_merge
-    from talos_core.methods.taskvec import one_task
-
-    return iso_c_merge(one_task(vectors, index), **options)
-
-
-def iso_cts_single(vectors: Sequence[VectorLike], index: int, **hparams: Any) -> Vector:
-    """Iso-CTS of task ``index``'s vector alone."""
-    from talos_core.methods.spectral import iso_cts_merge
-    from talos_core.methods.taskvec import one_task
-
-    return iso_cts_merge(one_task(vectors, index), **hparams)
-
-
 ISO_C = MethodDeclaration(
     "iso_c", "Iso-C", "post-hoc", kind="posthoc", base_method="nonlinear",
     description="Per weight matrix, the task-arithmetic sum with a flat spectrum (its mean singular value); "
     "other parameters averaged (Marczak et al., 2025). No hyperparameter but α, searched on 0…3 as the authors.",
     reference="Marczak et al., No Task Left Behind, ICML 2025 (github.com/danielm1405/iso-merging)",
     options=SPECTRAL_OPTIONS, alpha=SPECTRAL_ALPHA,
-    merge="talos_core.methods.spectral:iso_c_merge", single_task=f"{__name__}:iso_c_single")
+    merge="talos_core.methods.spectral:iso_c_merge")
 
 ISO_CTS = MethodDeclaration(
     "iso_cts", "Iso-CTS", "post-hoc", kind="posthoc", base_method="nonlinear",
@@ -58,4 +36,4 @@ ISO_CTS = MethodDeclaration(
     reference=ISO_C.reference, params=(COMMON_FRACTION,), alpha=SPECTRAL_ALPHA,
     options={"nonmatrix": SPECTRAL_OPTIONS["nonmatrix"], "spectrum": ("combined", "sum"),
              "conv1x1": SPECTRAL_OPTIONS["conv1x1"]},
-    merge="talos_core.methods.spectral:iso_cts_merge", single_task=f"{__name__}:iso_cts_single")
+    merge="talos_core.methods.spectral:iso_cts_merge")

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,7 @@ from talos_core.methods.taskvec import (  # noqa: F401
     apply_mask,
     density_of,
     magnitude_topk_mask,
+    one_task,
     scale,
     stack_param,
     topk_mask_tensor,
@@ -184,10 +185,22 @@ class PosthocSpec:
         return [{**p, **fixed} for p in points]
 
 
+def merge_alone(merge: Callable[..., Vector]) -> Callable[..., Vector]:
+    """The single-task version of ``merge``: the merge of task ``index``'s vector alone, ``merge([vectors[index]],
+    **hparams)`` (a method that declares no ``single_task`` of its own gets this one)."""
+    def single_task(vectors: Sequence[VectorLike], index: int, **hparams: Any) -> Vector:
+        return merge(one_task(vectors, index), **hparams)
+
+    single_task.__doc__ = f"{getattr(merge, '__name__', 'the merge')} of task ``index``'s vector alone."
+    return single_task
+
+
 def _spec(declaration: MethodDeclaration) -> PosthocSpec:
     rule = declaration.alpha_rule
-    return PosthocSpec(declaration.name, declaration.description, merge=declaration.resolve("merge"),
-                       single_task=declaration.resolve("single_task"), grid=declaration.grid,
+    merge = declaration.resolve("merge")
+    single = declaration.resolve("single_task") if declaration.single_task else merge_alone(merge)
+    return PosthocSpec(declaration.name, declaration.description, merge=merge, single_task=single,
+                       grid=declaration.grid,
                        defaults=declaration.defaults, constraint=declaration.constraint, alpha_stop=rule.stop,
                        options=declaration.options, addition_alpha=rule.addition_alpha)
 

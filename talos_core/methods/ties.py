@@ -31,17 +31,10 @@ def merge(vectors: Sequence[VectorLike], *, sparsity: float, lam: float = 1.0) -
     return ties_merge(vectors, 1.0 - POSTHOC_SPARSITY.check(sparsity), lam=lam)
 
 
-def single_task(vectors: Sequence[VectorLike], index: int, *, sparsity: float, lam: float = 1.0) -> Vector:
-    """Task ``index``'s vector alone through TIES (trimming only: sign election of one vector changes nothing)."""
-    from talos_core.methods.taskvec import one_task
-
-    return merge(one_task(vectors, index), sparsity=sparsity, lam=lam)
-
-
 DECLARATION = MethodDeclaration(
     "ties", "TIES-Merging", "post-hoc", kind="posthoc", base_method="nonlinear",
     description="Trim each vector to its top (1 - sparsity) magnitudes (global), elect signs by mass, "
     "average the agreeing entries (Yadav et al., 2023). λ is fixed to 1: the evaluator's α search "
     "plays its role.",
     reference="Yadav et al., TIES-Merging, NeurIPS 2023 (github.com/prateeky2806/ties-merging)",
-    params=(POSTHOC_SPARSITY,), merge=f"{__name__}:merge", single_task=f"{__name__}:single_task")
+    params=(POSTHOC_SPARSITY,), merge=f"{__name__}:merge")

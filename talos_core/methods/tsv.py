@@ -9,13 +9,7 @@ the labelled options' first values).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
 from talos_core.methods.declaration import AlphaRule, MethodDeclaration
-
-if TYPE_CHECKING:
-    from talos_core.methods.taskvec import Vector, VectorLike
 
 SPECTRAL_ALPHA_STOP: float = 3.0
 """TSV-Merge, Iso-C, Iso-CTS: α searched up to 3, as both authors' code (``np.linspace(0.0, 3.0, 31)[1:]``, i.e.
@@ -31,14 +25,6 @@ SPECTRAL_OPTIONS: dict[str, tuple[str, ...]] = {"nonmatrix": ("mean", "sum"), "c
 matrices; the authors' code, written for ViTs, only treats 2-D tensors as matrices)."""
 
 
-def single_task(vectors: Sequence[VectorLike], index: int, **options: Any) -> Vector:
-    """TSV-Merge of task ``index``'s vector alone (the vector itself)."""
-    from talos_core.methods.spectral import tsv_merge
-    from talos_core.methods.taskvec import one_task
-
-    return tsv_merge(one_task(vectors, index), **options)
-
-
 DECLARATION = MethodDeclaration(
     "tsv", "TSV-Merge", "post-hoc", kind="posthoc", base_method="nonlinear",
     description="Per weight matrix, each task's top 1/T singular directions, decorrelated by orthogonal "
@@ -46,4 +32,4 @@ DECLARATION = MethodDeclaration(
     "No hyperparameter but α, searched on 0…3 as the authors.",
     reference="Gargiulo et al., Task Singular Vectors, CVPR 2025 (github.com/AntoAndGar/task_singular_vectors)",
     options=SPECTRAL_OPTIONS, alpha=SPECTRAL_ALPHA,
-    merge="talos_core.methods.spectral:tsv_merge", single_task=f"{__name__}:single_task")
+    merge="talos_core.methods.spectral:tsv_merge")
