@@ -189,9 +189,9 @@ def merge_alone(merge: Callable[..., Vector]) -> Callable[..., Vector]:
     """The single-task version of ``merge``: the merge of task ``index``'s vector alone, ``merge([vectors[index]],
     **hparams)`` (a method that declares no ``single_task`` of its own gets this one)."""
     def single_task(vectors: Sequence[VectorLike], index: int, **hparams: Any) -> Vector:
+        """The merge of task ``index``'s vector alone."""
         return merge(one_task(vectors, index), **hparams)
 
-    single_task.__doc__ = f"{getattr(merge, '__name__', 'the merge')} of task ``index``'s vector alone."
     return single_task
 
 
@@ -200,9 +200,8 @@ def _spec(declaration: MethodDeclaration) -> PosthocSpec:
     merge = declaration.resolve("merge")
     single = declaration.resolve("single_task") if declaration.single_task else merge_alone(merge)
     return PosthocSpec(declaration.name, declaration.description, merge=merge, single_task=single,
-                       grid=declaration.grid,
-                       defaults=declaration.defaults, constraint=declaration.constraint, alpha_stop=rule.stop,
-                       options=declaration.options, addition_alpha=rule.addition_alpha)
+                       grid=declaration.grid, defaults=declaration.defaults, constraint=declaration.constraint,
+                       alpha_stop=rule.stop, options=declaration.options, addition_alpha=rule.addition_alpha)
 
 
 POSTHOC_METHODS: dict[str, PosthocSpec] = {name: _spec(d) for name, d in METHODS.items() if d.kind == "posthoc"}
