@@ -248,6 +248,19 @@ def test_each_check_fires_on_the_store_built_to_trip_it(tmp_path, mutate, expect
     assert _checks(_write(tmp_path, spec)) == expected
 
 
+def test_a_methods_own_variants_are_not_the_yardstick_of_its_displacement(tmp_path):
+    """Two TaLoS variants as large as TaLoS itself would lift the median of "the others" and hide the outlier: the
+    check compares a row with the other methods' rows only."""
+    spec = copy.deepcopy(_spec())
+    _displacement(spec)
+    for variant in ("talos-k0.9", "talos-k0.9-lr0.0001"):
+        spec["negation"][variant] = copy.deepcopy(spec["negation"]["talos"])
+        spec["comparison"]["records"].append({**spec["comparison"]["records"][0], "method": variant})
+    flags = [f for f in audit_suite(_write(tmp_path, spec), "s") if f.check == "displacement-outlier"]
+    assert {f.row for f in flags} == {"talos", "talos-k0.9", "talos-k0.9-lr0.0001"}
+    assert all(f.numbers["median_others"] < 1.5 for f in flags)  # non-linear FT's and LoTA's edits, not TaLoS's
+
+
 def test_every_check_has_a_case_and_a_readable_explanation():
     tripped = {check for _, expected in CASES for check, _ in expected}
     assert tripped == {c.id for c in CHECKS}
@@ -328,8 +341,11 @@ def test_claim_verdicts_agree_with_the_flags_on_their_evidence():
         if finding.verdict == "n/a":
             assert not finding.flags
             continue
-        assert (finding.verdict == "inconclusive") == bool(finding.flags)
+        # inconclusive exactly when flagged, unless a failing part on clean, separated numbers settles the verdict
+        assert (finding.verdict == "inconclusive") == (bool(finding.flags) and not finding.settled_by)
         assert finding.rule_verdict in ("reproduced", "not reproduced")
+        if finding.settled_by:
+            assert finding.verdict == finding.rule_verdict == "not reproduced"
         if finding.flags:
             flags = audit_suite(shipped, finding.suite)
             assert set(finding.flags) <= set(flags)

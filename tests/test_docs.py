@@ -12,6 +12,7 @@ from talos_core.cli import main
 from talos_core.cli.docs import default_files
 from talos_core.docblocks import find_blocks, rewrite, stale_blocks, store_renderer
 from talos_core.errors import TalosError
+from talos_core.evaluation.audit import audit_suite
 from talos_core.evaluation.claims import CLAIMS, check_claims, claims_markdown
 from talos_core.store import Store
 
@@ -218,6 +219,61 @@ def test_flagged_evidence_makes_a_claim_inconclusive(tmp_path):
     assert found["f"].verdict == "reproduced"  # nonlinear's α says nothing about single-task accuracy
     text = claims_markdown(store, ["s"])
     assert "**inconclusive** (rule alone: reproduced; flagged: alpha-at-edge: nonlinear)" in text
+
+
+def _with_intervals(store: Store, width: float) -> None:
+    """Give the comparison table of ``_claims_store`` 95 % intervals of ± ``width`` around every mean."""
+    table = store.read_table("comparison", "s__m")
+    for col in ("addition_abs", "addition_norm", "negation_target", "single_task_acc"):
+        table[f"{col}_lo"], table[f"{col}_hi"] = (table[col] - width).clip(0, 1), (table[col] + width).clip(0, 1)
+    store.write_table("comparison", "s__m", table)
+
+
+def _flag_lota_negation(store: Store) -> None:
+    """A negation result of the ``lota`` row (the lowest other negation target) whose α sits at the last point of its
+    grid (audit: alpha-at-edge on its negation numbers only)."""
+    store.write_table("negation", "s__m__lota", pd.DataFrame(
+        [{"target": "a", "alpha": a, "split": sp, "target_acc": 0.6, "control_acc": 0.8}
+         for a in (0.0, 0.5, 1.0) for sp in ("val", "test")]),
+        selected={"a": 1.0}, alpha_grid=[0.0, 0.5, 1.0], control_task="c", threshold=0.95,
+        control_zero_shot_acc={"val": 0.8, "test": 0.8}, summary={"target_acc": 0.6, "control_acc": 0.8})
+
+
+def test_a_failing_part_on_clean_separated_numbers_settles_not_reproduced(tmp_path):
+    """Claim (a) fails its addition part (TaLoS 0.5 vs non-linear 0.7) on unflagged numbers with disjoint
+    intervals: flags on the negation part cannot make it inconclusive. Within noise, they do."""
+    store = _claims_store(tmp_path, talos_best=False)
+    _flag_lota_negation(store)
+    _with_intervals(store, 0.02)
+    a = next(f for f in check_claims(store, ["s"]) if f.claim.key == "a")
+    assert [f.check for f in a.flags] == ["alpha-at-edge"] and a.flags[0].row == "lota"
+    assert (a.verdict, a.rule_verdict, a.settled_by) == ("not reproduced", "not reproduced", "addition")
+    assert "**not reproduced** (settled by the addition part" in claims_markdown(store, ["s"])
+    _with_intervals(store, 0.15)  # TaLoS 0.5 ± 0.15 overlaps 0.7 ± 0.15: the failure is within noise
+    a = next(f for f in check_claims(store, ["s"]) if f.claim.key == "a")
+    assert (a.verdict, a.settled_by) == ("inconclusive", "")
+
+
+def test_best_within_noise_between_two_other_rows_does_not_concern_a_claim(tmp_path):
+    """best-not-separated between LoTA and non-linear FT says which of them leads, not how TaLoS compares: claim
+    (f), which reads LoTA's single-task accuracy, is not flagged by it; a TaLoS row within noise of the best is."""
+    store = _claims_store(tmp_path, talos_best=False)
+    table = store.read_table("comparison", "s__m")
+    table.loc[table["method"] == "talos-k0.9", "single_task_acc"] = 0.7
+    table.loc[table["method"] == "lota", "single_task_acc"] = 0.86  # best, nonlinear's 0.85 within noise
+    store.write_table("comparison", "s__m", table)
+    _with_intervals(store, 0.02)
+    noise = [f for f in audit_suite(store.root, "s") if f.check == "best-not-separated"
+             and f.metrics == ("single_task_acc",)]
+    assert [(f.row, f.numbers["runner_up"]) for f in noise] == [("lota", "nonlinear")]
+    f = next(f for f in check_claims(store, ["s"]) if f.claim.key == "f")
+    assert (f.verdict, f.flags) == ("not reproduced", ())
+    table = store.read_table("comparison", "s__m")
+    table.loc[table["method"] == "talos", "single_task_acc"] = 0.855  # now TaLoS is the runner-up within noise
+    table.loc[table["method"] == "talos", ["single_task_acc_lo", "single_task_acc_hi"]] = [0.835, 0.875]
+    store.write_table("comparison", "s__m", table)
+    f = next(f for f in check_claims(store, ["s"]) if f.claim.key == "f")
+    assert [fl.check for fl in f.flags] == ["best-not-separated"] and f.verdict == "inconclusive"
 
 
 def test_claims_markdown_lists_each_claim_once_and_its_rule(tmp_path):

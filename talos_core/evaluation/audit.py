@@ -442,7 +442,8 @@ def _margin_flag(r: _Reader, row: str, source: str, target: str, alpha: float, a
 
 
 def _displacement_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
-    """‖α τ_target‖ of each fine-tuning row's negation (α × the run's recorded vector norm) against the others'."""
+    """‖α τ_target‖ of each fine-tuning row's negation (α × the run's recorded vector norm) against the other methods'
+    rows' (a row's own variants, e.g. ``talos-k0.9`` beside ``talos``, are not its yardstick)."""
     disp: dict[str, dict[str, float]] = {}
     for row in rows:
         if row in r.posthoc():
@@ -457,7 +458,9 @@ def _displacement_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                 disp.setdefault(target, {})[row] = float(alpha) * float(norm)
     for target, by_row in disp.items():
         for row, d in by_row.items():
-            others = sorted(v for m, v in by_row.items() if m != row)
+            # other methods only: a method's own variants (TaLoS at k = 0.9, at another rate) share its scale
+            own = base_method_of(row) or row
+            others = sorted(v for m, v in by_row.items() if (base_method_of(m) or m) != own)
             if len(others) < 2:
                 continue
             median = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1]
@@ -465,7 +468,7 @@ def _displacement_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
             if median > 0 and d > DISPLACEMENT_RATIO * median:
                 yield Flag("displacement-outlier", r.suite, row, NEGATION, f"negation/{r.name(row)}",
                            f"negating {target} moved the weights by ‖α τ‖ = {d:.3g}, {d / median:.0f}× the median "
-                           f"{median:.3g} of the other rows ({min(others):.3g}–{max(others):.3g})",
+                           f"{median:.3g} of the other methods' rows ({min(others):.3g}–{max(others):.3g})",
                            {"target": target, "displacement": d, "median_others": median})
 
 

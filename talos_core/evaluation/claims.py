@@ -5,7 +5,9 @@ Pure: reads a suite's results (SCHEMA.md kinds ``suite``, ``comparison``, ``mask
 :data:`CLAIMS` has a check that turns those results into one line of numbers, a verdict by the claim's stated
 ``rule`` (``reproduced`` or ``not reproduced``) and the evidence it rests on (rows and metrics). The audit
 (:mod:`talos_core.evaluation.audit`) then judges the evidence: a claim whose evidence carries a flag is
-``inconclusive``, with the flags named and the rule's own verdict kept beside them. A claim whose results the store
+``inconclusive``, with the flags named and the rule's own verdict kept beside them — unless a part of the rule
+(:class:`Part`; claim (a) has two, addition and negation) fails on unflagged numbers whose 95 % intervals are apart:
+that part alone settles ``not reproduced``, whatever the flags on the other part. A claim whose results the store
 lacks (or that does not apply to the suite's model) is ``n/a`` with the reason. :func:`claims_markdown` renders
 the table ``docs/results.md`` carries (``talos docs``).
 
@@ -62,6 +64,8 @@ class Finding:
     rule_verdict: str = ""
     #: the audit flags on the claim's evidence
     flags: tuple[Flag, ...] = ()
+    #: the part of the rule that fails on unflagged, separated numbers and so settles ``not reproduced`` ("" if none)
+    settled_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,30 @@ Evidence = list[tuple[str, str]]
 """The (row, metric) pairs a claim's verdict rests on; metric :data:`TRAINING` stands for how the row was trained."""
 
 
-def _best_in_addition_and_negation(s: _Suite) -> tuple[str, bool, Evidence]:
+@dataclass(frozen=True)
+class Part:
+    """One conjunct of a claim's rule: whether it ``holds``, the ``evidence`` it rests on, and whether the numbers it
+    compares have 95 % intervals that do not overlap (``separated``; ``None`` where the rule compares no interval)."""
+
+    name: str
+    holds: bool
+    evidence: Evidence
+    separated: bool | None = None
+
+
+def _separated(table: pd.DataFrame, a: str, b: str, col: str) -> bool | None:
+    """Whether rows ``a`` and ``b`` of a comparison table have disjoint 95 % intervals of ``col`` (None: none)."""
+    lo, hi = f"{col}_lo", f"{col}_hi"
+    if lo not in table.columns or hi not in table.columns:
+        return None
+    values = [table.at[r, c] for r in (a, b) for c in (lo, hi)]
+    if any(pd.isna(v) for v in values):
+        return None
+    a_lo, a_hi, b_lo, b_hi = (float(v) for v in values)
+    return a_hi < b_lo or b_hi < a_lo
+
+
+def _best_in_addition_and_negation(s: _Suite) -> tuple[str, list[Part]]:
     table = s.table("comparison").set_index("method")
     return _best_in(table, _control_holds(s, table))
 
@@ -142,22 +169,23 @@ def _control_holds(s: _Suite, table: pd.DataFrame) -> dict[str, bool]:
     return out
 
 
-def _best_in(table: pd.DataFrame, control_holds: dict[str, bool] | None = None) -> tuple[str, bool, Evidence]:
+def _best_in(table: pd.DataFrame, control_holds: dict[str, bool] | None = None) -> tuple[str, list[Part]]:
     """Claim (a) on a comparison table indexed by method: absolute addition, and negation among the rows whose
     control constraint holds on test (``control_holds``; a row missing there holds). Normalized accuracy is
     shown, never decisive."""
     if "talos" not in table.index:
         raise _Missing("no talos row in the comparison")
     holds_on_test = control_holds or {}
-    own, parts, holds, evidence = table.loc["talos"], [], [], []
+    own, text, parts = table.loc["talos"], [], []
     others = table[[not _is_talos(m) for m in table.index]]
     col = others["addition_abs"].dropna()
     if col.empty or pd.isna(own["addition_abs"]):
         raise _Missing("no addition_abs to compare")
     best = col.idxmax()
-    holds.append(own["addition_abs"] >= col[best])
-    parts.append(f"addition abs {_pct(own['addition_abs'])} vs {_pct(col[best])} ({best})")
-    evidence += [("talos", "addition_abs"), (best, "addition_abs")]
+    parts.append(Part("addition", bool(own["addition_abs"] >= col[best]),
+                      [("talos", "addition_abs"), (best, "addition_abs")],
+                      _separated(table, "talos", best, "addition_abs")))
+    text.append(f"addition abs {_pct(own['addition_abs'])} vs {_pct(col[best])} ({best})")
     col = others["negation_target"].dropna()
     if col.empty or pd.isna(own["negation_target"]):
         raise _Missing("no negation_target to compare")
@@ -167,17 +195,19 @@ def _best_in(table: pd.DataFrame, control_holds: dict[str, bool] | None = None) 
     if valid.empty:
         raise _Missing("no other row's negation keeps its control on test")
     best = valid.idxmin()
-    holds.append(own_ok and own["negation_target"] <= valid[best])
-    parts.append(f"negation target {_pct(own['negation_target'])}"
-                 + ("" if own_ok else " (control broken on test)") + f" vs {_pct(valid[best])} ({best})"
-                 + (f", not counted for a control broken on test: {', '.join(dropped)}" if dropped else ""))
-    evidence += [("talos", "negation_target"), (best, "negation_target")]
+    # TaLoS's own broken control fails the part outright: no interval can rescue it
+    parts.append(Part("negation", bool(own_ok and own["negation_target"] <= valid[best]),
+                      [("talos", "negation_target"), (best, "negation_target")],
+                      _separated(table, "talos", best, "negation_target") if own_ok else True))
+    text.append(f"negation target {_pct(own['negation_target'])}"
+                + ("" if own_ok else " (control broken on test)") + f" vs {_pct(valid[best])} ({best})"
+                + (f", not counted for a control broken on test: {', '.join(dropped)}" if dropped else ""))
     if "addition_norm" in table.columns and not pd.isna(own.get("addition_norm")):
-        parts.append(f"(normalized {_pct(own['addition_norm'])}, not decisive)")
-    return "TaLoS " + "; ".join(parts), all(holds), evidence
+        text.append(f"(normalized {_pct(own['addition_norm'])}, not decisive)")
+    return "TaLoS " + "; ".join(text), parts
 
 
-def _shared_entries(s: _Suite) -> tuple[str, bool, Evidence]:
+def _shared_entries(s: _Suite) -> tuple[str, list[Part]]:
     talos, lota = s.fixed_row("mask_iou", "talos"), s.fixed_row("mask_iou", "lota")
     ti, li = _off_diagonal(s.result("mask_iou", talos)["matrix"]), _off_diagonal(s.result("mask_iou", lota)["matrix"])
     sharing = s.result("sharing", "prune")
@@ -187,13 +217,14 @@ def _shared_entries(s: _Suite) -> tuple[str, bool, Evidence]:
     numbers = (f"mask IoU across tasks {talos} {_span(ti)} vs {lota} {_span(li)}; pruning a task's {bottom} "
                f"keeps {same:.2f} of its accuracy on the same task, {other:.2f} on the others (means; ranges "
                f"{_span(np.diag(prune).tolist(), '.2f')} and {_span(_off_diagonal(prune), '.2f')})")
-    return numbers, min(ti) > max(li) and other >= same - SHARING_TOLERANCE, [(talos, "masks"), (lota, "masks")]
+    return numbers, [Part("rule", bool(min(ti) > max(li) and other >= same - SHARING_TOLERANCE),
+                          [(talos, "masks"), (lota, "masks")])]
 
 
 _ATTENTION = {"q": "Q", "k": "K", "qkv": "packed QKV", "v": "V", "attn_out": "attention output"}
 
 
-def _where_masks_sit(s: _Suite) -> tuple[str, bool, Evidence]:
+def _where_masks_sit(s: _Suite) -> tuple[str, list[Part]]:
     def shares(method: str) -> dict[str, float]:
         table = s.table("masks", method)
         if not table["layer_type"].isin(["q", "k", "qkv"]).any():
@@ -216,7 +247,7 @@ def _where_masks_sit(s: _Suite) -> tuple[str, bool, Evidence]:
         numbers += f"; {lota}: {_pct(theirs['q'] + theirs['k'] + theirs['qkv'])} % Q/K, {_pct(theirs['mlp'])} % MLP"
     except _Missing:
         pass
-    return numbers, own["q"] + own["k"] + own["qkv"] > 0.5, [(talos, "masks")]
+    return numbers, [Part("rule", bool(own["q"] + own["k"] + own["qkv"] > 0.5), [(talos, "masks")])]
 
 
 def _zero_shot_by_task(s: _Suite) -> dict[str, float]:
@@ -230,7 +261,7 @@ def _zero_shot_by_task(s: _Suite) -> dict[str, float]:
     return {str(t): float(v) for t, v in single.groupby("task")["zero_shot_acc"].first().items()}
 
 
-def _keeps_accuracy_linearized(s: _Suite) -> tuple[str, bool, Evidence]:
+def _keeps_accuracy_linearized(s: _Suite) -> tuple[str, list[Part]]:
     """Claim (d) on the fraction of each method's fine-tuning gain over zero-shot that survives linearization
     (means over tasks), among methods that gained at least :data:`MIN_GAIN_POINTS`."""
     table = s.table("linearization")
@@ -257,10 +288,10 @@ def _keeps_accuracy_linearized(s: _Suite) -> tuple[str, bool, Evidence]:
     if "talos" not in compared or len(compared) < 2:
         raise _Missing(f"TaLoS and at least one other method must gain {MIN_GAIN_POINTS:g} points over zero-shot "
                        f"to compare what linearization keeps ({numbers})")
-    return numbers, all(kept["talos"] >= kept[m] for m in compared[1:]), evidence
+    return numbers, [Part("rule", all(kept["talos"] >= kept[m] for m in compared[1:]), evidence)]
 
 
-def _sparsity_ablation(s: _Suite) -> tuple[str, bool, Evidence]:
+def _sparsity_ablation(s: _Suite) -> tuple[str, list[Part]]:
     table = s.table("sparsity_ablation", "talos").sort_values("sparsity")
     if len(table) < 2 or not np.isclose(table["sparsity"], 0.9).any():
         raise _Missing("the ablation has no sparsity 0.9 and another to compare")
@@ -272,10 +303,10 @@ def _sparsity_ablation(s: _Suite) -> tuple[str, bool, Evidence]:
     single = table["single_task_acc"].to_numpy()
     # the ablation's runs are trained as TaLoS's fixed-sparsity row is: its training flags are theirs
     fixed = s.fixed_row("comparison", "talos") if s.has("comparison") else "talos"
-    return numbers, bool(np.isclose(peak, 0.9) and np.all(np.diff(single) <= 0)), [(fixed, TRAINING)]
+    return numbers, [Part("rule", bool(np.isclose(peak, 0.9) and np.all(np.diff(single) <= 0)), [(fixed, TRAINING)])]
 
 
-def _single_task_on_par(s: _Suite) -> tuple[str, bool, Evidence]:
+def _single_task_on_par(s: _Suite) -> tuple[str, list[Part]]:
     table = s.table("comparison").set_index("method")["single_task_acc"].dropna()
     peft = [m for m in PEFT_BASELINES if m in table.index]
     if "talos" not in table.index or not peft:
@@ -284,7 +315,7 @@ def _single_task_on_par(s: _Suite) -> tuple[str, bool, Evidence]:
     numbers = "single-task TaLoS " + _pct(table["talos"]) + " vs " + ", ".join(
         f"{m} {_pct(table[m])}" for m in peft)
     evidence = [(m, "single_task_acc") for m in ("talos", *peft)]
-    return numbers, bool(100 * (table[best] - table["talos"]) <= ON_PAR_POINTS), evidence
+    return numbers, [Part("rule", bool(100 * (table[best] - table["talos"]) <= ON_PAR_POINTS), evidence)]
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -314,7 +345,7 @@ CLAIMS: tuple[Claim, ...] = (
           "LoTA present"),
 )
 
-_CHECKS: dict[str, Callable[[_Suite], tuple[str, bool, Evidence]]] = {
+_CHECKS: dict[str, Callable[[_Suite], tuple[str, list[Part]]]] = {
     "a": _best_in_addition_and_negation, "b": _shared_entries, "c": _where_masks_sit,
     "d": _keeps_accuracy_linearized, "e": _sparsity_ablation, "f": _single_task_on_par,
 }
@@ -338,23 +369,37 @@ def check_claims(store: Store | str, suites: Sequence[str]) -> list[Finding]:
     for claim in CLAIMS:
         for s in found:
             try:
-                numbers, holds, evidence = _CHECKS[claim.key](s)
+                numbers, parts = _CHECKS[claim.key](s)
             except _Missing as why:
                 out.append(Finding(claim, s.name, s.scale, f"n/a: {why}", VERDICTS[3], VERDICTS[3]))
                 continue
-            rule_verdict = VERDICTS[0] if holds else VERDICTS[1]
-            flags = evidence_flags(audits[s.name], evidence)
-            out.append(Finding(claim, s.name, s.scale, numbers, VERDICTS[2] if flags else rule_verdict, rule_verdict,
-                               flags))
+            out.append(_judge(claim, s, numbers, parts, audits[s.name]))
     return out
+
+
+def _judge(claim: Claim, s: _Suite, numbers: str, parts: Sequence[Part], flags: Sequence[Flag]) -> Finding:
+    """The verdict of one claim from its parts and the audit's flags (module docstring)."""
+    rule_verdict = VERDICTS[0] if all(p.holds for p in parts) else VERDICTS[1]
+    on_part = [evidence_flags(flags, p.evidence) for p in parts]
+    found = tuple(f for f in flags if any(f in part_flags for part_flags in on_part))  # the audit's order
+    settled = [p.name for p, part_flags in zip(parts, on_part)
+               if not p.holds and not part_flags and p.separated is not False]
+    verdict = VERDICTS[1] if settled else VERDICTS[2] if found else rule_verdict
+    return Finding(claim, s.name, s.scale, numbers, verdict, rule_verdict, found, settled[0] if settled else "")
 
 
 def evidence_flags(flags: Sequence[Flag], evidence: Evidence) -> tuple[Flag, ...]:
     """The audit flags that concern a claim's evidence: a flag on one of its (row, metric) pairs, a run-level flag
     (every metric) on one of its rows, or a suite-wide flag. Metric :data:`TRAINING` takes run-level flags only;
-    ``masks`` only the flags on masks (a TaLoS mask is calibrated at θ0, before any training)."""
+    ``masks`` only the flags on masks (a TaLoS mask is calibrated at θ0, before any training). A ``best-not-separated``
+    flag concerns a claim only when a TaLoS row is the best or the runner-up it names: every claim compares TaLoS with
+    the others, and which of two other rows leads does not change that comparison (claim (a) checks TaLoS against
+    the best other row's interval itself, :attr:`Part.separated`)."""
     out = []
     for f in flags:
+        if f.check == "best-not-separated" and not any(
+                _is_talos(str(r)) for r in (f.row, f.numbers.get("runner_up")) if r):
+            continue
         for row, metric in evidence:
             if f.row is not None and f.row != row:
                 continue
@@ -383,13 +428,18 @@ def claims_markdown(store: Store | str, suites: Sequence[str]) -> str:
     for f in findings:
         claim = f"({f.claim.key}) {f.claim.text}" if f.claim is not previous else ""
         verdict = f"**{f.verdict}**" if f.verdict != "n/a" else f.verdict
-        if f.flags:
+        if f.settled_by and f.flags:
+            verdict += (f" (settled by the {f.settled_by} part: it fails on unflagged numbers whose 95 % intervals are "
+                        f"apart; flagged elsewhere: {_flag_summary(f.flags)})")
+        elif f.flags:
             verdict += f" (rule alone: {f.rule_verdict}; flagged: {_flag_summary(f.flags)})"
         lines.append(f"| {claim} | {f.suite} ({f.scale}) | {f.numbers} | {verdict} |")
         previous = f.claim
     lines += ["", "Verdict rules (a claim is *reproduced* on a suite when its rule holds, *inconclusive* when the "
                   "audit (`talos audit SUITE`) flags a number the rule rests on — the rule's own verdict and the flags "
-                  "are named beside it —, *n/a* when the store lacks the results it needs or it does not apply):", ""]
+                  "are named beside it — unless one part of the rule (claim (a): addition, negation) fails on "
+                  "unflagged numbers whose 95 % intervals are apart, which settles *not reproduced*; *n/a* when the "
+                  "store lacks the results it needs or it does not apply):", ""]
     lines += [f"- ({c.key}) {c.rule}." for c in CLAIMS]
     return "\n".join(lines)
 
@@ -437,8 +487,8 @@ def alpha_rule_markdown(store: Store | str, suite: str) -> str:
                 for col in ("addition_abs", "addition_norm", "negation_target", "negation_control"):
                     table.loc[row_id, col] = r[col]
         try:
-            numbers, holds, _ = _best_in(table, _control_holds(s, table))
-            verdict = VERDICTS[0] if holds else VERDICTS[1]
+            numbers, parts = _best_in(table, _control_holds(s, table))
+            verdict = VERDICTS[0] if all(p.holds for p in parts) else VERDICTS[1]
         except _Missing as why:
             numbers, verdict = f"n/a: {why}", VERDICTS[3]
         lines.append(f"- Claim (a) with the `{rule}` grid: {numbers} → **{verdict}**.")

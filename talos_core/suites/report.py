@@ -1,6 +1,6 @@
 """Suite reports: the results table of a suite in Markdown (:func:`results_markdown`, from the store's
 ``comparison`` result; ``docs/results.md``) and what ``talos report`` prints (:func:`report_markdown`: the table and
-the learning rates re-checked at the step budget).
+the learning-rate checks).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from talos_core.store import Store
 
 
 def report_markdown(store: Store | str, suite: str) -> str:
-    """What ``talos report`` prints: :func:`results_markdown` and, where the store has them, the learning rates
-    re-checked at the step budget (one line per method; ``docs/results.md`` carries it, ``talos docs``)."""
+    """What ``talos report`` prints: :func:`results_markdown` and, where the store has them, the learning-rate
+    checks (one line per method; ``docs/results.md`` carries it, ``talos docs``)."""
     from talos_core.evaluation.lr_check import report_lines
 
     store = Store(store) if not isinstance(store, Store) else store
@@ -27,7 +27,8 @@ def report_markdown(store: Store | str, suite: str) -> str:
     model = store.read_result("suite", suite).get("model") if suite in store.results("suite") else None
     checks = report_lines(store, suite, model) if model else []
     if checks:  # a store without lr checks prints nothing more
-        text += ("\n\nLearning rate re-checked at the step budget (mean validation accuracy; the suite keeps its lr):\n"
+        text += ("\n\nLearning-rate check (mean validation accuracy over the check's tasks; each line says whether the "
+                 "method trains at the rate it chooses or the suite keeps its own):\n"
                  + "\n".join(f"- {line}" for line in checks))
     return text
 
