@@ -476,7 +476,10 @@ def _sparsity(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
     mem_m, mem_b = float(rm.get("peak_memory_mb", np.nan)), float(rb.get("peak_memory_mb", np.nan))
     cost = []
     if math.isfinite(t_m) and math.isfinite(t_b):
-        cost.append(f"time per step {t_m:.2f} s vs {t_b:.2f} s ({_word(t_m, t_b, 'faster', 'slower', True)})")
+        disturbed = [r for r in (m, b) if any(f.row == r and f.check == "timing-disturbed" for f in lesson.flags)]
+        doubt = (f"; the audit's *step time disturbed* doubts {' and '.join(_name(method_label(r)) for r in disturbed)}"
+                 if disturbed else "")
+        cost.append(f"time per step {t_m:.2f} s vs {t_b:.2f} s ({_word(t_m, t_b, 'faster', 'slower', True)}{doubt})")
     if math.isfinite(mem_m) and math.isfinite(mem_b):
         cost.append(f"peak memory {mem_m:,.0f} MB vs {mem_b:,.0f} MB "
                     f"({_word(mem_m, mem_b, 'less', 'more', True)})")

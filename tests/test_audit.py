@@ -40,6 +40,7 @@ def _spec() -> dict:
                 "run_id": _run_id(row, task), "model": "m", "task": task, "method": row.split("-")[0],
                 "config": {"train": {"steps": 100}}, "data_sizes": {"val": 100},
                 "metrics": {"vector_norm": 1.0 + 0.1 * i},
+                "timings": {"fwd_bwd_s_mean": 0.20 + 0.01 * i, "fwd_bwd_s_std": 0.01},
                 "curve": [{"step": s, "val_acc": a} for s, a in ((25, .5), (50, .8), (75, .8), (100, .8))]}
         runs = {t: _run_id(row, t) for t in TASKS}
         spec["addition"][row] = {
@@ -73,7 +74,8 @@ def _spec() -> dict:
         "records": [{"method": r, "addition_abs": 0.8 - 0.1 * i, "addition_abs_lo": 0.78 - 0.1 * i,
                      "addition_abs_hi": 0.82 - 0.1 * i, "negation_target": 0.2 + 0.1 * i,
                      "negation_target_lo": 0.18 + 0.1 * i, "negation_target_hi": 0.22 + 0.1 * i,
-                     "negation_control": 0.8, "single_task_acc": 0.9} for i, r in enumerate(ROWS)]}
+                     "negation_control": 0.8, "single_task_acc": 0.9, "time_per_step_s": 0.2 + 0.01 * i}
+                    for i, r in enumerate(ROWS)]}
     spec["lr_check"] = {"talos": {"columns": ["task", "lr", "val_acc", "run_id", "steps"], "records": [],
                                   "suite_lr": 1e-4, "best_lr": 1e-4, "agrees": True, "budget": 100,
                                   "means": [{"lr": 1e-4, "val_acc": 0.8}, {"lr": 1e-3, "val_acc": 0.7}]}}
@@ -213,6 +215,19 @@ def _mask_unmoved(spec):
     spec["masks"]["talos"]["diagnostics"][0]["moved"] = 0.9
 
 
+def _timing_spread(spec):
+    """One of TaLoS's runs had a few very slow steps (a pause): its standard deviation exceeds its mean."""
+    spec["runs"][_run_id("talos", "a")]["timings"] = {"fwd_bwd_s_mean": 0.3, "fwd_bwd_s_std": 0.9}
+
+
+def _timing_slow(spec):
+    """Non-linear FT's run on b took 2× an identical run's time per step (same model, task, method): a shared CPU."""
+    spec["runs"][_run_id("nonlinear", "b")]["timings"] = {"fwd_bwd_s_mean": 0.42, "fwd_bwd_s_std": 0.05}
+    twin = copy.deepcopy(spec["runs"][_run_id("nonlinear", "b")])
+    twin.update(run_id="m__b__nonlinear__1111111111", timings={"fwd_bwd_s_mean": 0.21, "fwd_bwd_s_std": 0.01})
+    spec["runs"][twin["run_id"]] = twin
+
+
 def _incomplete(spec):
     spec["suite"]["complete"] = False
 
@@ -237,6 +252,8 @@ CASES = [
     (_best_not_separated, {("best-not-separated", "talos")}),
     (_result_unreadable, {("result-unreadable", None)}),
     (_mask_unmoved, {("mask-unmoved", "talos")}),
+    (_timing_spread, {("timing-disturbed", "talos")}),
+    (_timing_slow, {("timing-disturbed", "nonlinear")}),
     (_incomplete, {("suite-incomplete", None)}),
 ]
 

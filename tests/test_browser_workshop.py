@@ -12,6 +12,7 @@ the page's own state (:mod:`bench.page_state`). Screenshots go to /tmp/talos_wor
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -209,15 +210,25 @@ def _mnist_negated(page_at, url: str, alpha: float):
     return page, next(t for t in _gallery_heads(page) if "target mnist" in t)
 
 
+def _stored_and_between() -> tuple[float, float]:
+    """A stored exact negation point of TaLoS on MNIST in the shipped ``vision`` examples, inside the sliders'
+    teaching range (up to 1), and an α 0.02 past it, before the next stored point: read from the store, not assumed."""
+    alphas = json.loads((SHIPPED / "results/examples/vision__efficientnet-lite0__talos.json").read_text())
+    grid = sorted(alphas["negation_alphas"]["mnist"])
+    lo = max(a for a, b in itertools.pairwise(grid) if a <= 1.0 and b - a >= 0.04)
+    return lo, round(lo + 0.02, 2)
+
+
 def test_negation_gallery_names_its_model_and_its_distance_to_exact(url, page_at):
-    page, head = _mnist_negated(page_at, url, 11)
+    stored, between = _stored_and_between()
+    page, head = _mnist_negated(page_at, url, between)
     assert "first-order model" in head, head
     notes = [t for t in texts(page) if "nearest exact point" in t]
-    assert any("α = 10" in t and re.search(r"\d+/24", t) for t in notes), notes  # the gap, in examples
+    assert any(f"α = {stored:g}" in t and re.search(r"\d+/24", t) for t in notes), notes  # the gap, in examples
     assert any("target accuracy" in t for t in notes), notes  # and on the preview's bars
     page.screenshot(path="/tmp/talos_workshop_gallery_first_order.png")
 
-    _, head = _mnist_negated(page_at, url, 15)  # a stored exact point
+    _, head = _mnist_negated(page_at, url, stored)  # a stored exact point
     assert "exact model" in head, head
 
 
@@ -260,11 +271,13 @@ def test_alpha_sliders_open_on_the_teaching_range_and_drag_by_mouse(url, page_at
     assert float(slider.get_attribute("min")) == 0 and float(slider.get_attribute("max")) == 2
     curve = plot(page, "Mean normalized accuracy")
     assert curve["xaxis"]["range"][1] <= 2.2, curve["xaxis"]  # the α curve on the same scale
-    page.get_by_text("Full searched α range").click()  # one click to the whole grid
-    wait_until(page, lambda: float(page.locator(LIVE_SLIDERS).first.get_attribute("max")) == 100, "0–100")
+    addition = json.loads((SHIPPED / "results/addition/vision__efficientnet-lite0__talos.json").read_text())
+    top = max(addition["alpha_grid"])
+    page.get_by_text("Full searched α range").click()  # one click to the whole grid (read from the store)
+    wait_until(page, lambda: float(page.locator(LIVE_SLIDERS).first.get_attribute("max")) == top, f"0–{top:g}")
     wait_until(page, lambda: "afull=true" in page.url, "the range in the URL")
     wait_drawn(page)
-    assert plot(page, "Mean normalized accuracy")["xaxis"]["range"][1] >= 100
+    assert plot(page, "Mean normalized accuracy")["xaxis"]["range"][1] >= top
 
     page = page_at(f"{url}/arithmetic?{shipped('text')}&same=false")
     sliders = page.locator(LIVE_SLIDERS)

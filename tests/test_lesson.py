@@ -156,6 +156,10 @@ def test_the_sparsity_answer_says_what_the_store_says_either_way(shipped):
     tm, tb = comp.loc["talos", "time_per_step_s"], comp.loc["nonlinear", "time_per_step_s"]
     assert f"{tm:.2f} s vs {tb:.2f} s" in text
     assert ("faster" if tm < tb else "slower") in text, "a slower sparse method is called slower"
+    from talos_core.evaluation.audit import audit_suite
+
+    disturbed = {f.row for f in audit_suite(SHIPPED, shipped.suite) if f.check == "timing-disturbed"}
+    assert ("step time disturbed" in text) == bool(disturbed & {"talos", "nonlinear"}), "a doubted timing says so"
     # absolute accuracy, never normalized (it rewards a method that learned little: the audit's norm-* checks)
     am, ab = comp.loc["talos", "addition_abs"], comp.loc["nonlinear", "addition_abs"]
     overlap = (comp.loc["talos", "addition_abs_lo"] <= comp.loc["nonlinear", "addition_abs_hi"]

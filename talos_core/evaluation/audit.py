@@ -40,6 +40,12 @@ DISPLACEMENT_RATIO = 5.0
 MIN_GAIN_POINTS = 5.0
 #: a mask whose training moved less than this fraction of its entries has entries that never learned
 MIN_MOVED = 0.99
+#: step timing: a run whose step-time standard deviation exceeds this many times its mean had steps several times
+#: its typical one (a pause, a co-scheduled job)
+TIMING_SPREAD = 1.0
+#: step timing: a run slower than this many times the fastest identical run in the store (same model, task, method
+#: and sparsity or rank: the same work per step) was measured on a shared machine
+TIMING_RATIO = 1.5
 
 #: every metric of a row (run-level flags: a number computed from an unsound run is unsound whatever it is)
 ALL = "*"
@@ -101,6 +107,10 @@ CHECKS: tuple[Check, ...] = (
           "numbers relative to that gain (normalized accuracy, what linearization keeps) say little."),
     Check("best-not-separated", "best within noise",
           "The best row's 95 % interval overlaps the runner-up's, so the data do not say which is better."),
+    Check("timing-disturbed", "step time disturbed",
+          "A run behind this time per step had steps far slower than its own typical step, or ran much slower than an "
+          "identical run in the store, so the machine was shared or paused while it was timed: the time per step and "
+          "any speed-up read from it are not a clean measurement."),
     Check("result-unreadable", "result unreadable",
           "A result file the audit reads could not be read (damaged, edited, or contradicting itself, such as a number "
           "outside its own interval), so the numbers drawn from it cannot be checked."),
@@ -260,6 +270,11 @@ class _Reader:
                 self._results[key] = None
                 self.problems[f"{kind}/{key[1]}"] = str(exc)
         return self._results[key]
+
+    def run_ids(self) -> list[str]:
+        """Every run folder of the store (sorted)."""
+        runs = self.root / "runs"
+        return sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
 
     def manifest(self, run_id: str) -> dict | None:
         if run_id not in self._manifests:
@@ -615,6 +630,54 @@ def _comparison_flags(r: _Reader) -> Iterable[Flag]:
                        f"{_pct(second[f'{col}_hi'])}]", {"metric": col, "runner_up": str(second["method"])})
 
 
+def _timing_key(man: Mapping) -> tuple:
+    """What fixes a run's work per step: model, task, method, sparsity and (L-LoRA) rank."""
+    info = man.get("info") if isinstance(man.get("info"), Mapping) else {}
+    return (man.get("model"), man.get("task"), man.get("method"), man.get("sparsity"),
+            man.get("rank", info.get("rank")), man.get("eval_mode"))
+
+
+def _step_time(man: Mapping) -> tuple[float, float] | None:
+    t = man.get("timings") if isinstance(man.get("timings"), Mapping) else {}
+    mean, std = t.get("fwd_bwd_s_mean"), t.get("fwd_bwd_s_std")
+    if not isinstance(mean, (int, float)) or not isinstance(std, (int, float)) or not mean > 0:
+        return None
+    return float(mean), float(std)
+
+
+def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    """Each fine-tuning row with a time per step: the runs behind it against their own spread and against the fastest
+    identical run in the store (the comparison's ``time_per_step_s`` is their mean over tasks)."""
+    comp = r.result("comparison")
+    timed = {str(x["method"]) for x in _records(comp) if x.get("time_per_step_s") is not None
+             and not (isinstance(x["time_per_step_s"], float) and math.isnan(x["time_per_step_s"]))} if comp else set()
+    fastest: dict[tuple, float] = {}
+    for rid in r.run_ids():
+        man = r.manifest(rid)
+        st = _step_time(man) if man else None
+        if st:
+            key = _timing_key(man)
+            fastest[key] = min(fastest.get(key, math.inf), st[0])
+    for row in rows:
+        if row not in timed or row in r.posthoc():
+            continue
+        found = []
+        for task, rid in r.row_runs(row).items():
+            man = r.manifest(rid)
+            st = _step_time(man) if man else None
+            if not st:
+                continue
+            (mean, std), best = st, fastest.get(_timing_key(man), st[0])
+            if std > TIMING_SPREAD * mean or mean > TIMING_RATIO * best:
+                found.append((task, mean, std, best))
+        if found:
+            yield Flag("timing-disturbed", r.suite, row, ("time_per_step_s",), f"efficiency/{r.name()}",
+                       "; ".join(f"{task}: {mean:.3g} ± {std:.2g} s per step"
+                                 + (f", {mean / best:.1f}× an identical run's {best:.3g} s" if mean > TIMING_RATIO
+                                    * best else "") for task, mean, std, best in found),
+                       {"tasks": {t: {"mean_s": m, "std_s": sd, "fastest_identical_s": b} for t, m, sd, b in found}})
+
+
 def _mask_flags(r: _Reader) -> Iterable[Flag]:
     prefix = r.name() + schema.SEP
     for name in sorted(n for n in _result_names(r.root, "masks") if n.startswith(prefix)):
@@ -669,6 +732,7 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _selection_flags(r, rows)
     flags += _single_flags(r, rows)
     flags += _comparison_flags(r)
+    flags += _timing_flags(r, rows)
     flags += _mask_flags(r)
     flags += _ablation_flags(r)
     flags += [Flag("result-unreadable", suite, None, (ALL,), source, problem, {})
