@@ -45,10 +45,11 @@ def task_picker(ex: ExampleSet, tasks: list[str], key: str, label: str = "Exampl
 
 
 def exact_on_demand(g: figures_examples.Gallery, ex: ExampleSet, root, name: str, alphas: dict[str, float],
-                    key: str) -> figures_examples.Gallery:
+                    key: str, *, say_why: bool = True) -> figures_examples.Gallery:
     """``g``, or — when it is not the exact model and the store keeps the runs' task vectors — a button that
     evaluates the exact model at ``alphas`` (task → α; a negated task: a negative α) on ``g``'s examples, and then the
-    exact gallery. Off (a sentence) in read-only mode and where the store keeps manifests only."""
+    exact gallery. Off (a sentence, unless ``say_why`` is False: a second gallery of the same edit) in read-only mode
+    and where the store keeps manifests only."""
     if g.source == "exact":
         return g
     from dashboard.access import ServerConfig
@@ -63,7 +64,8 @@ def exact_on_demand(g: figures_examples.Gallery, ex: ExampleSet, root, name: str
     if problem is None and ServerConfig.from_env().read_only:
         problem = "this server runs in read-only mode and computes nothing"
     if problem:
-        st.caption(f"The exact model at these α's cannot be evaluated here: {md(problem, at_start=False)}.")
+        if say_why:
+            st.caption(f"The exact model at these α's cannot be evaluated here: {md(problem, at_start=False)}.")
         return g
     if st.button(f"Evaluate the exact model at {md(g.asked)} on these {len(g.table)} examples", key=f"{key}.exact",
                  icon=":material/model_training:"):

@@ -375,3 +375,13 @@ def test_a_flagged_number_is_never_highlighted_as_best(monkeypatch):
     assert "negation_target" not in best_per_column(df, (), {("talos", "negation_target")})  # vetoed: no best
     norm = pd.DataFrame({"method": ["talos", "tall_consensus"], "addition_norm": [0.953, 0.90]})
     assert best_per_column(norm, {("talos", "addition_norm")})["addition_norm"] == 1
+
+
+def test_the_exact_model_unavailable_is_said_once_per_edit(monkeypatch):
+    """Between stored α's on the shipped store (manifests only), the negation galleries of target and control are both
+    first-order for the same edit: the reason the exact model cannot be evaluated is one sentence, not two."""
+    at = open_app(monkeypatch, REPO / "cached_results", "arithmetic",
+                  {"suite": "vision", "method": "talos", "n.talos.mnist": "1.02", "tab": "Negation"})
+    assert any("first-order model at α = 1.02" in m.value for m in at.markdown)  # both galleries, one edit
+    said = [c.value for c in at.caption if "cannot be evaluated here" in c.value]
+    assert len(said) == 1, said

@@ -261,7 +261,8 @@ def negation_panel(neg) -> None:
         edit = {target: -float(alphas.get(target, 0.0))}
         tg = examples_ui.exact_on_demand(tg, examples, ctx.root, ctx.name(method), edit, "neg_target")
         if cg is not None:
-            cg = examples_ui.exact_on_demand(cg, examples, ctx.root, ctx.name(method), edit, "neg_control")
+            cg = examples_ui.exact_on_demand(cg, examples, ctx.root, ctx.name(method), edit, "neg_control",
+                                             say_why=False)  # the target's gallery said why, for the same edit
         st.caption("Negation should *forget* the target (right at zero-shot → wrong now) and leave the control "
                    "task alone: every marked control example is a flip the 95 % constraint should keep rare.")
         left, right = st.columns(2)
