@@ -21,7 +21,11 @@ from talos_core.evaluation.audit import ALL, Flag, check_info, footnote_keys
 BADGE = "⚑"
 
 #: the comparison table's columns a flag can concern (costs and zero-shot are measured, not selected)
-AUDITED_COLUMNS = ("addition_abs", "addition_norm", "negation_target", "negation_control", "single_task_acc")
+AUDITED_COLUMNS = ("addition_abs", "addition_norm", "negation_target", "negation_control", "single_task_acc",
+                   "time_per_step_s")
+#: columns a run-level flag (every number of the row, ALL) does not reach: how long a step took does not depend on
+#: how well the run trained; only a flag naming the column (``timing-disturbed``) marks it
+COST_COLUMNS = ("time_per_step_s",)
 
 
 def _numbers(flags: Sequence[Flag], rows: Sequence[str]) -> dict[tuple[str, str], int]:
@@ -36,7 +40,7 @@ def cell_badges(flags: Sequence[Flag], rows: Sequence[str], columns: Sequence[st
     out: dict[tuple[str, str], list[int]] = {}
     for f in flags:
         targets = rows if f.row is None else [f.row]
-        cols = [c for c in columns if ALL in f.metrics or c in f.metrics]
+        cols = [c for c in columns if (ALL in f.metrics and c not in COST_COLUMNS) or c in f.metrics]
         for row in targets:
             if row not in rows:
                 continue

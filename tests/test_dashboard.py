@@ -344,6 +344,10 @@ def test_audit_badges_and_panel_on_the_shipped_store(monkeypatch):
     assert "⚑" in shown.loc["TaLoS", header("negation_target")]
     assert "⚑" not in shown.loc["TaLoS", header("single_task_acc")]  # no run-level flag on a converged row
     assert "⚑" not in shown.loc["TaLoS", header("zero_shot_acc")]  # measured, not selected: nothing to flag
+    timed = {f.row for f in audit_suite(REPO / "cached_results", "vision") if f.check == "timing-disturbed"}
+    assert "talos" in timed and "lota" not in timed
+    assert "⚑" in shown.loc["TaLoS", header("time_per_step_s")]  # a step time measured on a shared CPU
+    assert "⚑" not in shown.loc["LoTA", header("time_per_step_s")]  # LoTA's run-level flag says nothing of timing
     flags = audit_suite(REPO / "cached_results", "vision")
     panel = next(d.value for d in at.dataframe if "why it matters" in d.value.columns)
     assert len(panel) == len({(f.row or "", f.check) for f in flags})
