@@ -604,6 +604,12 @@ def _single_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                        + " over zero-shot (test)", {"gain_points": small})
 
 
+def _has_number(record: Mapping, col: str) -> bool:
+    """Whether a comparison record holds a number (not missing, not NaN) in ``col``."""
+    v = record.get(col)
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
 def _comparison_flags(r: _Reader) -> Iterable[Flag]:
     comp = r.result("comparison")
     if not comp:
@@ -612,7 +618,7 @@ def _comparison_flags(r: _Reader) -> Iterable[Flag]:
     source = f"comparison/{r.name()}"
     for col, higher in (("addition_abs", True), ("addition_norm", True), ("negation_target", False),
                         ("single_task_acc", True)):
-        rows = [x for x in recs if x.get(col) is not None and not (isinstance(x[col], float) and math.isnan(x[col]))]
+        rows = [x for x in recs if _has_number(x, col)]
         if col == "addition_norm":
             rows = [x for x in rows if float(x[col]) <= 1.0]
         if len(rows) < 2:
@@ -649,8 +655,7 @@ def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
     """Each fine-tuning row with a time per step: the runs behind it against their own spread and against the fastest
     identical run in the store (the comparison's ``time_per_step_s`` is their mean over tasks)."""
     comp = r.result("comparison")
-    timed = {str(x["method"]) for x in _records(comp) if x.get("time_per_step_s") is not None
-             and not (isinstance(x["time_per_step_s"], float) and math.isnan(x["time_per_step_s"]))} if comp else set()
+    timed = {str(x["method"]) for x in _records(comp) if _has_number(x, "time_per_step_s")} if comp else set()
     fastest: dict[tuple, float] = {}
     for rid in r.run_ids():
         man = r.manifest(rid)
@@ -668,14 +673,16 @@ def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
             if not st:
                 continue
             (mean, std), best = st, fastest.get(_timing_key(man), st[0])
-            if std > TIMING_SPREAD * mean or mean > TIMING_RATIO * best:
-                found.append((task, mean, std, best))
+            slow = mean > TIMING_RATIO * best
+            if std > TIMING_SPREAD * mean or slow:
+                found.append((task, mean, std, best, slow))
         if found:
             yield Flag("timing-disturbed", r.suite, row, ("time_per_step_s",), f"efficiency/{r.name()}",
                        "; ".join(f"{task}: {mean:.3g} ± {std:.2g} s per step"
-                                 + (f", {mean / best:.1f}× an identical run's {best:.3g} s" if mean > TIMING_RATIO
-                                    * best else "") for task, mean, std, best in found),
-                       {"tasks": {t: {"mean_s": m, "std_s": sd, "fastest_identical_s": b} for t, m, sd, b in found}})
+                                 + (f", {mean / best:.1f}× an identical run's {best:.3g} s" if slow else "")
+                                 for task, mean, std, best, slow in found),
+                       {"tasks": {t: {"mean_s": m, "std_s": sd, "fastest_identical_s": b}
+                                  for t, m, sd, b, _ in found}})
 
 
 def _mask_flags(r: _Reader) -> Iterable[Flag]:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from talos_core.errors import TalosError
 from talos_core.evaluation.audit import ALL, MIN_GAIN_POINTS, Flag, audit_suite
-from talos_core.schema import METHODS, base_method_of, result_name
+from talos_core.schema import METHODS, base_method_of, interval_columns, result_name
 from talos_core.store import Store
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "n/a")
@@ -137,7 +137,7 @@ class Part:
 
 def _separated(table: pd.DataFrame, a: str, b: str, col: str) -> bool | None:
     """Whether rows ``a`` and ``b`` of a comparison table have disjoint 95 % intervals of ``col`` (None: none)."""
-    lo, hi = f"{col}_lo", f"{col}_hi"
+    lo, hi = interval_columns(col)
     if lo not in table.columns or hi not in table.columns:
         return None
     values = [table.at[r, c] for r in (a, b) for c in (lo, hi)]
