@@ -272,9 +272,10 @@ class _Reader:
         return self._results[key]
 
     def run_ids(self) -> list[str]:
-        """Every run folder of the store (sorted)."""
+        """Every run folder of the store (sorted; staging ``.tmp-*`` folders are not runs, as in ``Store.runs``)."""
         runs = self.root / "runs"
-        return sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+        return sorted(p.name for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")) if runs.is_dir() \
+            else []
 
     def manifest(self, run_id: str) -> dict | None:
         if run_id not in self._manifests:
