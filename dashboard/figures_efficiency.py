@@ -91,6 +91,28 @@ def memory_kind_label(kind: Any) -> str:
     return MEMORY_KINDS.get(str(kind), str(kind))
 
 
+def machines_note(eff: pd.DataFrame, label: Any = str) -> str | None:
+    """A sentence when the methods of an efficiency table were timed on different machines (its ``machine``
+    column; ``label`` names a method), else ``None``: then the bars compare machines, not methods.
+
+    >>> eff = pd.DataFrame({"method": ["talos", "talos", "nonlinear"],
+    ...                     "machine": ["cuda · NVIDIA H200", "cuda · NVIDIA H200", "cpu · AMD EPYC · 1 thread"]})
+    >>> print(machines_note(eff))  # doctest: +ELLIPSIS
+    Timed on different machines — talos: cuda · NVIDIA H200; nonlinear: cpu · AMD EPYC · 1 thread. These bars ...
+    >>> machines_note(eff[eff["method"] == "talos"]) is None
+    True
+    """
+    if "machine" not in eff.columns:
+        return None
+    by = {str(m): sorted({str(x) for x in g["machine"].dropna()}) for m, g in eff.groupby("method", sort=False)}
+    by = {m: xs for m, xs in by.items() if xs}
+    if len({x for xs in by.values() for x in xs}) < 2:
+        return None
+    return ("Timed on different machines — " + "; ".join(f"{label(m)}: {', '.join(xs)}" for m, xs in by.items())
+            + ". These bars compare machines, not methods (the audit flags such rows: time per step from another "
+              "machine).")
+
+
 @plain_figure
 def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over all tasks)") -> go.Figure:
     """Three panels: time per step split into forward+backward and optimizer (stacked; whiskers: the 95 % interval

@@ -32,6 +32,7 @@ from dashboard.lesson_core import (
 )
 from dashboard.plain import md, plain_figure
 from talos_core.errors import TalosError
+from talos_core.evaluation.audit import check_info
 from talos_core.schema import MissingResult, method_label
 
 
@@ -476,9 +477,12 @@ def _sparsity(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
     mem_m, mem_b = float(rm.get("peak_memory_mb", np.nan)), float(rb.get("peak_memory_mb", np.nan))
     cost = []
     if math.isfinite(t_m) and math.isfinite(t_b):
-        disturbed = [r for r in (m, b) if any(f.row == r and f.check == "timing-disturbed" for f in lesson.flags)]
-        doubt = (f"; the audit's *step time disturbed* doubts {' and '.join(_name(method_label(r)) for r in disturbed)}"
-                 if disturbed else "")
+        # the audit's flags on the time itself (a disturbed machine, another machine than the other method's)
+        doubts = {f.check: check_info(f.check).title for f in lesson.flags
+                  if f.row in (m, b) and "time_per_step_s" in f.metrics}
+        doubted = [r for r in (m, b) if any(f.row == r and f.check in doubts for f in lesson.flags)]
+        doubt = (f"; the audit's *{'* and *'.join(doubts.values())}* doubts "
+                 f"{' and '.join(_name(method_label(r)) for r in doubted)}" if doubted else "")
         cost.append(f"time per step {t_m:.2f} s vs {t_b:.2f} s ({_word(t_m, t_b, 'faster', 'slower', True)}{doubt})")
     if math.isfinite(mem_m) and math.isfinite(mem_b):
         cost.append(f"peak memory {mem_m:,.0f} MB vs {mem_b:,.0f} MB "

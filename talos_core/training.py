@@ -50,6 +50,7 @@ from talos_core.batching import (  # noqa: F401 - batch_indices and grouped_batc
     micro_batches,
 )
 from talos_core.errors import TalosError, check_int, check_range
+from talos_core.hardware import machine_timings
 from talos_core.memory import peak_memory_mb, reset_peak_memory
 from talos_core.models.base import TaskModel
 from talos_core.tasks.base import Split, TaskSpec
@@ -633,6 +634,7 @@ def _timings(fb_times: list[float], opt_times: list[float], device: torch.device
         "peak_memory_kind": memory_kind,
         "trainable_entries": int(sum(opt.exp_avg[n].numel() for n in opt.names())),
         "trainable_tensors": len(plan),
+        **machine_timings(device),  # where it was timed: a time per step compares only with the same machine's
     }
     if early is not None:
         out.update({"steps_run": steps_run, "best_step": early.best_step,

@@ -228,6 +228,23 @@ def _timing_slow(spec):
     spec["runs"][twin["run_id"]] = twin
 
 
+def _timing_other_machine(spec):
+    """TaLoS was timed on a GPU, non-linear FT and LoTA on a CPU (manifests from before ``hardware`` was recorded
+    say only ``cpu``; they still compare with a CPU that names its model)."""
+    for task in TASKS:
+        spec["runs"][_run_id("talos", task)].update(
+            device="cuda", timings={"fwd_bwd_s_mean": 0.02, "fwd_bwd_s_std": 0.001, "hardware": "NVIDIA H200"})
+        spec["runs"][_run_id("nonlinear", task)].update(device="cpu")
+        spec["runs"][_run_id("lota", task)]["device"] = "cpu"
+        spec["runs"][_run_id("lota", task)]["timings"].update(hardware="AMD EPYC", torch_threads=1)
+
+
+def _timing_two_machines(spec):
+    """LoTA's runs were timed on two CPU models: its time per step mixes them."""
+    spec["runs"][_run_id("lota", "a")]["timings"].update(hardware="AMD EPYC", torch_threads=1)
+    spec["runs"][_run_id("lota", "b")]["timings"].update(hardware="Intel(R) Xeon(R) Processor", torch_threads=1)
+
+
 def _incomplete(spec):
     spec["suite"]["complete"] = False
 
@@ -254,8 +271,31 @@ CASES = [
     (_mask_unmoved, {("mask-unmoved", "talos")}),
     (_timing_spread, {("timing-disturbed", "talos")}),
     (_timing_slow, {("timing-disturbed", "nonlinear")}),
+    (_timing_other_machine, {("timing-other-machine", "talos")}),
+    (_timing_two_machines, {("timing-other-machine", "lota")}),
     (_incomplete, {("suite-incomplete", None)}),
 ]
+
+
+def test_a_gpu_run_is_no_yardstick_for_a_cpu_runs_step_time(tmp_path):
+    """An identical run timed on a GPU is many times faster than the CPU's: ``timing-disturbed`` compares runs on
+    the same kind of machine only (the GPU run's row is told apart by ``timing-other-machine`` instead)."""
+    spec = copy.deepcopy(_spec())
+    twin = copy.deepcopy(spec["runs"][_run_id("nonlinear", "b")])
+    twin.update(run_id="m__b__nonlinear__2222222222", device="cuda",
+                timings={"fwd_bwd_s_mean": 0.01, "fwd_bwd_s_std": 0.001, "hardware": "NVIDIA H200"})
+    spec["runs"][twin["run_id"]] = twin
+    assert _checks(_write(tmp_path, spec)) == set()
+
+
+def test_timing_other_machine_names_both_machines(tmp_path):
+    spec = copy.deepcopy(_spec())
+    _timing_other_machine(spec)
+    (flag,) = [f for f in audit_suite(_write(tmp_path, spec), "s") if f.check == "timing-other-machine"]
+    assert flag.metrics == ("time_per_step_s",)
+    assert flag.message == "timed on cuda · NVIDIA H200, nonlinear's runs on cpu"
+    assert flag.numbers == {"machines": ["cuda · NVIDIA H200"], "reference": "nonlinear",
+                            "reference_machines": ["cpu"]}
 
 
 @pytest.mark.parametrize("mutate, expected", CASES, ids=[c[0].__name__.strip("_") for c in CASES])

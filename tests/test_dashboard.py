@@ -225,6 +225,22 @@ def test_comparison_table_shows_intervals_beside_means(monkeypatch, fixture_stor
     assert any("95 % bootstrap interval over test examples" in c.value for c in at.caption)
 
 
+def test_efficiency_page_warns_when_methods_were_timed_on_different_machines(monkeypatch, fixture_store, tmp_path):
+    """A suite run in parts on a GPU and a CPU: the page says the bars compare machines (one machine: no word)."""
+    from talos_core.store import Store
+
+    at = open_app(monkeypatch, fixture_store, "efficiency")
+    assert not any("different machines" in w.value for w in at.warning)
+    store = Store(shutil.copytree(fixture_store, tmp_path / "store"))
+    name = "default__tiny-clip"
+    eff = store.read_table("efficiency", name)
+    eff["machine"] = ["cuda · NVIDIA H200" if m == "talos" else "cpu · AMD EPYC · 1 thread" for m in eff["method"]]
+    store.write_table("efficiency", name, eff)
+    at = open_app(monkeypatch, store.root, "efficiency")
+    (note,) = [w.value for w in at.warning if "different machines" in w.value]
+    assert "TaLoS: cuda · NVIDIA H200" in note and "compare machines, not methods" in note
+
+
 def test_missing_store_folder_is_an_error_message(monkeypatch, tmp_path):
     at = open_app(monkeypatch, tmp_path / "does-not-exist")
     assert any("does not exist" in e.value for e in at.error)

@@ -55,6 +55,11 @@ def test_off_mask_entries_never_change(tiny_setup, name):
     # optimizer state covers only trainable entries
     assert result.timings["trainable_entries"] == sum(
         int(m.sum()) for n, m in mask.items() if n in plan)
+    # where it was timed: a time per step is compared only with the same machine's (the audit's
+    # timing-other-machine); on a CPU the thread count is part of the machine
+    from talos_core.hardware import cpu_model
+    assert result.timings["hardware"] == cpu_model()
+    assert result.timings["torch_threads"] == torch.get_num_threads()
 
 
 def test_masked_adamw_matches_torch_adamw_when_dense():

@@ -42,6 +42,8 @@ if ctx.has("efficiency"):
         if sub.empty:
             st.info("Pick at least one method.")
         else:
+            if note := figures.machines_note(sub, label=method_label):
+                st.warning(note)
             ui.chart(figures.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
             kind = figures.memory_kind_label(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
             st.caption("Time per training step, the mean over all steps of all tasks (hatched = optimizer step); "

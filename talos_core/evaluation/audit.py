@@ -25,6 +25,7 @@ from typing import Any
 
 from talos_core import schema
 from talos_core.errors import TalosError
+from talos_core.hardware import Machine
 from talos_core.schema import base_method_of, result_name
 
 #: a selection decided by fewer validation examples than this is flagged
@@ -111,6 +112,10 @@ CHECKS: tuple[Check, ...] = (
           "A run behind this time per step had steps far slower than its own typical step, or ran much slower than an "
           "identical run in the store, so the machine was shared or paused while it was timed: the time per step and "
           "any speed-up read from it are not a clean measurement."),
+    Check("timing-other-machine", "time per step from another machine",
+          "The runs behind this time per step were timed on another machine than the reference method's (a GPU "
+          "against a CPU, another CPU model, another thread count), or on several, so a speed-up read from it "
+          "compares machines, not methods."),
     Check("result-unreadable", "result unreadable",
           "A result file the audit reads could not be read (damaged, edited, or contradicting itself, such as a number "
           "outside its own interval), so the numbers drawn from it cannot be checked."),
@@ -638,10 +643,12 @@ def _comparison_flags(r: _Reader) -> Iterable[Flag]:
 
 
 def _timing_key(man: Mapping) -> tuple:
-    """What fixes a run's work per step: model, task, method, sparsity and (L-LoRA) rank."""
+    """What fixes a run's work per step: model, task, method, sparsity and (L-LoRA) rank; and the kind of device and
+    its hardware (a GPU's time per step is no yardstick for a CPU's)."""
     info = man.get("info") if isinstance(man.get("info"), Mapping) else {}
+    where = Machine.of(man)
     return (man.get("model"), man.get("task"), man.get("method"), man.get("sparsity"),
-            man.get("rank", info.get("rank")), man.get("eval_mode"))
+            man.get("rank", info.get("rank")), man.get("eval_mode"), where.kind, where.name)
 
 
 def _step_time(man: Mapping) -> tuple[float, float] | None:
@@ -684,6 +691,47 @@ def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                                  for task, mean, std, best, slow in found),
                        {"tasks": {t: {"mean_s": m, "std_s": sd, "fastest_identical_s": b}
                                   for t, m, sd, b, _ in found}})
+
+
+def _machine_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+    """Each fine-tuning row with a time per step: where its runs were timed, against the reference row's machine
+    (non-linear FT's where it is timed, else the first timed row's); a row whose own runs ran on several machines
+    is flagged whatever the reference."""
+    comp = r.result("comparison")
+    timed = [str(x["method"]) for x in _records(comp) if _has_number(x, "time_per_step_s")] if comp else []
+    where: dict[str, list[Machine]] = {}
+    for row in rows:
+        if row not in timed or row in r.posthoc():
+            continue
+        found = [Machine.of(man) for rid in r.row_runs(row).values() if (man := r.manifest(rid))]
+        if found:
+            where[row] = found
+    if not where:
+        return
+    ref = "nonlinear" if "nonlinear" in where else next(iter(where))
+
+    def spread(ms: list[Machine]) -> list[Machine]:
+        out: list[Machine] = []
+        for m in ms:
+            if not any(m.same_as(o) for o in out):
+                out.append(m)
+        return out
+
+    def name(ms: list[Machine]) -> str:
+        return ", ".join(m.label() for m in spread(ms))
+
+    ref_ms = spread(where[ref])
+    for row, ms in where.items():
+        mine = spread(ms)
+        if len(mine) > 1:
+            msg = f"its runs were timed on {len(mine)} machines: {name(ms)}"
+        elif row != ref and len(ref_ms) == 1 and not mine[0].same_as(ref_ms[0]):
+            msg = f"timed on {mine[0].label()}, {ref}'s runs on {ref_ms[0].label()}"
+        else:
+            continue
+        yield Flag("timing-other-machine", r.suite, row, ("time_per_step_s",), f"efficiency/{r.name()}", msg,
+                   {"machines": [m.label() for m in mine], "reference": ref,
+                    "reference_machines": [m.label() for m in ref_ms]})
 
 
 def _mask_flags(r: _Reader) -> Iterable[Flag]:
@@ -741,6 +789,7 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _single_flags(r, rows)
     flags += _comparison_flags(r)
     flags += _timing_flags(r, rows)
+    flags += _machine_flags(r, rows)
     flags += _mask_flags(r)
     flags += _ablation_flags(r)
     flags += [Flag("result-unreadable", suite, None, (ALL,), source, problem, {})

@@ -28,21 +28,25 @@ INTERVAL_COLUMNS = list(schema.KINDS["comparison"].optional_columns)
 def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
     """One row per run from its manifest ``timings`` (perf_counter per iteration, mean ± std).
 
-    ``calibration_s`` is 0 for methods without a calibration stage; ``steps`` (training iterations,
-    an extra column) lets :func:`efficiency_summary` pool the per-run statistics.
+    ``calibration_s`` is 0 for methods without a calibration stage; ``machine`` says where the run was timed
+    (:class:`~talos_core.hardware.Machine`); ``steps`` (training iterations, an extra column) lets
+    :func:`efficiency_summary` pool the per-run statistics.
     """
+    from talos_core.hardware import Machine
+
     rows = []
     for run in runs:
         m = run.manifest
         t = m.timings
+        where = Machine.of({"device": m.device, "timings": t}).label()
         rows.append({"method": m.method, "task": m.task,
                      "fwd_bwd_s_mean": t.get("fwd_bwd_s_mean"), "fwd_bwd_s_std": t.get("fwd_bwd_s_std"),
                      "opt_s_mean": t.get("opt_s_mean"), "opt_s_std": t.get("opt_s_std"),
                      "calibration_s": float(t.get("calibration_s", 0.0)), "train_s": t.get("train_s"),
                      "peak_memory_mb": t.get("peak_memory_mb"), "peak_memory_kind": t.get("peak_memory_kind"),
-                     "trainable_entries": t.get("trainable_entries"),
+                     "trainable_entries": t.get("trainable_entries"), "machine": where,
                      "steps": (m.config.get("train") or {}).get("steps") or 1})
-    return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "steps"])
+    return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "machine", "steps"])
 
 
 def _pooled(means: np.ndarray, stds: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
@@ -68,7 +72,9 @@ def efficiency_summary(table: pd.DataFrame) -> dict[str, dict]:
                             "opt_s_std": op[1], "time_per_step_s": fb[0] + op[0],
                             "peak_memory_mb": float(g["peak_memory_mb"].max()),
                             "calibration_s_mean": float(g["calibration_s"].mean()),
-                            "tasks": [str(t) for t in g["task"]]}
+                            "tasks": [str(t) for t in g["task"]],
+                            **({"machines": sorted({str(x) for x in g["machine"].dropna()})}
+                               if "machine" in g else {})}
     return out
 
 

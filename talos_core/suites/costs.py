@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from talos_core.errors import TalosError
+from talos_core.hardware import cpu_model  # here too: detect_device looks it up in this module (tests patch it)
 
 TABLE = Path(__file__).with_name("plan_costs.json")
 
@@ -169,28 +170,6 @@ def estimate_eval(work: dict, model: str, device: str, *, lota_iterations: int =
         else:
             hours += h
     return {"rows": rows, "hours": hours, "unmeasured": unmeasured}
-
-
-def cpu_model() -> str:
-    """This machine's CPU model name: ``/proc/cpuinfo``'s ``model name`` (Linux), else ``lscpu``'s, else
-    :func:`platform.processor`; ``""`` when none says."""
-    import platform
-    import subprocess
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name") and ":" in line:
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        for line in out.splitlines():
-            if line.lower().startswith("model name") and ":" in line:
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return platform.processor() or ""
 
 
 def cpu_device(model_name: str) -> str | None:
