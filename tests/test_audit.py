@@ -292,8 +292,11 @@ def test_timing_other_machine_names_both_machines(tmp_path):
     spec = copy.deepcopy(_spec())
     _timing_other_machine(spec)
     (flag,) = [f for f in audit_suite(_write(tmp_path, spec), "s") if f.check == "timing-other-machine"]
-    assert flag.metrics == ("time_per_step_s",)
+    assert flag.metrics == ("time_per_step_s", "peak_memory_mb")  # a GPU's memory is not a CPU process's either
     assert flag.message == "timed on cuda · NVIDIA H200, nonlinear's runs on cpu"
+    _timing_two_machines(spec)  # two CPU models: the time differs, the memory is the same kind of quantity
+    lota = [f for f in audit_suite(_write(tmp_path, spec), "s") if f.row == "lota"]
+    assert [(f.check, f.metrics) for f in lota] == [("timing-other-machine", ("time_per_step_s",))]
     assert flag.numbers == {"machines": ["cuda · NVIDIA H200"], "reference": "nonlinear",
                             "reference_machines": ["cpu"]}
 

@@ -115,7 +115,7 @@ CHECKS: tuple[Check, ...] = (
     Check("timing-other-machine", "time per step from another machine",
           "The runs behind this time per step were timed on another machine than the reference method's (a GPU "
           "against a CPU, another CPU model, another thread count), or on several, so a speed-up read from it "
-          "compares machines, not methods."),
+          "compares machines, not methods (across a GPU and a CPU, peak memory too)."),
     Check("result-unreadable", "result unreadable",
           "A result file the audit reads could not be read (damaged, edited, or contradicting itself, such as a number "
           "outside its own interval), so the numbers drawn from it cannot be checked."),
@@ -724,12 +724,15 @@ def _machine_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
     for row, ms in where.items():
         mine = spread(ms)
         if len(mine) > 1:
-            msg = f"its runs were timed on {len(mine)} machines: {name(ms)}"
+            msg, kinds = f"its runs were timed on {len(mine)} machines: {name(ms)}", {m.kind for m in mine}
         elif row != ref and len(ref_ms) == 1 and not mine[0].same_as(ref_ms[0]):
             msg = f"timed on {mine[0].label()}, {ref}'s runs on {ref_ms[0].label()}"
+            kinds = {mine[0].kind, ref_ms[0].kind}
         else:
             continue
-        yield Flag("timing-other-machine", r.suite, row, ("time_per_step_s",), f"efficiency/{r.name()}", msg,
+        # a GPU's allocated memory and a CPU process's resident set are not one quantity either
+        metrics = ("time_per_step_s", "peak_memory_mb") if len(kinds - {None}) > 1 else ("time_per_step_s",)
+        yield Flag("timing-other-machine", r.suite, row, metrics, f"efficiency/{r.name()}", msg,
                    {"machines": [m.label() for m in mine], "reference": ref,
                     "reference_machines": [m.label() for m in ref_ms]})
 
