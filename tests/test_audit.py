@@ -245,6 +245,21 @@ def _timing_two_machines(spec):
     spec["runs"][_run_id("lota", "b")]["timings"].update(hardware="Intel(R) Xeon(R) Processor", torch_threads=1)
 
 
+def _posthoc_edge(spec):
+    """A post-hoc row (LiNeS) whose search chose β at the smallest of the three values it tried."""
+    spec["suite"]["posthoc"] = ["lines"]
+    add = copy.deepcopy(spec["addition"]["nonlinear"])
+    add.update(hyperparameters={"beta": 0.1, "nonblock": "first"}, base_method="nonlinear",
+               search=[{"hyperparameters": {"beta": b, "nonblock": "first"}, "val_norm_acc": 0.9 - b / 10,
+                        "alpha": 1.0} for b in (0.1, 0.5, 1.0)])
+    spec["addition"]["lines"] = add
+    spec["negation"]["lines"] = copy.deepcopy(spec["negation"]["nonlinear"])
+    spec["comparison"]["records"].append({**spec["comparison"]["records"][1], "method": "lines",
+                                          "addition_abs": 0.5, "addition_abs_lo": 0.48, "addition_abs_hi": 0.52,
+                                          "negation_target": 0.6, "negation_target_lo": 0.58,
+                                          "negation_target_hi": 0.62, "time_per_step_s": None})
+
+
 def _incomplete(spec):
     spec["suite"]["complete"] = False
 
@@ -273,8 +288,20 @@ CASES = [
     (_timing_slow, {("timing-disturbed", "nonlinear")}),
     (_timing_other_machine, {("timing-other-machine", "talos")}),
     (_timing_two_machines, {("timing-other-machine", "lota")}),
+    (_posthoc_edge, {("selection-at-edge", "lines")}),
     (_incomplete, {("suite-incomplete", None)}),
 ]
+
+
+def test_a_posthoc_search_of_two_values_or_inside_its_range_is_not_an_edge(tmp_path):
+    spec = copy.deepcopy(_spec())
+    _posthoc_edge(spec)
+    spec["addition"]["lines"]["hyperparameters"]["beta"] = 0.5  # inside 0.1…1
+    assert _checks(_write(tmp_path, spec)) == set()
+    spec["addition"]["lines"]["search"] = spec["addition"]["lines"]["search"][:2]  # 0.1 and 0.5: both are ends
+    assert _checks(_write(tmp_path, spec)) == set()
+    spec["addition"]["lines"].pop("search")  # written before searches were recorded: nothing to read
+    assert _checks(_write(tmp_path, spec)) == set()
 
 
 def test_a_gpu_run_is_no_yardstick_for_a_cpu_runs_step_time(tmp_path):

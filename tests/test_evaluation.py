@@ -657,6 +657,10 @@ def test_cli_posthoc_and_sparsity_ablation_protocols(store, capsys):
     add = store.read_result("addition", "cli__tiny-text__ties")
     assert add["base_method"] == "nonlinear" and add["alpha_grid"] == [0.0, 0.5, 1.0]
     assert set(add["runs"]) == set(TASKS)
+    # the one point tried is recorded with its validation score, so the audit can see where the choice sits
+    (point,) = add["search"]
+    assert point["hyperparameters"] == add["hyperparameters"] and math.isfinite(point["val_norm_acc"])
+    assert point["alpha"] in add["alpha_grid"]
     assert store.read_result("negation", "cli__tiny-text__ties")["control_task"] == CONTROL
     single = store.read_result("single", "cli__tiny-text")
     assert {r["method"] for r in single["records"]} == {"ties"} and set(single["runs"]) == {"ties"}
@@ -667,6 +671,11 @@ def test_cli_posthoc_and_sparsity_ablation_protocols(store, capsys):
     iso = store.read_result("addition", "cli__tiny-text__iso_c")
     assert iso["alpha_grid"] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
     assert iso["hyperparameters"] == {"nonmatrix": "mean", "conv1x1": "other"}
+    assert _cli(["evaluate", "posthoc", "--method", "lines", "--posthoc-points", "3", *common]) == 0
+    lines = store.read_result("addition", "cli__tiny-text__lines")
+    assert [p["hyperparameters"]["beta"] for p in lines["search"]] == [0.1, 0.5, 1.0]
+    best = max(lines["search"], key=lambda p: p["val_norm_acc"])  # the first of equals, as the search keeps it
+    assert lines["hyperparameters"] == best["hyperparameters"]
     assert _cli(["evaluate", "posthoc", "--method", "lines", "--posthoc-points", "1", *common]) == 0
     lines = store.read_result("addition", "cli__tiny-text__lines")
     assert lines["hyperparameters"] == {"beta": 0.6, "nonblock": "first"} and lines["alpha_grid"] == [1.0]

@@ -78,8 +78,8 @@ CHECKS: tuple[Check, ...] = (
           "The per-task hyperparameter (sparsity or rank) won its validation comparison by fewer than three "
           "examples, so the choice is within noise."),
     Check("selection-at-edge", "hyperparameter at the edge of its candidates",
-          "The selected sparsity or rank is the smallest or largest candidate, so the best value may lie outside "
-          "the candidates searched."),
+          "The selected sparsity or rank, or a post-hoc merge's hyperparameter (TIES's kept fraction, LiNeS's β), "
+          "is the smallest or largest candidate, so the best value may lie outside the candidates searched."),
     Check("control-broken-on-test", "control broken on test",
           "Negation kept the control task above 95 % of its zero-shot accuracy on validation but not on test, so "
           "the low target accuracy was bought by damaging the model."),
@@ -554,9 +554,32 @@ def _lr_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                        {"suite_lr": suite_lr, "best_lr": best, "means": {str(k): v for k, v in means.items()}})
 
 
+def _posthoc_edges(r: _Reader, row: str) -> Iterable[Flag]:
+    """A post-hoc row whose addition result records its search (``search``: every hyperparameter point tried): each
+    numeric hyperparameter with at least three values searched whose choice is the smallest or largest of them (two
+    values: every choice is an end, nothing to tell)."""
+    add = r.result("addition", row) or {}
+    points = [p.get("hyperparameters") for p in add.get("search") or [] if isinstance(p, Mapping)]
+    chosen = add.get("hyperparameters") if isinstance(add.get("hyperparameters"), Mapping) else {}
+    edge = {}
+    for key, value in chosen.items():
+        values = sorted({float(p[key]) for p in points if isinstance(p, Mapping)
+                         and isinstance(p.get(key), (int, float)) and not isinstance(p.get(key), bool)})
+        if len(values) >= 3 and isinstance(value, (int, float)) and float(value) in (values[0], values[-1]):
+            edge[key] = (float(value), values[0], values[-1])
+    if edge:
+        yield Flag("selection-at-edge", r.suite, row, (ALL,), f"addition/{r.name(row)}",
+                   "; ".join(f"{k} chosen at the edge of the {len(points)} points searched ({lo:g}…{hi:g}): {v:g}"
+                             for k, (v, lo, hi) in edge.items()),
+                   {"choices": {k: v for k, (v, _, _) in edge.items()}, "searched": len(points)})
+
+
 def _selection_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
     for row in rows:
-        if schema.parse_variant(row) or row in r.posthoc():
+        if row in r.posthoc():
+            yield from _posthoc_edges(r, row)
+            continue
+        if schema.parse_variant(row):
             continue
         sel = r.result("selection", row)
         if not sel:

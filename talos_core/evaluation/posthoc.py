@@ -116,12 +116,14 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     ctx = req.context(runs, s.batch_size, [control])
     alphas, neg_alphas = posthoc_alphas(method, s.alpha_step)
     # the search needs validation only; the test split is evaluated once, for the chosen point
-    best = None
+    best, search = None, []
     for hp in grid:
         merged, singles = posthoc_vectors(method, base, **hp)
         ref = arith.finetuned_accuracies(ctx, singles, "nonlinear", splits=("val",))
         res = arith.task_addition(ctx, singles, ref, alphas, merged=merged, splits=("val",), extend=s.alpha_extend)
         score = res.table[res.table["alpha"] == res.selected_alpha]["normalized_accuracy"].mean()
+        # every point tried, so a reader (the audit's selection-at-edge) can see where the choice sits
+        search.append({"hyperparameters": hp, "val_norm_acc": float(score), "alpha": float(res.selected_alpha)})
         if best is None or score > best[0] + 1e-12:
             best = (score, hp, merged, singles)
     _, hp, merged, singles = best
@@ -130,7 +132,7 @@ def evaluate_posthoc(req: EvalRequest, s: PosthocSettings) -> EvalOutcome:
     name = req.name(req.result_id)
     common = dict(method=req.result_id, model=req.model, suite=req.suite, hyperparameters=hp,
                   base_method=s.base_method, runs=run_ids, **req.result_meta())
-    req.store.write_table("addition", name, add.table, **add.extra(), **common)
+    req.store.write_table("addition", name, add.table, **add.extra(), search=search, **common)
     neg = arith.task_negation(ctx, singles, control, neg_alphas, extend=s.alpha_extend)
     req.store.write_table("negation", name, neg.table, **neg.extra(), **({"alpha_grids": neg.grids} if neg.mixed
                                                                          else {}), **common)
