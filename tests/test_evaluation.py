@@ -674,7 +674,7 @@ def test_cli_posthoc_and_sparsity_ablation_protocols(store, capsys):
     assert _cli(["evaluate", "posthoc", "--method", "lines", "--posthoc-points", "3", *common]) == 0
     lines = store.read_result("addition", "cli__tiny-text__lines")
     assert [p["hyperparameters"]["beta"] for p in lines["search"]] == [0.1, 0.5, 1.0]
-    best = max(lines["search"], key=lambda p: p["val_norm_acc"])  # the first of equals, as the search keeps it
+    best = max(lines["search"], key=lambda p: p["val_abs_acc"])  # the first of equals, as the search keeps it
     assert lines["hyperparameters"] == best["hyperparameters"]
     assert _cli(["evaluate", "posthoc", "--method", "lines", "--posthoc-points", "1", *common]) == 0
     lines = store.read_result("addition", "cli__tiny-text__lines")
