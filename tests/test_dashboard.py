@@ -350,8 +350,8 @@ def test_mask_heatmaps_name_the_models_blocks(monkeypatch, suite, word):
 
 def test_audit_badges_and_panel_on_the_shipped_store(monkeypatch):
     """Every number the audit flags carries a ⚑ badge with its footnote numbers, and the panel below lists each
-    footnote with what was found and why it matters (vision: DARE's negation breaks the control on test; TaLoS's
-    negation is flagged, its single-task accuracy, from converged runs, is not)."""
+    footnote with what was found and why it matters (vision: TIES' search chose the smallest sparsity it tried;
+    TaLoS's negation is flagged, its single-task accuracy, from converged runs, is not)."""
     from dashboard.figures import header
     from talos_core.evaluation.audit import audit_suite
 
@@ -367,8 +367,9 @@ def test_audit_badges_and_panel_on_the_shipped_store(monkeypatch):
     flags = audit_suite(REPO / "cached_results", "vision")
     panel = next(d.value for d in at.dataframe if "why it matters" in d.value.columns)
     assert len(panel) == len({(f.row or "", f.check) for f in flags})
-    broken = panel[panel["check"] == "control broken on test"]
-    assert broken["found"].str.contains("test control 63.1 % is 94.5 % of zero-shot 66.8 %").any()
+    edge = panel[panel["check"] == "hyperparameter at the edge of its candidates"]
+    assert edge["found"].str.contains("sparsity chosen at the edge of the 4 points searched (0.1…0.99): 0.1",
+                                      regex=False).any()
     assert any(f"Audit: {len(flags)} flags" in e.label for e in at.expander)
 
 
