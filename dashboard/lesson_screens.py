@@ -478,10 +478,10 @@ def _sparsity(lesson: Lesson, s: Screen, *, reveal: bool, **_: Any) -> None:
     cost = []
     if math.isfinite(t_m) and math.isfinite(t_b):
         # the audit's flags on the time itself (a disturbed machine, another machine than the other method's)
-        doubts = {f.check: check_info(f.check).title for f in lesson.flags
-                  if f.row in (m, b) and "time_per_step_s" in f.metrics}
-        doubted = [r for r in (m, b) if any(f.row == r and f.check in doubts for f in lesson.flags)]
-        doubt = (f"; the audit's *{'* and *'.join(doubts.values())}* doubts "
+        timing = [f for f in lesson.flags if f.row in (m, b) and "time_per_step_s" in f.metrics]
+        titles = dict.fromkeys(check_info(f.check).title for f in timing)
+        doubted = [r for r in (m, b) if any(f.row == r for f in timing)]
+        doubt = (f"; the audit's *{'* and *'.join(titles)}* doubts "
                  f"{' and '.join(_name(method_label(r)) for r in doubted)}" if doubted else "")
         cost.append(f"time per step {t_m:.2f} s vs {t_b:.2f} s ({_word(t_m, t_b, 'faster', 'slower', True)}{doubt})")
     if math.isfinite(mem_m) and math.isfinite(mem_b):

@@ -682,11 +682,16 @@ def _step_time(man: Mapping) -> tuple[float, float] | None:
     return float(mean), float(std)
 
 
+def _timed_rows(r: _Reader, rows: Sequence[str]) -> list[str]:
+    """The fine-tuning rows (not post-hoc) whose comparison record holds a time per step, in ``rows``' order."""
+    comp = r.result("comparison")
+    timed = {str(x["method"]) for x in _records(comp) if _has_number(x, "time_per_step_s")} if comp else set()
+    return [row for row in rows if row in timed and row not in r.posthoc()]
+
+
 def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
     """Each fine-tuning row with a time per step: the runs behind it against their own spread and against the fastest
     identical run in the store (the comparison's ``time_per_step_s`` is their mean over tasks)."""
-    comp = r.result("comparison")
-    timed = {str(x["method"]) for x in _records(comp) if _has_number(x, "time_per_step_s")} if comp else set()
     fastest: dict[tuple, float] = {}
     for rid in r.run_ids():
         man = r.manifest(rid)
@@ -694,9 +699,7 @@ def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
         if st:
             key = _timing_key(man)
             fastest[key] = min(fastest.get(key, math.inf), st[0])
-    for row in rows:
-        if row not in timed or row in r.posthoc():
-            continue
+    for row in _timed_rows(r, rows):
         found = []
         for task, rid in r.row_runs(row).items():
             man = r.manifest(rid)
@@ -720,12 +723,8 @@ def _machine_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
     """Each fine-tuning row with a time per step: where its runs were timed, against the reference row's machine
     (non-linear FT's where it is timed, else the first timed row's); a row whose own runs ran on several machines
     is flagged whatever the reference."""
-    comp = r.result("comparison")
-    timed = [str(x["method"]) for x in _records(comp) if _has_number(x, "time_per_step_s")] if comp else []
     where: dict[str, list[Machine]] = {}
-    for row in rows:
-        if row not in timed or row in r.posthoc():
-            continue
+    for row in _timed_rows(r, rows):
         found = [Machine.of(man) for rid in r.row_runs(row).values() if (man := r.manifest(rid))]
         if found:
             where[row] = found
@@ -740,14 +739,12 @@ def _machine_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                 out.append(m)
         return out
 
-    def name(ms: list[Machine]) -> str:
-        return ", ".join(m.label() for m in spread(ms))
-
     ref_ms = spread(where[ref])
     for row, ms in where.items():
         mine = spread(ms)
         if len(mine) > 1:
-            msg, kinds = f"its runs were timed on {len(mine)} machines: {name(ms)}", {m.kind for m in mine}
+            msg = f"its runs were timed on {len(mine)} machines: {', '.join(m.label() for m in mine)}"
+            kinds = {m.kind for m in mine}
         elif row != ref and len(ref_ms) == 1 and not mine[0].same_as(ref_ms[0]):
             msg = f"timed on {mine[0].label()}, {ref}'s runs on {ref_ms[0].label()}"
             kinds = {mine[0].kind, ref_ms[0].kind}
