@@ -22,10 +22,11 @@ BADGE = "⚑"
 
 #: the comparison table's columns a flag can concern (costs and zero-shot are measured, not selected)
 AUDITED_COLUMNS = ("addition_abs", "addition_norm", "negation_target", "negation_control", "single_task_acc",
-                   "time_per_step_s")
-#: columns a run-level flag (every number of the row, ALL) does not reach: how long a step took does not depend on
-#: how well the run trained; only a flag naming the column (``timing-disturbed``) marks it
-COST_COLUMNS = ("time_per_step_s",)
+                   "time_per_step_s", "peak_memory_mb")
+#: columns a run-level flag (every number of the row, ALL) does not reach: how long a step took, or how much memory
+#: it held, does not depend on how well the run trained; only a flag naming the column (``timing-disturbed``,
+#: ``timing-other-machine``) marks it
+COST_COLUMNS = ("time_per_step_s", "peak_memory_mb")
 
 
 def _numbers(flags: Sequence[Flag], rows: Sequence[str]) -> dict[tuple[str, str], int]:

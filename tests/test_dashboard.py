@@ -373,6 +373,22 @@ def test_audit_badges_and_panel_on_the_shipped_store(monkeypatch):
     assert any(f"Audit: {len(flags)} flags" in e.label for e in at.expander)
 
 
+def test_a_machine_flag_badges_time_and_memory_but_a_run_flag_reaches_neither():
+    """``timing-other-machine`` names peak memory too when GPU and CPU runs meet (a GPU's allocated memory and a CPU
+    process's resident set are not one quantity): the memory cell carries its badge; a run-level flag (every number
+    of the row) reaches the accuracies, never the costs."""
+    from dashboard import audit_view
+    from talos_core.evaluation.audit import ALL, Flag
+
+    machine = Flag("timing-other-machine", "text", "talos", ("time_per_step_s", "peak_memory_mb"),
+                   "efficiency/text__minilm-l6", "timed on cuda, nonlinear's runs on cpu")
+    run = Flag("not-converged", "text", "lota", (ALL,), "runs", "curve still rising")
+    badges = audit_view.cell_badges([machine, run], ["talos", "lota"], audit_view.AUDITED_COLUMNS)
+    assert badges[("talos", "peak_memory_mb")] == badges[("talos", "time_per_step_s")] == "⚑1"
+    assert ("lota", "single_task_acc") in badges
+    assert ("lota", "peak_memory_mb") not in badges and ("lota", "time_per_step_s") not in badges
+
+
 def test_normalized_accuracy_above_100_is_never_best():
     import pandas as pd
 
