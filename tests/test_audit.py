@@ -14,7 +14,7 @@ from talos_core.cli import main
 from talos_core.evaluation import audit
 from talos_core.evaluation.audit import CHECKS, audit_suite, footnotes, infer_count, still_rising
 from talos_core.evaluation.claims import check_claims, evidence_flags
-from talos_core.suites.report import results_markdown
+from talos_core.suites.report import choices_markdown, report_markdown, results_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = ("talos", "nonlinear", "lota")
@@ -399,6 +399,34 @@ def test_report_carries_a_flags_column_and_footnotes(tmp_path):
     assert "- [1] lota — normalized accuracy above 100 %: normalized accuracy 112.0 % (above 100 %)" in text
     clean = results_markdown(_write(tmp_path / "clean", _spec()), "s")
     assert "Audit: no flags." in clean
+
+
+def test_report_says_what_each_row_chose_from_its_results_and_runs(tmp_path):
+    """The choices table reads every number from the store: the rate its runs trained at, the selection's choice per
+    task (a value the overrides omit as a default included), the addition α with its grid, each negation's α, where
+    the runs stopped; a post-hoc row its merge's point and whose runs it merged."""
+    spec = _spec()
+    spec["suite"]["posthoc"] = ["ties"]
+    spec["selection"]["talos"]["choices"] = {"a": {"sparsity": 0.9}, "b": {"sparsity": 0.99}}
+    spec["addition"]["talos"]["task_overrides"] = {"a": {}, "b": {"sparsity": 0.99}}  # a's 0.9 is the default
+    spec["negation"]["talos"]["selected"] = {"a": 0.25, "b": 2.0}
+    for task, (best, run) in zip(TASKS, ((300, 550), (900, 1150))):
+        manifest = spec["runs"][_run_id("talos", task)]
+        manifest["config"]["train"]["lr"] = 1e-3
+        manifest["timings"].update(best_step=best, steps_run=run)
+    spec["addition"]["lota"]["task_overrides"] = {t: {"options": {"rank": 16}} for t in TASKS}
+    spec["addition"]["ties"] = {**copy.deepcopy(spec["addition"]["nonlinear"]), "base_method": "nonlinear",
+                                "hyperparameters": {"sparsity": 0.1}, "alpha_grid": GRID}
+    spec["negation"]["ties"] = copy.deepcopy(spec["negation"]["nonlinear"])
+    spec["comparison"]["records"].append({**spec["comparison"]["records"][1], "method": "ties"})
+    text = choices_markdown(_write(tmp_path, spec), "s")
+    line = {ln.split(" | ")[0][2:]: ln for ln in text.splitlines() if ln.startswith("| ") and " | lr | " not in ln}
+    assert line["talos"] == ("| talos | 0.001 | sparsity: a 0.9 · b 0.99 | 0.5 (0…1) | a 0.25 · b 2 | "
+                             "300–900 / 550–1,150 |")
+    assert line["lota"].startswith("| lota | – | rank: 16 (every task) | 0.5 (0…1) | 0.5 (every task) | ")
+    assert line["ties"] == ("| ties | nonlinear's runs | sparsity 0.1 | 0.5 (0…1) | 0.5 (every task) | "
+                            "nonlinear's runs |")
+    assert "What each row chose" in report_markdown(tmp_path, "s")
 
 
 def test_talos_audit_cli(tmp_path, capsys):

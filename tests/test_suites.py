@@ -256,6 +256,7 @@ def test_suite_and_report_default_stores(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli_suite, "results_markdown", lambda store, name: f"table of {Path(store).name}")
     monkeypatch.setattr("talos_core.suites.report.results_markdown",
                         lambda store, name: f"table of {Path(store.root).name}")
+    monkeypatch.setattr("talos_core.suites.report.choices_markdown", lambda store, name: "")
     monkeypatch.delenv("TALOS_STORE", raising=False)
     monkeypatch.chdir(tmp_path)
     assert main(["suite", "tiny", "--scale", "mini"]) == 0

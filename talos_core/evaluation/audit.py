@@ -246,8 +246,9 @@ def _records(payload: Mapping) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # the store, read once
 # --------------------------------------------------------------------------------------------
-class _Reader:
-    """The results and run manifests of one suite of a store, read lazily and cached (torch-free)."""
+class SuiteReader:
+    """The results and run manifests of one suite of a store, read lazily and cached (torch-free); the audit's
+    checks read through it, and so does the report's table of choices (:func:`talos_core.suites.report`)."""
 
     def __init__(self, root: Path, suite: str) -> None:
         self.root, self.suite = Path(root), suite
@@ -325,7 +326,7 @@ class _Reader:
 # --------------------------------------------------------------------------------------------
 # the checks, each a generator of flags
 # --------------------------------------------------------------------------------------------
-def _addition_flags(r: _Reader, row: str) -> Iterable[Flag]:
+def _addition_flags(r: SuiteReader, row: str) -> Iterable[Flag]:
     add = r.result("addition", row)
     if not add:
         return
@@ -356,7 +357,7 @@ def _unedited_norm(add: Mapping) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def _norm_unedited_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _norm_unedited_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     selected = {}
     for row in rows:
         add = r.result("addition", row)
@@ -376,7 +377,7 @@ def _norm_unedited_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                        f"{_pct(median)} % of the other rows' merges", {"unedited_norm": unedited, "median": median})
 
 
-def _negation_flags(r: _Reader, row: str) -> Iterable[Flag]:
+def _negation_flags(r: SuiteReader, row: str) -> Iterable[Flag]:
     neg = r.result("negation", row)
     if not neg:
         return
@@ -416,7 +417,7 @@ def _negation_flags(r: _Reader, row: str) -> Iterable[Flag]:
                             "ratio": ctrl / float(zs["test"]) if float(zs["test"]) else math.nan})
 
 
-def _control_val_n(r: _Reader, neg: Mapping) -> int | None:
+def _control_val_n(r: SuiteReader, neg: Mapping) -> int | None:
     """The control task's validation example count behind a negation result: recorded (``control_val_n``), else
     inferred from its stored fractions (:func:`infer_count`, stores written before it was recorded)."""
     recorded = neg.get("control_val_n")
@@ -427,7 +428,7 @@ def _control_val_n(r: _Reader, neg: Mapping) -> int | None:
     return infer_count(val_controls, n_max) if val_controls else None
 
 
-def _margin_flag(r: _Reader, row: str, source: str, target: str, alpha: float, at: Mapping[str, Mapping],
+def _margin_flag(r: SuiteReader, row: str, source: str, target: str, alpha: float, at: Mapping[str, Mapping],
                  curve: Sequence[tuple[float, Mapping]], threshold: float, n: int) -> Flag | None:
     """``control-margin`` when one validation example of the control task decides between the selected α and a
     neighbour whose test target accuracy differs by at least :data:`MATERIAL_POINTS`."""
@@ -462,7 +463,7 @@ def _margin_flag(r: _Reader, row: str, source: str, target: str, alpha: float, a
     return None
 
 
-def _displacement_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _displacement_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     """‖α τ_target‖ of each fine-tuning row's negation (α × the run's recorded vector norm) against the other methods'
     rows' (a row's own variants, e.g. ``talos-k0.9`` beside ``talos``, are not its yardstick)."""
     disp: dict[str, dict[str, float]] = {}
@@ -498,7 +499,7 @@ def _curve_of(man: Mapping) -> list[tuple[float, float]]:
             if isinstance(p, Mapping) and p.get("val_acc") is not None]
 
 
-def _run_flags(r: _Reader, row: str, runs: Mapping[str, str], metrics: tuple[str, ...] = (ALL,)) -> Iterable[Flag]:
+def _run_flags(r: SuiteReader, row: str, runs: Mapping[str, str], metrics: tuple[str, ...] = (ALL,)) -> Iterable[Flag]:
     """Convergence of the runs behind a row, one flag per check with the tasks it concerns."""
     rising, unknown, other = {}, [], {}
     for task, rid in runs.items():
@@ -536,7 +537,7 @@ def _run_flags(r: _Reader, row: str, runs: Mapping[str, str], metrics: tuple[str
                    "no validation curve recorded for " + ", ".join(unknown), {"tasks": unknown})
 
 
-def _lr_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _lr_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     for method in sorted({r.trained_by(row) for row in rows} - {None}):
         check = r.result("lr_check", method)
         if not check or check.get("agrees") is not False:
@@ -554,7 +555,7 @@ def _lr_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                        {"suite_lr": suite_lr, "best_lr": best, "means": {str(k): v for k, v in means.items()}})
 
 
-def _posthoc_edges(r: _Reader, row: str) -> Iterable[Flag]:
+def _posthoc_edges(r: SuiteReader, row: str) -> Iterable[Flag]:
     """A post-hoc row whose addition result records its search (``search``: every hyperparameter point tried): each
     numeric hyperparameter with at least three values searched whose choice is the smallest or largest of them (two
     values: every choice is an end, nothing to tell)."""
@@ -574,7 +575,7 @@ def _posthoc_edges(r: _Reader, row: str) -> Iterable[Flag]:
                    {"choices": {k: v for k, (v, _, _) in edge.items()}, "searched": len(points)})
 
 
-def _selection_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _selection_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     for row in rows:
         if row in r.posthoc():
             yield from _posthoc_edges(r, row)
@@ -616,7 +617,7 @@ def _selection_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                        {"tasks": {t: g for t, (g, _) in close.items()}})
 
 
-def _single_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _single_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     single = r.result("single")
     if not single:
         return
@@ -639,7 +640,7 @@ def _has_number(record: Mapping, col: str) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def _comparison_flags(r: _Reader) -> Iterable[Flag]:
+def _comparison_flags(r: SuiteReader) -> Iterable[Flag]:
     comp = r.result("comparison")
     if not comp:
         return
@@ -682,14 +683,14 @@ def _step_time(man: Mapping) -> tuple[float, float] | None:
     return float(mean), float(std)
 
 
-def _timed_rows(r: _Reader, rows: Sequence[str]) -> list[str]:
+def _timed_rows(r: SuiteReader, rows: Sequence[str]) -> list[str]:
     """The fine-tuning rows (not post-hoc) whose comparison record holds a time per step, in ``rows``' order."""
     comp = r.result("comparison")
     timed = {str(x["method"]) for x in _records(comp) if _has_number(x, "time_per_step_s")} if comp else set()
     return [row for row in rows if row in timed and row not in r.posthoc()]
 
 
-def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _timing_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     """Each fine-tuning row with a time per step: the runs behind it against their own spread and against the fastest
     identical run in the store (the comparison's ``time_per_step_s`` is their mean over tasks)."""
     fastest: dict[tuple, float] = {}
@@ -719,7 +720,7 @@ def _timing_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                                   for t, m, sd, b, _ in found}})
 
 
-def _machine_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
+def _machine_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
     """Each fine-tuning row with a time per step: where its runs were timed, against the reference row's machine
     (non-linear FT's where it is timed, else the first timed row's); a row whose own runs ran on several machines
     is flagged whatever the reference."""
@@ -757,7 +758,7 @@ def _machine_flags(r: _Reader, rows: Sequence[str]) -> Iterable[Flag]:
                     "reference_machines": [m.label() for m in ref_ms]})
 
 
-def _mask_flags(r: _Reader) -> Iterable[Flag]:
+def _mask_flags(r: SuiteReader) -> Iterable[Flag]:
     prefix = r.name() + schema.SEP
     for name in sorted(n for n in _result_names(r.root, "masks") if n.startswith(prefix)):
         row = name[len(prefix):]
@@ -778,7 +779,7 @@ def _result_names(root: Path, kind: str) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
 
 
-def _ablation_flags(r: _Reader) -> Iterable[Flag]:
+def _ablation_flags(r: SuiteReader) -> Iterable[Flag]:
     for method in ("talos", "lota"):
         abl = r.result("sparsity_ablation", method)
         if not abl or not isinstance(abl.get("runs"), dict):
@@ -795,7 +796,7 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     """Every flag raised on ``suite`` of ``store`` (a path or a :class:`~talos_core.store.Store`), in the order of
     :data:`CHECKS`, rows in the comparison's order. A suite the store has no record of is one TalosError."""
     root = Path(store) if isinstance(store, (str, Path)) else Path(store.root)
-    r = _Reader(root, suite)
+    r = SuiteReader(root, suite)
     rows = r.rows()
     flags: list[Flag] = []
     if r.meta.get("complete") is False:

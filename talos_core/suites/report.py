@@ -1,6 +1,6 @@
 """Suite reports: the results table of a suite in Markdown (:func:`results_markdown`, from the store's
 ``comparison`` result; ``docs/results.md``) and what ``talos report`` prints (:func:`report_markdown`: the table and
-the learning-rate checks).
+the learning-rate checks, and what each row chose: :func:`choices_markdown`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from talos_core.errors import TalosError
-from talos_core.evaluation.audit import audit_suite, footnotes, number_ranges
+from talos_core.evaluation.audit import SuiteReader, audit_suite, footnotes, number_ranges
 from talos_core.store import Store
 
 
@@ -30,7 +30,89 @@ def report_markdown(store: Store | str, suite: str) -> str:
         text += ("\n\nLearning-rate check (mean validation accuracy over the check's tasks; each line says whether the "
                  "method trains at the rate it chooses or the suite keeps its own):\n"
                  + "\n".join(f"- {line}" for line in checks))
-    return text
+    choices = choices_markdown(store, suite) if model else ""
+    return text + ("\n\n" + choices if choices else "")
+
+
+def _g(value: Any) -> str:
+    """A chosen value as the tables print it: ``0.95``, ``2``, ``0.001``; a name as is (Markdown-safe)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return markdown_text(value)
+    return f"{float(value):g}"
+
+
+def _per_task(values: dict, tasks: list[str]) -> str:
+    """``mnist 0.8 · digits 0.95`` in the suite's task order; one value shared by every task once."""
+    shown = [(t, values[t]) for t in [*tasks, *sorted(set(values) - set(tasks))] if t in values]
+    if not shown:
+        return "–"
+    if len(shown) > 1 and len({_g(v) for _, v in shown}) == 1:
+        return f"{_g(shown[0][1])} (every task)"
+    return " · ".join(f"{markdown_text(t)} {_g(v)}" for t, v in shown)
+
+
+def _flat(override: dict) -> dict:
+    """A run's per-task override with nested settings lifted (L-LoRA's ``{"options": {"rank": 64}}`` → rank 64)."""
+    out: dict = {}
+    for k, v in override.items():
+        out.update(v if isinstance(v, dict) else {k: v})
+    return out
+
+
+def _span(values: list[int]) -> str:
+    return "–" if not values else (f"{min(values):,}" if min(values) == max(values)
+                                   else f"{min(values):,}–{max(values):,}")
+
+
+def choices_markdown(store: Store | str, suite: str) -> str:
+    """What each row of ``suite``'s table chose on validation, read from its results and run manifests: the learning
+    rate its runs trained at, its per-task hyperparameter (sparsity, rank) or a post-hoc merge's point, the addition α
+    (and the grid it was chosen on), each negation's α, and where its runs stopped (best step / steps run, the span
+    over tasks). ``""`` for a suite whose store has no comparison."""
+    root = store.root if isinstance(store, Store) else store
+    r = SuiteReader(root, suite)
+    if r.result("comparison") is None:
+        return ""
+    tasks = [str(t) for t in r.meta.get("tasks") or []]
+    posthoc = r.posthoc()
+    rank = {m: i for i, m in enumerate([*r.meta.get("methods", []), *r.meta.get("posthoc", [])])}
+    lines = ["What each row chose (on validation) and how long its runs trained:", "",
+             "| method | lr | per task | addition α (grid) | negation α per target | steps: best / run |",
+             "|---|---|---|---|---|---|"]
+    for row in sorted(r.rows(), key=lambda m: (rank.get(m, len(rank)), m)):
+        add, neg = r.result("addition", row) or {}, r.result("negation", row) or {}
+        mans = [m for rid in r.row_runs(row).values() if (m := r.manifest(rid))]
+        if row in posthoc:
+            point = add.get("hyperparameters") or neg.get("hyperparameters") or {}
+            chosen = ", ".join(f"{markdown_text(k)} {_g(v)}" for k, v in point.items()) or "–"
+            lr = steps = f"{markdown_text(add.get('base_method') or 'nonlinear')}'s runs"
+        else:
+            sel = r.result("selection", row) or {}  # its choices name every task (overrides omit a default value)
+            over = {t: _flat(o) for t, o in (sel.get("choices") or add.get("task_overrides")
+                                             or neg.get("task_overrides") or {}).items() if isinstance(o, dict)}
+            params = sorted({k for o in over.values() if isinstance(o, dict) for k in o})
+            chosen = "; ".join(f"{p}: " + _per_task({t: o[p] for t, o in over.items() if p in o}, tasks)
+                               for p in params)
+            if not chosen and add.get("sparsity") is not None:
+                chosen = f"sparsity {_g(add['sparsity'])}"
+            rates = sorted({float(lr) for m in mans if (lr := ((m.get("config") or {}).get("train") or {}).get("lr"))
+                            is not None})
+            lr = ", ".join(f"{v:g}" for v in rates) or "–"
+            timed = [m.get("timings") or {} for m in mans]
+            run = [int(t["steps_run"]) for t in timed if isinstance(t.get("steps_run"), (int, float))]
+            best = [int(t["best_step"]) for t in timed if isinstance(t.get("best_step"), (int, float))]
+            fixed = [int(s) for m in mans if isinstance(s := ((m.get("config") or {}).get("train") or {}).get("steps"),
+                                                         (int, float))]
+            steps = f"{_span(best)} / {_span(run)}" if run else (f"fixed {_span(fixed)}" if fixed else "–")
+        grid = [float(a) for a in add.get("alpha_grid") or [] if isinstance(a, (int, float))]
+        alpha = add.get("selected_alpha")
+        addition = "–" if alpha is None else (
+            f"{_g(alpha)} (fixed)" if len(grid) == 1 else f"{_g(alpha)} ({_g(min(grid))}…{_g(max(grid))})" if grid
+            else _g(alpha))
+        selected = neg.get("selected") if isinstance(neg.get("selected"), dict) else {}
+        lines.append(f"| {markdown_text(row)} | {lr} | {chosen or '–'} | {addition} | {_per_task(selected, tasks)} | "
+                     f"{steps} |")
+    return "\n".join(lines)
 
 
 def markdown_text(value: Any) -> str:
