@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "mid-run (--resume) continues the run from its last checkpoint, with the same task vector "
                         "(default 0: none; changes no run id or result)")
     p.set_defaults(handler=_suite)
-    p = sub.add_parser("report", help="print the results table of a suite from a store (as in docs/results.md)")
+    p = sub.add_parser("report", help="print the results table of a suite from a store, with its audit flags, "
+                                      "learning-rate checks and what each row chose (as in docs/results.md)")
     p.add_argument("name")
     add_store_argument(p, viewer=True, help="store to read")
     p.set_defaults(handler=_report)
