@@ -414,6 +414,58 @@ def test_plan_schedules_the_units_on_its_workers(tmp_path):
     assert "wall time with 2 workers" in plans[2].text()
 
 
+def test_plan_projects_where_this_stores_runs_stopped(tmp_path):
+    """Beside the bound (every run to its maximum), ``--plan`` prices each run that stops early at the share of its
+    maximum where the store's early-stopped runs of its method stopped (their median), else every method's: a known
+    answer on constructed manifests; a share of 1 gives the bound back, and a method without a share of its own keeps
+    its bound when no ``"*"`` is given."""
+    import json
+
+    from talos_core.suites import plan as P
+    from talos_core.suites.workload import load_sizes, plan_views
+
+    store = Store(tmp_path / "s")
+    store.ensure()
+    for i, (method, ran, most, patience) in enumerate((("talos", 2, 8, 5), ("talos", 4, 8, 5), ("talos", 8, 8, 5),
+                                                       ("nonlinear", 6, 8, 5), ("nonlinear", 3, 8, 0),
+                                                       ("talos", 1, 8, 5))):
+        folder = store.root / "runs" / f"r{i}"
+        folder.mkdir(parents=True)
+        model = "tiny-text" if i < 5 else "other-model"  # another model's runs say nothing of this one's
+        (folder / "manifest.json").write_text(json.dumps({
+            "model": model, "method": method, "timings": {"steps_run": ran},
+            "config": {"train": {"steps": most, "early_stopping_patience": patience}}}))
+    assert P.stop_fractions(store, "tiny-text") == {"talos": (0.5, 3), "nonlinear": (0.75, 1), "*": (0.625, 4)}
+    assert P.stop_fractions(Store(tmp_path / "empty"), "tiny-text") == {}
+
+    spec = get_suite("tiny")
+    kw = dict(methods=["talos", "nonlinear"], posthoc=[])
+    plan = plan_suite("tiny", "paper", store, device="cpu-2core", **kw)
+    proj, bound = plan.cost["projected"], plan.cost["schedule"]
+    assert proj["shares"] == {"nonlinear": {"share": 0.75, "runs": 1, "own": True},
+                              "talos": {"share": 0.5, "runs": 3, "own": True}}
+    assert proj["worker_hours"] < bound["worker_hours"] and proj["wall_hours"] <= bound["wall_hours"]
+    assert "talos 0.50 (median of 3 runs of its own)" in plan.text()
+
+    steps = suite_steps(spec, "paper", kw["methods"], [], seed=0, device="auto")
+    views = plan_views(plan, steps, spec.control_task)
+    sizes = load_sizes([*spec.tasks, spec.control_task], spec.scales["paper"].max_val,
+                       spec.scales["paper"].max_test)[0]
+    full, _ = P.unit_seconds(plan, steps, views, sizes)
+    same, _ = P.unit_seconds(plan, steps, views, sizes, {"*": (1.0, 9)})
+    half, _ = P.unit_seconds(plan, steps, views, sizes, {"talos": (0.5, 3)})
+    assert same == pytest.approx(full)
+    trained = [u for u in full if " [" in u]
+    assert any("__talos__" in u for u in trained) and any("__nonlinear__" in u for u in trained)
+    for unit in trained:
+        if "__talos__" in unit:
+            assert half[unit] < full[unit]
+        else:
+            assert half[unit] == pytest.approx(full[unit])
+    assert {u: half[u] for u in full if u not in trained} == pytest.approx({u: full[u] for u in full
+                                                                             if u not in trained})
+
+
 @pytest.mark.slow
 def test_plan_sees_what_the_store_has(tmp_path):
     """The tiny suite's plan before and after running it: every run and step is then in the store."""

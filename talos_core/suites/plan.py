@@ -221,6 +221,17 @@ class Plan:
                        f"{sched['wall_hours']:.1f} h for {sched['worker_hours']:.1f} worker-hours"
                        + (" (a bound: runs that stop early end sooner)" if early else "")
                        + f"; its longest chain of units: {sched['critical_hours']:.1f} h")
+        proj = cost.get("projected")
+        if proj:
+            def runs(n: int) -> str:
+                return f"{n} run" + ("" if n == 1 else "s")
+
+            said = ", ".join(f"{m} {v['share']:.2f} (" + (f"median of {runs(v['runs'])} of its own" if v["own"] else
+                                                           f"none of its own: every method's median, {runs(v['runs'])}")
+                             + ")" for m, v in proj["shares"].items())
+            out.append(f"  projected, each run to train priced where this store's runs that stopped early stopped, as "
+                       f"a share of their maximum steps ({said}): {proj['wall_hours']:.1f} h wall for "
+                       f"{proj['worker_hours']:.1f} worker-hours; evaluation steps stay at their bound")
         return out
 
     def to_dict(self) -> dict:
@@ -354,12 +365,14 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
                 kept=store.store.kept_work() if store.store is not None else [], workers=workers)
     plan.cost = estimate(plan.to_train(), device)
     if sizes is not None:
-        _add_work(plan, steps, spec, sizes)
+        _add_work(plan, steps, spec, sizes, stop_fractions(store.store, model))
     return plan
 
 
-def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
-    """The evaluation work of the plan's steps still to do (:mod:`talos_core.suites.workload`), and its cost."""
+def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple,
+              stops: Mapping[str, tuple[float, int]] | None = None) -> None:
+    """The evaluation work of the plan's steps still to do (:mod:`talos_core.suites.workload`), and its cost: the wall
+    time as a bound and, with ``stops`` (:func:`stop_fractions` of the store), projected where runs stop early."""
     from collections import Counter
 
     from talos_core.suites.costs import estimate_eval
@@ -386,14 +399,23 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple) -> None:
                                             lota_batch_size=next((r.batch_size for r in todo if r.method == "lota"),
                                                                  None))
     plan.cost["schedule"] = schedule(plan, steps, views, found, plan.workers)
+    early = {r.method for r in todo if r.early_stopping}
+    if stops and early:  # the store shows where runs like these stop: price the runs to train there too
+        used = {m: (stops[m] if m in stops else stops["*"]) for m in sorted(early)}
+        shares = {m: {"share": f, "runs": n, "own": m in stops} for m, (f, n) in used.items()}
+        plan.cost["projected"] = {**schedule(plan, steps, views, found, plan.workers, stops), "shares": shares}
 
 
-def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes) -> tuple[dict, dict]:
+def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes,
+                 stops: Mapping[str, tuple[float, int]] | None = None) -> tuple[dict, dict]:
     """``({unit: seconds}, {unit: units it waits for})`` of the plan's steps still to do as the executors run them
     (:func:`talos_core.suites.executors.step_graph`): one unit per fine-tuning run a step trains (its iterations and
     the evaluation its fine-tuning makes: validation curve, val/test accuracy, calibration) and one per step (the rest
-    of its evaluation), each priced with the plan's cells (an unmeasured one counts 0)."""
+    of its evaluation), each priced with the plan's cells (an unmeasured one counts 0). With ``stops``
+    (:func:`stop_fractions`) a run that stops early is priced at that share of its maximum steps (its method's, else
+    every method's ``"*"``), its validation curve with it; without, at its maximum (a bound)."""
     from collections import Counter
+    from dataclasses import replace
 
     from talos_core.suites.costs import cell, eval_cell
     from talos_core.suites.executors import step_graph
@@ -420,12 +442,45 @@ def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes) -> tuple[d
         parts = []
         for run in view.trains:
             unit = f"{ps.label} [{run.key}]"
-            seconds[unit], needs[unit] = train_s(run), [d for d in run_graph[ps.label] if d in todo]
+            share = (stops.get(run.method) or stops.get("*")) if stops and run.early_stopping else None
+            priced = replace(run, steps=max(1, round(run.steps * share[0])), evals=None) \
+                if share and run.steps else run
+            seconds[unit], needs[unit] = train_s(priced), [d for d in run_graph[ps.label] if d in todo]
             parts.append(unit)
         rest = step_work(view, sizes) - sum((finetune_work(r, sizes) for r in view.trains), Counter())
         seconds[ps.label] = eval_s(rest)
         needs[ps.label] = [d for d in graph[ps.label] if d in todo] + parts
     return seconds, needs
+
+
+def stop_fractions(store: Store | None, model: str) -> dict[str, tuple[float, int]]:
+    """Where the store's runs of ``model`` that stop early (``early_stopping_patience``) ended, as a share of their
+    maximum steps: ``{method: (median share, runs)}`` and ``"*"`` over every method; ``{}`` without such runs.
+    Read from the run manifests (``timings.steps_run`` against ``config.train.steps``); an unreadable one is skipped.
+    """
+    import statistics
+
+    from talos_core.atomic import read_json
+
+    if store is None or not (store.root / "runs").is_dir():
+        return {}
+    shares: dict[str, list[float]] = {}
+    for path in sorted((store.root / "runs").glob("*/manifest.json")):
+        try:
+            man = read_json(path)
+        except TalosError:
+            continue
+        train = ((man.get("config") or {}).get("train") or {}) if isinstance(man, dict) else {}
+        ran, most = (man.get("timings") or {}).get("steps_run") if isinstance(man, dict) else None, train.get("steps")
+        if man.get("model") != model or not train.get("early_stopping_patience") \
+                or not isinstance(ran, int) or not isinstance(most, int) or most <= 0:
+            continue
+        shares.setdefault(str(man.get("method")), []).append(min(ran / most, 1.0))
+    out = {m: (statistics.median(v), len(v)) for m, v in sorted(shares.items())}
+    if out:
+        every = [x for v in shares.values() for x in v]
+        out["*"] = (statistics.median(every), len(every))
+    return out
 
 
 def makespan(seconds: Mapping[str, float], needs: Mapping[str, Sequence[str]], workers: int) -> float:
@@ -455,10 +510,12 @@ def makespan(seconds: Mapping[str, float], needs: Mapping[str, Sequence[str]], w
     return now
 
 
-def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int) -> dict:
-    """The wall time of the plan's units (:func:`unit_seconds`) on ``workers`` processes (:func:`makespan`), with the
-    total (worker-hours) and the longest chain of dependent units (no number of workers does better)."""
-    seconds, needs = unit_seconds(plan, steps, views, sizes)
+def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int,
+             stops: Mapping[str, tuple[float, int]] | None = None) -> dict:
+    """The wall time of the plan's units (:func:`unit_seconds`, with ``stops`` where given) on ``workers`` processes
+    (:func:`makespan`), with the total (worker-hours) and the longest chain of dependent units (no number of workers
+    does better)."""
+    seconds, needs = unit_seconds(plan, steps, views, sizes, stops)
     chain: dict[str, float] = {}
     for u in seconds:
         chain[u] = seconds[u] + max((chain[d] for d in needs[u] if d in chain), default=0.0)
