@@ -367,6 +367,9 @@ def test_flag_numbers_and_messages_carry_the_data_behind_them(tmp_path):
     broken = flags["control-broken-on-test"]
     assert broken.numbers["ratio"] == pytest.approx(0.70 / 0.8)
     assert "test control 70.0 % is 87.5 % of zero-shot 80.0 %" in broken.message
+    # validation beside it: there the same α kept 80.0 % of zero-shot 80.0 % (the edit, not the yardstick, moved)
+    assert broken.message.endswith("; on validation 80.0 % of zero-shot 80.0 % (100.0 %)")
+    assert broken.numbers["control_val"] == pytest.approx(0.80) and broken.numbers["zero_shot_val"] == 0.8
 
 
 def test_helpers():

@@ -82,7 +82,8 @@ CHECKS: tuple[Check, ...] = (
           "is the smallest or largest candidate, so the best value may lie outside the candidates searched."),
     Check("control-broken-on-test", "control broken on test",
           "Negation kept the control task above 95 % of its zero-shot accuracy on validation but not on test, so "
-          "the low target accuracy was bought by damaging the model."),
+          "the low target accuracy was bought by damaging the model (or the zero-shot yardstick differs between the "
+          "splits: both are shown)."),
     Check("norm-above-100", "normalized accuracy above 100 %",
           "The merged model beats the method's own single-task models, which means those single-task models are "
           "weak, not that the merge is strong."),
@@ -409,12 +410,18 @@ def _negation_flags(r: SuiteReader, row: str) -> Iterable[Flag]:
         if "test" in at and zs.get("test") is not None:
             ctrl, limit = float(at["test"]["control_acc"]), keep * float(zs["test"])
             if ctrl < limit:
+                # validation beside it: whether the edit did worse on test, or the yardstick (zero-shot) moved
+                val_ctrl, val_zs = (float(at["val"]["control_acc"]) if "val" in at else None,
+                                    float(zs["val"]) if zs.get("val") is not None else None)
+                on_val = (f"; on validation {_pct(val_ctrl)} % of zero-shot {_pct(val_zs)} % "
+                          f"({_pct(val_ctrl / val_zs)} %)" if val_ctrl is not None and val_zs else "")
                 yield Flag("control-broken-on-test", r.suite, row, NEGATION, source,
                            f"negating {target} at α = {_fmt_alpha(alpha)}: test control {_pct(ctrl)} % is "
                            f"{_pct(ctrl / float(zs['test']))} % of zero-shot {_pct(zs['test'])} % (needs ≥ "
-                           f"{100 * keep:g} %)",
+                           f"{100 * keep:g} %){on_val}",
                            {"target": target, "alpha": alpha, "control_test": ctrl, "zero_shot_test": float(zs["test"]),
-                            "ratio": ctrl / float(zs["test"]) if float(zs["test"]) else math.nan})
+                            "ratio": ctrl / float(zs["test"]) if float(zs["test"]) else math.nan,
+                            "control_val": val_ctrl, "zero_shot_val": val_zs})
 
 
 def _control_val_n(r: SuiteReader, neg: Mapping) -> int | None:
