@@ -139,6 +139,23 @@ def audit_flags(root: str | Path, suite: str) -> list:
     return list(_cached_audit(str(root), suite, store_signature(root)))
 
 
+@_cache_data
+def _cached_choices(root: str, suite: str, signature: tuple) -> pd.DataFrame:
+    from talos_core.suites.report import choices_table
+
+    return choices_table(root, suite)
+
+
+def row_choices(root: str | Path, suite: str) -> pd.DataFrame:
+    """Cached "what each row chose" of ``suite`` (:func:`talos_core.suites.report.choices_table`, as ``talos report``
+    prints it; recomputed when a result changes); empty for a suite the store has no record of."""
+    from talos_core.suites.report import CHOICE_COLUMNS
+
+    if not schema.result_path(root, "suite", suite).is_file():
+        return pd.DataFrame(columns=list(CHOICE_COLUMNS))
+    return _cached_choices(str(root), suite, store_signature(root))
+
+
 def index(root: str | Path) -> pd.DataFrame:
     """Cached :func:`store_index` (recomputed when a result is added or removed)."""
     return _cached_index(str(root), store_signature(root))

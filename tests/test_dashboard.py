@@ -389,6 +389,24 @@ def test_a_machine_flag_badges_time_and_memory_but_a_run_flag_reaches_neither():
     assert ("lota", "peak_memory_mb") not in badges and ("lota", "time_per_step_s") not in badges
 
 
+def test_efficiency_page_shows_what_each_row_chose_as_the_report_prints_it(monkeypatch):
+    """Opened, the "What each row chose" expander holds the report's choices table of the suite (the same rows and
+    cells as ``talos report``), read from the store; closed, it builds nothing."""
+    from talos_core.suites.report import choices_table
+
+    at = open_app(monkeypatch, REPO / "cached_results", "efficiency", {"suite": "vision"})
+    label = "What each row chose (on validation) and how long its runs trained"
+    assert any(e.label == label for e in at.expander)
+    assert not any("negation α per target" in t.value.columns for t in at.table)  # closed: not built
+    at.session_state["eff.choices"] = True  # open it (a rerun)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = next(t.value for t in at.table if "negation α per target" in t.value.columns)
+    expected = choices_table(REPO / "cached_results", "vision").set_index("method")
+    assert shown.equals(expected)
+    assert shown.loc["talos", "lr"] == "0.001"
+
+
 def test_normalized_accuracy_above_100_is_never_best():
     import pandas as pd
 

@@ -131,6 +131,16 @@ if ctx.has("comparison"):
             st.caption(f"Audit not run: {ui.md(audit_problem)}")
         else:
             audit_panel(flags, rows)
+        if not ctx.others and not audit_problem:
+            with ui.expander("What each row chose (on validation) and how long its runs trained", "eff.choices") \
+                    as shown:
+                if shown:
+                    st.caption("Learning rate, per-task sparsity or rank (or a post-hoc merge's point), the addition α "
+                               "with the grid it was chosen on, each negation's α, and the best step / steps run of "
+                               "the runs behind the row — as `talos report` prints them.")
+                    choices = data.row_choices(ctx.root, ctx.suite)
+                    st.table(choices.set_index("method"))  # static: its cells wrap, none cut off
+                    ui.table(choices, f"choices_{ctx.suite}_{ctx.model}", key="eff.choices.table", show=False)
 else:
     st.info("No comparison table in this store for this suite/model.")
 ui.chosen_hyperparameters(ctx, key="eff")

@@ -5,6 +5,7 @@ the learning-rate checks, and what each row chose: :func:`choices_markdown`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -35,9 +36,9 @@ def report_markdown(store: Store | str, suite: str) -> str:
 
 
 def _g(value: Any) -> str:
-    """A chosen value as the tables print it: ``0.95``, ``2``, ``0.001``; a name as is (Markdown-safe)."""
+    """A chosen value as the tables print it: ``0.95``, ``2``, ``0.001``; a name as is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return markdown_text(value)
+        return str(value)
     return f"{float(value):g}"
 
 
@@ -48,7 +49,7 @@ def _per_task(values: dict, tasks: list[str]) -> str:
         return "–"
     if len(shown) > 1 and len({_g(v) for _, v in shown}) == 1:
         return f"{_g(shown[0][1])} (every task)"
-    return " · ".join(f"{markdown_text(t)} {_g(v)}" for t, v in shown)
+    return " · ".join(f"{t} {_g(v)}" for t, v in shown)
 
 
 def _flat(override: dict) -> dict:
@@ -64,45 +65,48 @@ def _span(values: list[int]) -> str:
                                    else f"{min(values):,}–{max(values):,}")
 
 
-def choices_markdown(store: Store | str, suite: str) -> str:
-    """What each row of ``suite``'s table chose on validation, read from its results and run manifests: the learning
-    rate its runs trained at, its per-task hyperparameter (sparsity, rank) or a post-hoc merge's point, the addition α
-    (and the grid it was chosen on), each negation's α, and where its runs stopped (best step / steps run, the span
-    over tasks). ``""`` for a suite whose store has no comparison."""
+#: the columns of :func:`choices_table`, as the report and the dashboard head them
+CHOICE_COLUMNS = ("method", "lr", "per task", "addition α (grid)", "negation α per target", "steps: best / run")
+
+
+def choices_table(store: Store | str | Path, suite: str) -> pd.DataFrame:
+    """What each row of ``suite``'s table chose on validation, read from its results and run manifests (one row per
+    comparison row, in the suite's order; text cells, :data:`CHOICE_COLUMNS`): the learning rate its runs trained at,
+    its per-task hyperparameter (sparsity, rank; from its selection, which names a default value too) or a post-hoc
+    merge's point, the addition α and the grid it was chosen on, each negation's α, and where its runs stopped (best
+    step / steps run, the span over tasks). Empty for a suite whose store has no comparison; a suite the store has no
+    record of is one :class:`TalosError`."""
     root = store.root if isinstance(store, Store) else store
-    r = SuiteReader(root, suite)
+    r = SuiteReader(Path(root), suite)
     if r.result("comparison") is None:
-        return ""
+        return pd.DataFrame(columns=list(CHOICE_COLUMNS))
     tasks = [str(t) for t in r.meta.get("tasks") or []]
     posthoc = r.posthoc()
     rank = {m: i for i, m in enumerate([*r.meta.get("methods", []), *r.meta.get("posthoc", [])])}
-    lines = ["What each row chose (on validation) and how long its runs trained:", "",
-             "| method | lr | per task | addition α (grid) | negation α per target | steps: best / run |",
-             "|---|---|---|---|---|---|"]
+    rows = []
     for row in sorted(r.rows(), key=lambda m: (rank.get(m, len(rank)), m)):
         add, neg = r.result("addition", row) or {}, r.result("negation", row) or {}
         mans = [m for rid in r.row_runs(row).values() if (m := r.manifest(rid))]
         if row in posthoc:
             point = add.get("hyperparameters") or neg.get("hyperparameters") or {}
-            chosen = ", ".join(f"{markdown_text(k)} {_g(v)}" for k, v in point.items()) or "–"
-            lr = steps = f"{markdown_text(add.get('base_method') or 'nonlinear')}'s runs"
+            chosen = ", ".join(f"{k} {_g(v)}" for k, v in point.items())
+            lr = steps = f"{add.get('base_method') or 'nonlinear'}'s runs"
         else:
-            sel = r.result("selection", row) or {}  # its choices name every task (overrides omit a default value)
+            sel = r.result("selection", row) or {}
             over = {t: _flat(o) for t, o in (sel.get("choices") or add.get("task_overrides")
                                              or neg.get("task_overrides") or {}).items() if isinstance(o, dict)}
-            params = sorted({k for o in over.values() if isinstance(o, dict) for k in o})
+            params = sorted({k for o in over.values() for k in o})
             chosen = "; ".join(f"{p}: " + _per_task({t: o[p] for t, o in over.items() if p in o}, tasks)
                                for p in params)
             if not chosen and add.get("sparsity") is not None:
                 chosen = f"sparsity {_g(add['sparsity'])}"
-            rates = sorted({float(lr) for m in mans if (lr := ((m.get("config") or {}).get("train") or {}).get("lr"))
-                            is not None})
+            train = [(m.get("config") or {}).get("train") or {} for m in mans]
+            rates = sorted({float(t["lr"]) for t in train if isinstance(t.get("lr"), (int, float))})
             lr = ", ".join(f"{v:g}" for v in rates) or "–"
             timed = [m.get("timings") or {} for m in mans]
             run = [int(t["steps_run"]) for t in timed if isinstance(t.get("steps_run"), (int, float))]
             best = [int(t["best_step"]) for t in timed if isinstance(t.get("best_step"), (int, float))]
-            fixed = [int(s) for m in mans if isinstance(s := ((m.get("config") or {}).get("train") or {}).get("steps"),
-                                                         (int, float))]
+            fixed = [int(t["steps"]) for t in train if isinstance(t.get("steps"), (int, float))]
             steps = f"{_span(best)} / {_span(run)}" if run else (f"fixed {_span(fixed)}" if fixed else "–")
         grid = [float(a) for a in add.get("alpha_grid") or [] if isinstance(a, (int, float))]
         alpha = add.get("selected_alpha")
@@ -110,8 +114,18 @@ def choices_markdown(store: Store | str, suite: str) -> str:
             f"{_g(alpha)} (fixed)" if len(grid) == 1 else f"{_g(alpha)} ({_g(min(grid))}…{_g(max(grid))})" if grid
             else _g(alpha))
         selected = neg.get("selected") if isinstance(neg.get("selected"), dict) else {}
-        lines.append(f"| {markdown_text(row)} | {lr} | {chosen or '–'} | {addition} | {_per_task(selected, tasks)} | "
-                     f"{steps} |")
+        rows.append((row, lr, chosen or "–", addition, _per_task(selected, tasks), steps))
+    return pd.DataFrame(rows, columns=list(CHOICE_COLUMNS))
+
+
+def choices_markdown(store: Store | str | Path, suite: str) -> str:
+    """:func:`choices_table` as the Markdown ``talos report`` and docs/results.md print (``""`` when it is empty)."""
+    table = choices_table(store, suite)
+    if table.empty:
+        return ""
+    lines = ["What each row chose (on validation) and how long its runs trained:", "",
+             "| " + " | ".join(CHOICE_COLUMNS) + " |", "|" + "---|" * len(CHOICE_COLUMNS)]
+    lines += ["| " + " | ".join(markdown_text(v) for v in rec) + " |" for rec in table.itertuples(index=False)]
     return "\n".join(lines)
 
 
