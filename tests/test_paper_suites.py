@@ -435,6 +435,10 @@ def test_plan_projects_where_this_stores_runs_stopped(tmp_path):
         (folder / "manifest.json").write_text(json.dumps({
             "model": model, "method": method, "timings": {"steps_run": ran},
             "config": {"train": {"steps": most, "early_stopping_patience": patience}}}))
+    for i, junk in enumerate(("[1, 2]", "{garbled", json.dumps({"model": "tiny-text", "config": [],
+                                                                 "timings": {"steps_run": True}}))):
+        (store.root / "runs" / f"junk{i}").mkdir()
+        (store.root / "runs" / f"junk{i}" / "manifest.json").write_text(junk)  # skipped, never an error
     assert P.stop_fractions(store, "tiny-text") == {"talos": (0.5, 3), "nonlinear": (0.75, 1), "*": (0.625, 4)}
     assert P.stop_fractions(Store(tmp_path / "empty"), "tiny-text") == {}
 

@@ -470,10 +470,13 @@ def stop_fractions(store: Store | None, model: str) -> dict[str, tuple[float, in
             man = read_json(path)
         except TalosError:
             continue
-        train = ((man.get("config") or {}).get("train") or {}) if isinstance(man, dict) else {}
-        ran, most = (man.get("timings") or {}).get("steps_run") if isinstance(man, dict) else None, train.get("steps")
-        if man.get("model") != model or not train.get("early_stopping_patience") \
-                or not isinstance(ran, int) or not isinstance(most, int) or most <= 0:
+        config, timings = (man.get("config"), man.get("timings")) if isinstance(man, dict) else (None, None)
+        train = config.get("train") if isinstance(config, dict) else None
+        if not isinstance(train, dict) or not isinstance(timings, dict) or man.get("model") != model:
+            continue
+        ran, most = timings.get("steps_run"), train.get("steps")
+        if not train.get("early_stopping_patience") or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (ran, most)):
             continue
         shares.setdefault(str(man.get("method")), []).append(min(ran / most, 1.0))
     out = {m: (statistics.median(v), len(v)) for m, v in sorted(shares.items())}
