@@ -249,7 +249,8 @@ def _records(payload: Mapping) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 class SuiteReader:
     """The results and run manifests of one suite of a store, read lazily and cached (torch-free); the audit's
-    checks read through it, and so does the report's table of choices (:func:`talos_core.suites.report.choices_table`)."""
+    checks read through it, and so does the report's table of choices
+    (:func:`talos_core.suites.report.choices_table`)."""
 
     def __init__(self, root: Path, suite: str) -> None:
         self.root, self.suite = Path(root), suite
