@@ -404,3 +404,53 @@ def test_ray_tasks_follow_the_suites_device(tmp_path, monkeypatch):
     assert seen == {"device": "cpu"}
     assert executors.default_gpus_per_task(2, "cpu") == 0.0 and executors.default_gpus_per_task(2, "cuda") == 1.0
 
+
+_ORPHAN_SCRIPT = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from talos_core.suites.executors import exit_with_parent
+
+pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                           initializer=exit_with_parent if sys.argv[1] == "watched" else None,
+                           initargs=(os.getpid(), 0.05) if sys.argv[1] == "watched" else ())
+print(pool.submit(os.getpid).result(), flush=True)
+pool.submit(time.sleep, 120)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited and not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc (Linux)")
+@pytest.mark.parametrize("mode", ["watched", "unwatched"])
+def test_workers_end_with_the_suite_process_that_started_them(mode, tmp_path):
+    """``--executor processes`` starts its workers with ``exit_with_parent``: a suite process killed (``kill -9``, a
+    session's end) takes its workers with it instead of leaving them computing as orphans; without the initializer
+    (the state before) the worker outlives its parent."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT, mode], stdout=subprocess.PIPE, text=True,
+                              stderr=subprocess.DEVNULL,  # the killed parent's resource tracker warns of its semaphores
+                              cwd=Path(__file__).resolve().parents[1])
+    worker = int(parent.stdout.readline())
+    try:
+        assert _alive(worker)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 60  # the watch polls every 0.05 s; a loaded machine may take longer
+        while _alive(worker) and time.monotonic() < deadline and mode == "watched":
+            time.sleep(0.05)
+        assert _alive(worker) == (mode == "unwatched")
+    finally:
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)

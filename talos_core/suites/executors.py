@@ -628,6 +628,22 @@ def _run_label(label: str, key: str) -> str:
     return f"{label} [fine-tune {key}]"
 
 
+def exit_with_parent(parent: int, every_s: float = 1.0) -> None:
+    """Worker initializer of ``--executor processes``: a daemon thread ends this worker (``os._exit``) once the process
+    that started it (pid ``parent``) is gone — a suite stopped with ``kill`` or by the end of a session would otherwise
+    leave its workers computing on as orphans, holding the CPU and writing progress files under the next run's feet
+    (seen 2026-11-28: a worker of a killed text run ran on for 50 minutes beside its successor). Polling
+    ``os.getppid()`` works on every POSIX system, with no parent-side cleanup to miss."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="talos-exit-with-parent", daemon=True).start()
+
+
 def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: int | None = None,
                   progress: bool = False, **_: Any) -> dict[str, float]:
     """Run ``steps`` (and the runs of the fine-tuning steps, :func:`run_parts`) on ``jobs`` worker processes of
@@ -645,7 +661,9 @@ def run_processes(job: SuiteJob, steps: Sequence, display: Progress, *, jobs: in
     state: dict[str, bool] = {}  # display label -> succeeded
     running: dict[Any, str] = {}
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no inherited CUDA or thread state
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:  # workers are reused, as Ray's are
+    # workers are reused, as Ray's are, and end with this process (exit_with_parent)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=exit_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         while len(state) < len(units):
             for lab in units:
                 if lab in state or lab in running.values():
