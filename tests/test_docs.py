@@ -299,3 +299,51 @@ def test_committed_generated_blocks_match_the_shipped_store():
     stale = [f"{f.relative_to(REPO)}: '{b.label}' (line {b.line})"
              for f in files for b in stale_blocks(f.read_text(), render, str(f))]
     assert not stale, f"stale generated blocks, run `talos docs --store cached_results`: {stale}"
+
+
+def _github_slug(heading: str) -> str:
+    """A heading's anchor as GitHub renders it: lower case, punctuation dropped (word characters, spaces and hyphens
+    kept, ``α`` and ``ξ`` too), spaces to hyphens."""
+    import re
+
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    import re
+
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        m = None if fenced else re.match(r"^#{1,6}\s+(.*)", line)
+        if m:
+            s = _github_slug(m.group(1))
+            out.add(s if s not in seen else f"{s}-{seen[s]}")
+            seen[s] = seen.get(s, 0) + 1
+    return out
+
+
+def test_every_link_between_the_docs_resolves():
+    """Every relative link of README.md, docs/*.md and bench/RESULTS.md names a file that exists and, with ``#…``, a
+    heading of it (issue 50 found links to a results.md section that did not exist)."""
+    import re
+
+    assert _github_slug("Scale `full`: the paper's protocol, every run converged") == \
+        "scale-full-the-papers-protocol-every-run-converged"
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "RESULTS.md"]
+    bad = []
+    for f in files:
+        text = re.sub(r"```.*?```", "", f.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            dest = (f.parent / path).resolve() if path else f
+            if not dest.exists():
+                bad.append(f"{f.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                bad.append(f"{f.relative_to(REPO)}: {target} (no such heading)")
+    assert not bad, bad
