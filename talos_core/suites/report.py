@@ -5,6 +5,7 @@ the learning-rate checks, and what each row chose: :func:`choices_markdown`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,13 @@ def _flat(override: dict) -> dict:
     return out
 
 
+def _in_suite_order(order: list[str], items: list, method: Callable[[Any], str] = lambda m: m) -> list:
+    """``items`` (method names, or records whose ``method(item)`` is one) in the suite's ``order`` (its methods, then
+    its post-hoc methods), methods it does not list last, by name: the row order of both report tables."""
+    rank = {m: i for i, m in enumerate(order)}
+    return sorted(items, key=lambda x: (rank.get(method(x), len(rank)), method(x)))
+
+
 def _span(values: list[int]) -> str:
     return "–" if not values else (f"{min(values):,}" if min(values) == max(values)
                                    else f"{min(values):,}–{max(values):,}")
@@ -82,9 +90,8 @@ def choices_table(store: Store | str | Path, suite: str) -> pd.DataFrame:
         return pd.DataFrame(columns=list(CHOICE_COLUMNS))
     tasks = [str(t) for t in r.meta.get("tasks") or []]
     posthoc = r.posthoc()
-    rank = {m: i for i, m in enumerate([*r.meta.get("methods", []), *r.meta.get("posthoc", [])])}
     rows = []
-    for row in sorted(r.rows(), key=lambda m: (rank.get(m, len(rank)), m)):
+    for row in _in_suite_order([*r.meta.get("methods", []), *r.meta.get("posthoc", [])], r.rows()):
         add, neg = r.result("addition", row) or {}, r.result("negation", row) or {}
         mans = [m for rid in r.row_runs(row).values() if (m := r.manifest(rid))]
         if row in posthoc:
@@ -169,9 +176,8 @@ def results_markdown(store: Store | str, suite: str) -> str:
              "", "| method | add. abs | add. norm | neg. target ↓ | neg. control | single-task | zero-shot "
              "| time/step (s) | peak memory (MiB) | audit flags |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    order = [*meta["methods"], *meta.get("posthoc", [])]
-    rank = {m: i for i, m in enumerate(order)}
-    records = sorted(table.to_dict(orient="records"), key=lambda r: (rank.get(r["method"], len(rank)), r["method"]))
+    records = _in_suite_order([*meta["methods"], *meta.get("posthoc", [])], table.to_dict(orient="records"),
+                              lambda r: r["method"])
     flags = audit_suite(store, suite)
     by_row, notes = footnotes(flags, [str(r["method"]) for r in records])
     refs = lambda row: number_ranges(by_row.get(row, []) + by_row.get("", [])) or "–"  # noqa: E731
