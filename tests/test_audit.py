@@ -293,6 +293,24 @@ CASES = [
 ]
 
 
+def test_a_run_stopped_by_its_patience_is_judged_by_its_stopping_rule_not_by_its_last_quarter(tmp_path):
+    """The same curve — best at step 90 (inside the last quarter of its 110 steps), then two evaluations without
+    gain — is still rising when the run had no early stopping, and flattened when it stopped after its patience of 2
+    (its verdict must not depend on where the quarter boundary falls). The message names the steps it ran."""
+    curve = [{"step": s, "val_acc": a} for s, a in ((10, .5), (30, .55), (50, .6), (70, .62), (90, .7), (100, .68),
+                                                    (110, .69))]
+    spec = copy.deepcopy(_spec())
+    spec["runs"][_run_id("nonlinear", "a")]["curve"] = curve
+    flags = audit_suite(_write(tmp_path / "plain", spec), "s")
+    rising = [f for f in flags if f.check == "not-converged"]
+    assert [f.row for f in rising] == ["nonlinear"]
+    assert "last quarter of 110 steps" in rising[0].message
+    spec["runs"][_run_id("nonlinear", "a")]["config"]["train"]["early_stopping_patience"] = 2
+    assert ("not-converged", "nonlinear") not in _checks(_write(tmp_path / "patience", spec))
+    spec["runs"][_run_id("nonlinear", "a")]["config"]["train"]["early_stopping_patience"] = 3  # 90 is one of its 3
+    assert ("not-converged", "nonlinear") in _checks(_write(tmp_path / "patience3", spec))
+
+
 def test_a_posthoc_search_of_two_values_or_inside_its_range_is_not_an_edge(tmp_path):
     spec = copy.deepcopy(_spec())
     _posthoc_edge(spec)

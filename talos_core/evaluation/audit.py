@@ -195,17 +195,29 @@ def needed(threshold: float, n: int) -> int:
     return math.ceil(threshold * n - 1e-9)
 
 
-def still_rising(curve: Sequence[tuple[float, float]], tolerance: float = CONVERGENCE_TOLERANCE) -> float | None:
+def still_rising(curve: Sequence[tuple[float, float]], tolerance: float = CONVERGENCE_TOLERANCE,
+                 patience: int = 0) -> float | None:
     """How much a validation curve ``[(step, acc), ...]`` gained in its last quarter of steps over its best before
     it, when that exceeds ``tolerance`` (the curve has not flattened); ``None`` when it has (or is too short).
+
+    A run trained with early stopping (``patience`` > 0 evaluations) whose last ``patience`` evaluations did not beat
+    its best before them has flattened by its own stopping rule, whatever its length: the last-quarter window would
+    otherwise judge the same curve differently by where the run happened to stop (its best falls inside the last
+    quarter when the patience window is shorter than a quarter of the run).
 
     >>> still_rising([(100, .5), (200, .6), (300, .7), (400, .8)])
     0.1
     >>> still_rising([(100, .5), (200, .8), (300, .8), (400, .805)]) is None
     True
+    >>> still_rising([(100, .5), (200, .5), (300, .52), (400, .6), (450, .58), (500, .59)])
+    0.08
+    >>> still_rising([(100, .5), (200, .5), (300, .52), (400, .6), (450, .58), (500, .59)], patience=2) is None
+    True
     """
     pts = sorted((float(s), float(a)) for s, a in curve)
     if len(pts) < 3:
+        return None
+    if 0 < patience < len(pts) and max(a for _, a in pts[-patience:]) <= max(a for _, a in pts[:-patience]):
         return None
     end = pts[-1][0]
     start = pts[0][0]
@@ -514,12 +526,13 @@ def _run_flags(r: SuiteReader, row: str, runs: Mapping[str, str], metrics: tuple
         man = r.manifest(rid)
         if man is None:
             continue
-        steps = int(((man.get("config") or {}).get("train") or {}).get("steps") or 0)
+        train = (man.get("config") or {}).get("train") or {}
+        steps = int(train.get("steps") or 0)
         curve = _curve_of(man)
         if curve:
-            gain = still_rising(curve)
-            if gain is not None:
-                rising[task] = (gain, steps)
+            gain = still_rising(curve, patience=int(train.get("early_stopping_patience") or 0))
+            if gain is not None:  # the steps it ran (an early-stopped run's curve ends where it stopped)
+                rising[task] = (gain, int(max(s for s, _ in curve)))
             continue
         lc = r.result("learning_curve", str(man.get("method", "")))
         lc_steps = int(lc.get("steps") or 0) if lc else 0
