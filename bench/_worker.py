@@ -409,9 +409,9 @@ def job_train_precision(a: dict) -> dict:
 
     from talos_core.inference.forward import accuracy
     from talos_core.inference.precision import eval_precision, native_bf16
-    from talos_core.methods import get_method
-    from talos_core.methods.base import MethodContext
     from talos_core.pipeline import CalibrationSettings, FinetuneRequest, load_request_data
+    from talos_core.runners import get_method
+    from talos_core.runners.base import MethodContext
 
     order = list(a["order"])
     req = FinetuneRequest(model=a["model"], task=a["task"], method=a["method"], steps=a["steps"],

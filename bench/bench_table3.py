@@ -12,9 +12,9 @@ and an out-of-memory configuration becomes a row instead of ending the run), one
 
 * every method runs the project's own training step — :func:`talos_core.training.finetune` with the plan and the
   ``logits_fn`` its method entry uses (``talos_core/methods/``): non-linear FT trains every parameter; Linearized FT
-  every parameter through :func:`~talos_core.methods.baselines.linearized_training_logits` (a JVP per batch);
-  L-LoRA rank-16 Q/V factors of a :class:`~talos_core.methods.lora.LoraAdapter` (linearized); LoTA the top-10%
-  ``|Δθ|`` mask (:func:`~talos_core.methods.baselines.lota_mask`) of a short dense calibration fine-tune on
+  every parameter through :func:`~talos_core.runners.baselines.linearized_training_logits` (a JVP per batch);
+  L-LoRA rank-16 Q/V factors of a :class:`~talos_core.runners.lora.LoraAdapter` (linearized); LoTA the top-10%
+  ``|Δθ|`` mask (:func:`~talos_core.runners.baselines.lota_mask`) of a short dense calibration fine-tune on
   validation examples (``--lota-steps`` steps: fewer than the method's default, which only changes which entries
   are picked, not how a step is computed); TaLoS a real calibrated 90%-sparse mask
   (:func:`talos_core.masks.calibrate_talos`, 4 rounds on ``mask_samples`` validation examples, cached in
@@ -141,8 +141,8 @@ def _method_setup(method: str, model, task, data, a: dict, config) -> dict:
     import torch
 
     from talos_core.masks import calibration_split
-    from talos_core.methods.baselines import linearized_training_logits, lota_mask
-    from talos_core.methods.lora import LoraAdapter, lora_targets
+    from talos_core.runners.baselines import linearized_training_logits, lota_mask
+    from talos_core.runners.lora import LoraAdapter, lora_targets
     from talos_core.store import load_mask
     from talos_core.training import default_logits, finetune, plan_from_mask
 

@@ -2,7 +2,7 @@
 
 The run's task vector is the checkpoint's weights minus the registered base model's pre-trained weights θ0, over
 every parameter of θ (the backbone the studio fine-tunes; frozen heads are not part of it), so every protocol and
-dashboard page treats it like a run fine-tuned here. Method ``imported`` (:mod:`talos_core.methods.imported`) never
+dashboard page treats it like a run fine-tuned here. Method ``imported`` (:mod:`talos_core.runners.imported`) never
 trains; its option ``label`` (``--method-label``, default from the file name) is recorded in the manifest.
 
 Formats (:func:`read_checkpoint`): a ``transformers`` model folder (``save_pretrained``: ``model.safetensors``,
@@ -48,8 +48,8 @@ import torch
 
 from talos_core.atomic import atomic_write_json, file_sha256, load_safetensors, read_json
 from talos_core.errors import TalosError
-from talos_core.methods.imported import IMPORTED, LABEL_OPTION
 from talos_core.models.base import TaskModel
+from talos_core.runners.imported import IMPORTED, LABEL_OPTION
 from talos_core.schema import slug
 from talos_core.store import Run, RunManifest, Store, artifact_checksums, run_id, versions
 from talos_core.vectors import TaskVector

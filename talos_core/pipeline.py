@@ -17,10 +17,10 @@ from talos_core.atomic import atomic_write_json
 from talos_core.errors import TalosError, check_int, check_range, check_seed
 from talos_core.inference.runtime import prepared_model, resolve_device
 from talos_core.masks import CalibrationConfig, mask_density, mask_moved
-from talos_core.methods import get_method
-from talos_core.methods.base import MethodContext
 from talos_core.methods.finetuning import CALIBRATION, SPARSITY
 from talos_core.models import get_model_spec
+from talos_core.runners import get_method
+from talos_core.runners.base import MethodContext
 from talos_core.store import Run, RunManifest, Store, artifact_checksums, save_mask, versions
 from talos_core.tasks import get_task, load_task
 from talos_core.tasks.base import TaskData

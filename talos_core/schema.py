@@ -38,8 +38,10 @@ from typing import Any
 
 from talos_core.errors import TalosError, check_number, is_int, is_number, unknown
 from talos_core.methods.declaration import EvalMode as EvalMode  # re-exported: the layers read it here
-from talos_core.methods.declaration import MethodDeclaration, MethodKind
+from talos_core.methods.declaration import MethodDeclaration
 from talos_core.methods.registry import DECLARATIONS
+from talos_core.methods.registry import METHODS as METHODS  # re-exported: every method, in the paper's table order
+from talos_core.methods.registry import method_info as method_info  # re-exported: the catalogue entry of a name
 
 # --------------------------------------------------------------------------------------------
 # names
@@ -566,22 +568,6 @@ TaLoS; plus our ablation controls, and the checkpoints fine-tuned elsewhere and 
 MethodInfo = MethodDeclaration
 """What every layer needs to know about a method, without running it: its declaration
 (:class:`~talos_core.methods.declaration.MethodDeclaration`)."""
-
-METHODS: dict[str, MethodInfo] = {d.name: d for d in DECLARATIONS}
-"""Every fine-tuning and post-hoc method, in the paper's table order (controls last), from the method registry
-(:data:`talos_core.methods.registry.DECLARATIONS`)."""
-
-
-def method_info(name: str, kind: MethodKind | None = None) -> MethodInfo:
-    """The catalogue entry of ``name``; an unknown name, or one of another ``kind`` than asked for, is one
-    :class:`TalosError`."""
-    if name not in METHODS:
-        raise unknown("method", name, METHODS)
-    info = METHODS[name]
-    if kind is not None and info.kind != kind:
-        what = {"finetune": "fine-tuning", "posthoc": "post-hoc"}
-        raise TalosError(f"method {name!r} is a {what[info.kind]} method in the catalogue, not {what[kind]}")
-    return info
 
 
 def method_label(name: str) -> str:

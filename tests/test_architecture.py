@@ -111,10 +111,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks", ("talos_core.tasks",)),
     ("models", ("talos_core.models",)),  # a model family builds its heads from a task's classes
     ("vectors", ("talos_core.vectors",)),
+    ("methods", ("talos_core.methods",)),  # the post-hoc merges' tensor functions, over task vectors
     ("inference", ("talos_core.inference",)),  # θ0 + Σ α τ, JVPs, precision, the tally of passes
     ("masks", ("talos_core.fisher", "talos_core.masks")),  # Fisher scores and TaLoS calibration
     ("training", ("talos_core.batching", "talos_core.training")),
-    ("methods", ("talos_core.methods",)),  # fine-tuning methods and post-hoc merges
+    ("runners", ("talos_core.runners",)),  # how each fine-tuning method trains (named by its declaration)
     ("store", ("talos_core.manifest", "talos_core.store")),
     ("runs", ("talos_core.pipeline", "talos_core.importing")),  # one run end to end, or one imported checkpoint
     ("evaluation", ("talos_core.evaluation",)),

@@ -17,11 +17,12 @@ from talos_core.errors import TalosError
 from talos_core.fisher import fisher_scores
 from talos_core.inference.forward import linearized_logits
 from talos_core.masks import CalibrationConfig, calibration_split
-from talos_core.methods import FINETUNE_METHODS, baselines, get_method, lora, merging, posthoc
-from talos_core.methods.base import MethodContext
-from talos_core.methods.baselines import linearized_training_logits, lota_mask
-from talos_core.methods.lora import LoraAdapter, lora_targets
+from talos_core.methods import merging, posthoc
 from talos_core.models import load_model
+from talos_core.runners import FINETUNE_METHODS, baselines, get_method, lora
+from talos_core.runners.base import MethodContext
+from talos_core.runners.baselines import linearized_training_logits, lota_mask
+from talos_core.runners.lora import LoraAdapter, lora_targets
 from talos_core.store import Store
 from talos_core.tasks import get_task, load_task
 from talos_core.training import TrainConfig, finetune

@@ -219,8 +219,8 @@ def _small(name: str) -> dict:
 def test_methods_finetune_on_device(tmp_path, name, method):
     """``run_finetune`` on the device records bf16 training, the device, finite accuracies and vectors; sparse
     methods keep 10% of the maskable entries."""
-    from talos_core.methods import get_method
     from talos_core.pipeline import FinetuneRequest, run_finetune
+    from talos_core.runners import get_method
     from talos_core.store import Store
 
     _load(name)  # skips when the model or task is not available here

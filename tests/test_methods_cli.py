@@ -9,11 +9,11 @@ from talos_core import schema
 from talos_core.cli import main
 from talos_core.errors import TalosError
 from talos_core.masks import CalibrationConfig
-from talos_core.methods import FINETUNE_METHODS, get_method, method_table
-from talos_core.methods.base import FinetuneMethod, MethodContext
 from talos_core.methods.merging import POSTHOC_METHODS, PosthocSpec
 from talos_core.methods.posthoc import BASE_METHOD
 from talos_core.pipeline import FinetuneRequest
+from talos_core.runners import FINETUNE_METHODS, get_method, method_table
+from talos_core.runners.base import FinetuneMethod, MethodContext
 
 
 def test_every_registered_method_has_a_catalogue_entry_of_its_kind_and_vice_versa() -> None:

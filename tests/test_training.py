@@ -186,9 +186,9 @@ def test_train_config_validation(kw):
 # --------------------------------------------------------------------------------------------
 def _method_output(method: str, eval_every: int, **kw):
     from talos_core.inference.runtime import prepared_model, resolve_device
-    from talos_core.methods import get_method
-    from talos_core.methods.base import MethodContext
     from talos_core.pipeline import CalibrationSettings, FinetuneRequest, load_request_data
+    from talos_core.runners import get_method
+    from talos_core.runners.base import MethodContext
     from talos_core.tasks import get_task
 
     req = FinetuneRequest(model="tiny-text", task="drug-reviews", method=method, steps=3, batch_size=8, max_train=32,

@@ -45,8 +45,8 @@ def registries() -> tuple[pd.DataFrame, pd.DataFrame, list[str], bool]:
     """(models, tasks, fine-tuning methods, CUDA available) — imported once per server process."""
     import torch
 
-    from talos_core.methods import FINETUNE_METHODS
     from talos_core.models import model_table
+    from talos_core.runners import FINETUNE_METHODS
     from talos_core.tasks import task_table
 
     return model_table(), task_table(), sorted(FINETUNE_METHODS), bool(torch.cuda.is_available())

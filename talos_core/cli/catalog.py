@@ -30,7 +30,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _methods(args: argparse.Namespace) -> int:
-    from talos_core.methods import method_table
+    from talos_core.runners import method_table
 
     print_table(method_table())
     return 0

@@ -65,7 +65,7 @@ _PARTS = ("addition", "negation", "single", "examples", "ci95", "grids")
 
 def sparsity_ablation(req: EvalRequest, s: AblationSettings) -> EvalOutcome:
     """Addition/negation/single-task summaries of ``req.method``'s runs at each of ``s.sparsities``."""
-    from talos_core.methods import get_method
+    from talos_core.runners import get_method
 
     if not get_method(req.method).sparse:
         raise TalosError(f"method {req.method!r} does not train a sparse subset; the sparsity ablation needs one "

@@ -576,7 +576,7 @@ class Protocol:
     def check_method(self, method: str) -> None:
         """``method`` must name a registered method of the kind this protocol evaluates."""
         if self.method_kind == "finetune":
-            from talos_core.methods import get_method
+            from talos_core.runners import get_method
 
             get_method(method)
         elif self.method_kind == "posthoc":

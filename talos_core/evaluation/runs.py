@@ -76,8 +76,8 @@ def build_request(model: str, task: str, method: str, overrides: Mapping[str, An
 
 
 def _matches(run: Run, req, overrides: Mapping[str, Any]) -> bool:
-    from talos_core.methods import get_method
     from talos_core.pipeline import STORED_KEYS
+    from talos_core.runners import get_method
 
     method = get_method(req.method)
     recorded_options = run.manifest.config.get("options") or {}
@@ -99,7 +99,7 @@ def find_run(store: Store, model: str, task: str, method: str,
     """The run for this request already in ``store`` (exact id first, then newest compatible), or ``None``.
     With ``weights`` (the default) a run of a method that fine-tunes counts only with its task vector here (a
     manifest alone cannot be evaluated: it is trained again); ``weights=False`` finds such a manifest too."""
-    from talos_core.methods import get_method
+    from talos_core.runners import get_method
 
     req = build_request(model, task, method, overrides)
     rid = req.run_id()
@@ -138,8 +138,8 @@ def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
 
     ``task_overrides[task]`` is merged over ``overrides`` for that task (:func:`merge_overrides`).
     """
-    from talos_core.methods import get_method
     from talos_core.pipeline import not_trained, run_finetune
+    from talos_core.runners import get_method
 
     trains = get_method(method).trains
     force = force and trains  # runs that are never fine-tuned here (imported) are only ever found

@@ -232,7 +232,7 @@ def candidate_delta(param: str, value: Any, base: Mapping[str, Any]) -> dict:
     if param != "rank":
         return {param: value}
     from talos_core.evaluation.runs import _options_dict
-    from talos_core.methods.lora import DEFAULT_RANK
+    from talos_core.runners.lora import DEFAULT_RANK
 
     if value == DEFAULT_RANK and "rank" not in _options_dict(base.get("options")):
         return {}

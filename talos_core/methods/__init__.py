@@ -1,31 +1,14 @@
 """Methods, as data: one declaration per method (:mod:`talos_core.methods.declaration`), listed in the registry
 :data:`talos_core.methods.registry.DECLARATIONS` from which the catalogue :data:`talos_core.schema.METHODS` is
-derived.
+derived, and the post-hoc merges' tensor functions.
 
-The fine-tuning methods turn a :class:`~talos_core.methods.base.MethodContext` into a
-:class:`~talos_core.methods.base.MethodOutput`; they are declared in :mod:`talos_core.methods.finetuning` and run by
-:mod:`talos_core.methods.talos` (TaLoS and the mask controls), :mod:`talos_core.methods.baselines` (full
-fine-tuning, L-LoRA, LoTA) and :mod:`talos_core.methods.imported` (checkpoints fine-tuned elsewhere, ``talos
-import``; never trains). Each post-hoc merge is one file (:mod:`talos_core.methods.ties`, ``dare``, ``breadcrumbs``,
-``tall``, ``tsv``, ``iso``, ``lines``, ``della``) over the tensor functions of :mod:`talos_core.methods.taskvec`,
+The fine-tuning methods are declared in :mod:`talos_core.methods.finetuning`; their runners (which train, and so
+sit above the training loop) are in :mod:`talos_core.runners`, named by each declaration as ``"module:function"``.
+Each post-hoc merge is one file (:mod:`talos_core.methods.ties`, ``dare``, ``breadcrumbs``, ``tall``, ``tsv``,
+``iso``, ``lines``, ``della``) over the tensor functions of :mod:`talos_core.methods.taskvec`,
 :mod:`~talos_core.methods.sparsify` and :mod:`~talos_core.methods.spectral`; :mod:`talos_core.methods.merging` is
-their registry view.
+their registry view and :mod:`talos_core.methods.posthoc` applies one to task vectors.
 
-This package imports nothing when it is imported — the catalogue (torch-free) imports the declarations below it —
-so :data:`FINETUNE_METHODS`, :func:`get_method` and :func:`method_table` (from
-:mod:`talos_core.methods.catalogue`) are loaded on first use.
+Nothing here imports the training stack, the store's format or anything above them: the declarations and the
+registry are torch-free (the schema lists them), the merge functions need torch and the task-vector type only.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-_CATALOGUE_NAMES = ("FINETUNE_METHODS", "METHOD_TABLE_COLUMNS", "get_method", "method_table")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _CATALOGUE_NAMES:
-        from talos_core.methods import catalogue
-
-        return getattr(catalogue, name)
-    raise AttributeError(f"module 'talos_core.methods' has no attribute {name!r}")

@@ -1,8 +1,8 @@
 """The fine-tuning methods' declarations: full fine-tuning, the parameter-efficient methods, TaLoS and its
 ablation controls, and imported checkpoints, with their hyperparameters.
 
-Their runners are in :mod:`talos_core.methods.baselines` (full fine-tuning, L-LoRA, LoTA),
-:mod:`talos_core.methods.talos` (TaLoS and the mask controls) and :mod:`talos_core.methods.imported`, named here as
+Their runners are in :mod:`talos_core.runners.baselines` (full fine-tuning, L-LoRA, LoTA),
+:mod:`talos_core.runners.talos` (TaLoS and the mask controls) and :mod:`talos_core.runners.imported`, named here as
 ``"module:function"``: a runner needs the training stack, which reads the catalogue this module feeds, so it is
 imported only when the method runs (:meth:`~talos_core.methods.declaration.MethodDeclaration.resolve`).
 
@@ -43,8 +43,8 @@ CALIBRATION: tuple[Param, ...] = (
 )
 """TaLoS's calibration settings (:class:`talos_core.masks.CalibrationConfig`)."""
 
-_T = "talos_core.methods.talos:"
-_B = "talos_core.methods.baselines:"
+_T = "talos_core.runners.talos:"
+_B = "talos_core.runners.baselines:"
 
 NONLINEAR = MethodDeclaration(
     "nonlinear", "Non-linear FT", "full fine-tuning", runner=_B + "run_nonlinear",
@@ -56,8 +56,8 @@ LINEARIZED = MethodDeclaration(
     reference="Ortiz-Jiménez et al., Task Arithmetic in the Tangent Space, NeurIPS 2023")
 LLORA = MethodDeclaration(
     "llora", "L-LoRA", "parameter-efficient", eval_mode="linearized", params=(RANK,),
-    runner="talos_core.methods.lora:run_llora", option_keys=("rank", "lora_alpha"),
-    option_check="talos_core.methods.lora:check_llora_options",
+    runner="talos_core.runners.lora:run_llora", option_keys=("rank", "lora_alpha"),
+    option_check="talos_core.runners.lora:check_llora_options",
     description="L-LoRA: linearized LoRA on attention Q and V (option rank=16, lora_alpha=rank)",
     reference="Tang et al., Parameter-Efficient Multi-Task Model Fusion with Partial Linearization, ICLR 2024")
 LOTA = MethodDeclaration(
@@ -82,7 +82,7 @@ TALOS_TOP = MethodDeclaration(
     runner=_T + "run_talos_top",
     description="Ablation: TaLoS calibration but train the MOST sensitive entries (top-k)")
 IMPORTED = MethodDeclaration(
-    "imported", "Imported", "imported", trains=False, runner="talos_core.methods.imported:refuse",
+    "imported", "Imported", "imported", trains=False, runner="talos_core.runners.imported:refuse",
     option_keys=("label",),
     description="a checkpoint fine-tuned elsewhere, brought in with talos import (τ = θ_ft − θ0; option label "
                 "picks one source)")

@@ -51,6 +51,7 @@ from talos_core.methods.breadcrumbs import OUTLIER_QUANTILE_GRID
 from talos_core.methods.declaration import GridValues, MethodDeclaration
 from talos_core.methods.iso import ISO_COMMON_FRACTION
 from talos_core.methods.lines import LINES_ADDITION_ALPHA, LINES_BETA_GRID
+from talos_core.methods.registry import METHODS, method_info
 from talos_core.methods.sparsify import (  # noqa: F401 - the tensor functions, re-exported for one import
     TallSource,
     band_mask_tensor,
@@ -97,7 +98,6 @@ from talos_core.methods.taskvec import (  # noqa: F401
 )
 from talos_core.methods.ties import SPARSITY_GRID
 from talos_core.methods.tsv import SPECTRAL_ALPHA_STOP, SPECTRAL_OPTIONS
-from talos_core.schema import METHODS, MethodInfo, method_info
 
 __all__ = ["ISO_COMMON_FRACTION", "LINES_ADDITION_ALPHA", "LINES_BETA_GRID", "OUTLIER_QUANTILE_GRID",
            "SPARSITY_GRID", "SPECTRAL_ALPHA_STOP", "SPECTRAL_OPTIONS", "TALL_LAMBDA_GRID", "consensus_k_grid"]
@@ -140,7 +140,7 @@ class PosthocSpec:
             check_range("addition_alpha", self.addition_alpha, 0.0, math.inf, low_open=True)
 
     @property
-    def info(self) -> MethodInfo:
+    def info(self) -> MethodDeclaration:
         return method_info(self.name)
 
     @property

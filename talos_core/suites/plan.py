@@ -640,7 +640,7 @@ def _probed(value: Any, store: StoreListing, probe: _Probe) -> tuple[Any, list[t
 def _planned_run(model: str, task: str, method: str, ov: Mapping[str, Any], store: StoreListing,
                  budget_from: str | None, max_steps: int | None = None, *, weights: bool = True) -> PlannedRun:
     from talos_core.evaluation.runs import build_request
-    from talos_core.methods import get_method
+    from talos_core.runners import get_method
 
     info = get_method(method)
     if budget_from is not None or ov.get("steps") is None:

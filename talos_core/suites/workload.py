@@ -90,7 +90,7 @@ def finetune_work(run, sizes: Sizes) -> Counter:
 
 def lota_calibration_iterations(run, sizes: Sizes) -> int:
     """LoTA's dense calibration fine-tune of ``run``: its option, else ``rounds × ⌈n_calib / batch⌉``
-    (:func:`talos_core.methods.baselines.lota_calibration_steps`)."""
+    (:func:`talos_core.runners.baselines.lota_calibration_steps`)."""
     if run.method != "lota" or not run.calib_rounds:
         return 0
     if run.lota_steps:
@@ -330,7 +330,7 @@ def plan_views(plan, steps: Sequence, control: str | None, *, stored: bool = Fal
     ``steps``, :func:`~talos_core.suites.steps.suite_steps`), in order. A step trains the runs it is the first to
     need that are not in the store (``stored=True``: those too, to recount a finished run's work; with the ``store``
     the run was made in, each step's searched α grids and whether a one-rate row was needed come from it)."""
-    from talos_core.methods import get_method
+    from talos_core.runners import get_method
     from talos_core.schema import result_name, variant_id
     from talos_core.suites.steps import _resolved
 

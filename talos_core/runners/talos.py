@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from talos_core.masks import CalibrationConfig, Mask, calibrate_talos, calibration_split, magnitude_mask, random_mask
-from talos_core.methods.base import MethodContext, MethodOutput, official_dense_names, train_with_plan
+from talos_core.runners.base import MethodContext, MethodOutput, official_dense_names, train_with_plan
 
 
 def _run_talos(ctx: MethodContext, select: str = "bottom") -> MethodOutput:

@@ -8,7 +8,7 @@
   differ only in the model they train.
   The task vector ``θ* − θ0`` is evaluated on the linearized model (``eval_mode="linearized"``).
 * ``llora`` — L-LoRA (Tang et al., 2023): LoRA on attention Q and V, trained linearized; see
-  :mod:`talos_core.methods.lora`. Options ``rank`` (16) and ``lora_alpha`` (= rank).
+  :mod:`talos_core.runners.lora`. Options ``rank`` (16) and ``lora_alpha`` (= rank).
 * ``lota`` — Lottery Ticket Adaptation (Panda et al., 2024): a short dense fine-tune of the maskable
   parameters ("calibration"), mask = the ``k = ⌊(1 − sparsity) · m⌋`` entries with the largest
   ``|Δθ|`` (one global top-k over all ``m`` maskable entries, exact ``k``), restart from ``θ0`` and
@@ -19,7 +19,7 @@
   as the paper's appendix prescribes for LoTA; or ``"train"``).
 
 TaLoS and the simple controls ``random``, ``magnitude`` and ``talos-top`` are in
-:mod:`talos_core.methods.talos`. Every method's flags, label and family are in the catalogue
+:mod:`talos_core.runners.talos`. Every method's flags, label and family are in the catalogue
 :data:`talos_core.schema.METHODS`, derived from their declarations in :mod:`talos_core.methods.finetuning`.
 """
 
@@ -33,8 +33,8 @@ import torch
 from talos_core.errors import TalosError, check_int
 from talos_core.inference.forward import linearized_logits
 from talos_core.masks import CalibrationConfig, Mask, calibration_split, keep_lowest
-from talos_core.methods.base import MethodContext, MethodOutput, official_dense_names, train_with_plan
 from talos_core.models.base import Batch, TaskModel
+from talos_core.runners.base import MethodContext, MethodOutput, official_dense_names, train_with_plan
 from talos_core.training import LossFn, TrainConfig, finetune
 
 

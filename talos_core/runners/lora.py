@@ -43,7 +43,7 @@ from torch import nn
 
 from talos_core.errors import TalosError, check_int, check_number
 from talos_core.inference.forward import linearized_logits
-from talos_core.methods.base import MethodContext, MethodOutput
+from talos_core.runners.base import MethodContext, MethodOutput
 from talos_core.training import finetune
 from talos_core.vectors import TaskVector
 

@@ -9,7 +9,7 @@ fine-tune a missing one. Its one option, ``label``, is the method label recorded
 from __future__ import annotations
 
 from talos_core.errors import TalosError
-from talos_core.methods.base import MethodContext, MethodOutput
+from talos_core.runners.base import MethodContext, MethodOutput
 
 IMPORTED = "imported"
 LABEL_OPTION = "label"

@@ -10,9 +10,9 @@ the method registry (:data:`talos_core.methods.registry.DECLARATIONS`).
 from __future__ import annotations
 
 from talos_core.errors import unknown
-from talos_core.methods.base import FinetuneMethod
 from talos_core.methods.declaration import MethodDeclaration, resolve
 from talos_core.methods.merging import POSTHOC_METHODS
+from talos_core.runners.base import FinetuneMethod
 from talos_core.schema import METHODS
 
 
