@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from talos_core.cli import main
 from talos_core.evaluation import audit
 from talos_core.evaluation.audit import CHECKS, audit_suite, footnotes, infer_count, still_rising
-from talos_core.evaluation.claims import check_claims, evidence_flags
+from talos_core.evaluation.claims import TRAINING, check_claims, evidence_flags
 from talos_core.suites.report import choices_markdown, report_markdown, results_markdown
 
 REPO = Path(__file__).resolve().parents[1]
@@ -309,6 +310,26 @@ def test_a_run_stopped_by_its_patience_is_judged_by_its_stopping_rule_not_by_its
     assert ("not-converged", "nonlinear") not in _checks(_write(tmp_path / "patience", spec))
     spec["runs"][_run_id("nonlinear", "a")]["config"]["train"]["early_stopping_patience"] = 3  # 90 is one of its 3
     assert ("not-converged", "nonlinear") in _checks(_write(tmp_path / "patience3", spec))
+
+
+def test_a_gallery_without_its_arrays_is_flagged_and_concerns_no_number(tmp_path):
+    """A preview or examples result whose arrays file is missing (a part run elsewhere, merged with its JSON alone)
+    is `result-unreadable` on its row, concerning the dashboard's panels only: no claim and no table number."""
+    root = _write(tmp_path, _spec())
+    shipped = REPO / "cached_results" / "results"
+    for kind in ("preview", "examples"):
+        meta = json.loads((shipped / kind / "text__minilm-l6__talos.json").read_text())
+        meta.update(suite="s", model="m")
+        (root / "results" / kind).mkdir(parents=True, exist_ok=True)
+        (root / "results" / kind / "s__m__talos.json").write_text(json.dumps(meta))
+        shutil.copy(shipped / kind / "text__minilm-l6__talos.safetensors", root / "results" / kind / meta["arrays"])
+    assert audit_suite(root, "s") == []
+    (root / "results" / "examples" / meta["arrays"]).unlink()
+    (flag,) = audit_suite(root, "s")
+    assert (flag.check, flag.row, flag.metrics, flag.source) == ("result-unreadable", "talos", (audit.GALLERY,),
+                                                                 "examples/s__m__talos")
+    assert "arrays file" in flag.message and "missing" in flag.message
+    assert evidence_flags([flag], (("talos", "addition_abs"), ("talos", TRAINING))) == ()
 
 
 def test_a_posthoc_search_of_two_values_or_inside_its_range_is_not_an_edge(tmp_path):

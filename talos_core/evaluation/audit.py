@@ -50,6 +50,7 @@ TIMING_RATIO = 1.5
 
 #: every metric of a row (run-level flags: a number computed from an unsound run is unsound whatever it is)
 ALL = "*"
+GALLERY = "preview/examples"  # the dashboard's first-order panel and example galleries: no number of the tables
 ADDITION = ("addition_abs", "addition_norm")
 NEGATION = ("negation_target", "negation_control")
 
@@ -119,7 +120,8 @@ CHECKS: tuple[Check, ...] = (
           "compares machines, not methods (across a GPU and a CPU, peak memory too)."),
     Check("result-unreadable", "result unreadable",
           "A result file the audit reads could not be read (damaged, edited, or contradicting itself, such as a number "
-          "outside its own interval), so the numbers drawn from it cannot be checked."),
+          "outside its own interval), so the numbers drawn from it cannot be checked; a first-order preview or an "
+          "example gallery whose arrays file is missing or damaged leaves that row's panel on the dashboard empty."),
     Check("mask-unmoved", "mask entries never trained",
           "More than 1 % of the mask's trainable entries did not change during training (no useful gradient on "
           "the data the run saw), so the mask is effectively smaller than stated."),
@@ -812,6 +814,22 @@ def _ablation_flags(r: SuiteReader) -> Iterable[Flag]:
 
 # --------------------------------------------------------------------------------------------
 # entry points
+def _array_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
+    """Each row's ``preview`` and ``examples`` results read whole, arrays included (a part run elsewhere and merged
+    with its JSON alone leaves the meta without its arrays: the dashboard's panel for that row stays empty). They
+    feed no number of the tables, so the flag concerns :data:`GALLERY` only and no claim."""
+    from talos_core.result_arrays import load_examples, load_preview
+
+    for row in rows:
+        for kind, load in (("preview", load_preview), ("examples", load_examples)):
+            try:
+                load(r.root, r.name(row))
+            except schema.MissingResult:
+                continue
+            except TalosError as exc:  # CorruptResult: one sentence naming the file
+                yield Flag("result-unreadable", r.suite, row, (GALLERY,), f"{kind}/{r.name(row)}", str(exc), {})
+
+
 # --------------------------------------------------------------------------------------------
 def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     """Every flag raised on ``suite`` of ``store`` (a path or a :class:`~talos_core.store.Store`), in the order of
@@ -837,6 +855,7 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _machine_flags(r, rows)
     flags += _mask_flags(r)
     flags += _ablation_flags(r)
+    flags += _array_flags(r, rows)
     flags += [Flag("result-unreadable", suite, None, (ALL,), source, problem, {})
               for source, problem in sorted(r.problems.items())]
     order = {c.id: i for i, c in enumerate(CHECKS)}

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Device side, every call after the start: follow the suite for up to $1 seconds (default 540); when it has ended,
 # export the shippable part of the store (`talos export --referenced-only`: results and run manifests, no
-# vectors) and always a JSON-only snapshot of the whole store, split in 15 MB parts, to $OUT.
+# vectors) and always a snapshot of the whole store without the runs' weights (JSON and the results' arrays), split
+# in 15 MB parts, to $OUT.
 LIMIT=${1:-540}
 T0=$(date +%s)
 read -r SUITE SCALE < /root/suite.txt
@@ -20,6 +21,7 @@ else
 fi
 nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv,noheader
 grep -v "Loading weights" /root/run.log > "$OUT/run.log"
-tar czf /root/snap.tgz --exclude='*.safetensors' --exclude=checkpoints -C /root store
+# the runs' weights stay (too large to return); the results' arrays (previews, galleries: small) come back with the JSON
+tar czf /root/snap.tgz --exclude='store/runs/*.safetensors' --exclude=checkpoints -C /root store
 split -b 15M -d /root/snap.tgz "$OUT/store_json.tgz.part"
 ls -la "$OUT"
