@@ -1078,3 +1078,42 @@ def test_an_interrupted_sparsity_ablation_evaluates_only_its_missing_sparsities(
                                   st.read_table("sparsity_ablation", "whole__tiny-text__talos"))
     whole, cut = (st.read_result("sparsity_ablation", f"{s}__tiny-text__talos") for s in ("whole", "cut"))
     assert cut["examples"] == whole["examples"]
+
+
+def test_efficiency_pools_the_steps_each_run_ran():
+    """An early-stopped run times the steps it ran, not its schedule's: the pooled time per step weighs each run by
+    those (paper App.: mean over all iterations of all tasks)."""
+    from types import SimpleNamespace
+
+    from talos_core.evaluation.reports import efficiency_summary, efficiency_table
+
+    def run(task, mean, ran):
+        timings = {"fwd_bwd_s_mean": mean, "fwd_bwd_s_std": 0.0, "opt_s_mean": 0.0, "opt_s_std": 0.0,
+                   "train_s": mean * ran, "peak_memory_mb": 1.0, "steps_run": ran}
+        manifest = SimpleNamespace(method="talos", task=task, device="cpu", timings=timings,
+                                   config={"train": {"steps": 2000}})
+        return SimpleNamespace(manifest=manifest)
+
+    table = efficiency_table([run("a", 1.0, 300), run("b", 2.0, 900)])
+    assert list(table["steps"]) == [300, 900]
+    assert efficiency_summary(table)["talos"]["time_per_step_s"] == pytest.approx((300 + 1800) / 1200)
+
+
+def test_efficiency_reads_runs_kept_as_manifests_alone(tmp_path):
+    """The efficiency step reads only the runs' timings, so a store exported without weights (cached_results) is
+    enough: it recomputes the shipped rows and trains nothing."""
+    from pathlib import Path
+
+    from talos_core.cli import main
+    from talos_core.store import export_store
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_results"
+    export_store(shipped, tmp_path / "store")
+    before = json.loads((shipped / "results/efficiency/vision__efficientnet-lite0.json").read_text())
+    assert main(["evaluate", "efficiency", "--suite", "vision", "--suite-row", "talos", "--model",
+                 "efficientnet-lite0", "--store", str(tmp_path / "store"), "--no-train"]) == 0
+    after = json.loads((tmp_path / "store/results/efficiency/vision__efficientnet-lite0.json").read_text())
+    rows = {(r["method"], r["task"]): r for r in after["records"]}
+    for r in before["records"]:
+        assert rows[(r["method"], r["task"])]["fwd_bwd_s_mean"] == r["fwd_bwd_s_mean"]
+    assert not any((tmp_path / "store" / "runs").glob("*/task_vector.safetensors"))

@@ -397,7 +397,7 @@ def _preview(req: EvalRequest, s: PreviewSettings) -> EvalOutcome:
 def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
     from talos_core.evaluation.reports import EFFICIENCY_COLUMNS, efficiency_summary, efficiency_table
 
-    full = efficiency_table(req.runs().values())
+    full = efficiency_table(req.runs(weights=False).values())  # timings only: a manifest kept without weights serves
     full["method"] = req.result_id
     name = req.name()
     with req.store.locked("efficiency", name):

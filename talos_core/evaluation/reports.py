@@ -29,8 +29,9 @@ def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
     """One row per run from its manifest ``timings`` (perf_counter per iteration, mean ± std).
 
     ``calibration_s`` is 0 for methods without a calibration stage; ``machine`` says where the run was timed
-    (:class:`~talos_core.hardware.Machine`); ``steps`` (training iterations, an extra column) lets
-    :func:`efficiency_summary` pool the per-run statistics.
+    (:class:`~talos_core.hardware.Machine`); ``steps`` (the training iterations the run timed: the steps it ran,
+    an early-stopped run's fewer than its schedule's; an extra column) lets :func:`efficiency_summary` pool the
+    per-run statistics over every iteration, as the paper's appendix does.
     """
     from talos_core.hardware import Machine
 
@@ -45,7 +46,7 @@ def efficiency_table(runs: Iterable[Run]) -> pd.DataFrame:
                      "calibration_s": float(t.get("calibration_s", 0.0)), "train_s": t.get("train_s"),
                      "peak_memory_mb": t.get("peak_memory_mb"), "peak_memory_kind": t.get("peak_memory_kind"),
                      "trainable_entries": t.get("trainable_entries"), "machine": where,
-                     "steps": (m.config.get("train") or {}).get("steps") or 1})
+                     "steps": t.get("steps_run") or (m.config.get("train") or {}).get("steps") or 1})
     return pd.DataFrame(rows, columns=[*EFFICIENCY_COLUMNS, "machine", "steps"])
 
 

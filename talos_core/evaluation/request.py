@@ -73,13 +73,14 @@ class EvalRequest:
         return out
 
     def runs(self, method: str | None = None, overrides: Mapping[str, Any] | None = None, *,
-             force: bool | None = None) -> dict[str, Run]:
+             force: bool | None = None, weights: bool = True) -> dict[str, Run]:
         """``{task: run}`` of ``method`` (default: the request's) with ``overrides`` (default: the request's,
-        with its ``task_overrides`` merged in per task; explicit ``overrides`` are used as given)."""
+        with its ``task_overrides`` merged in per task; explicit ``overrides`` are used as given); ``weights=False``
+        for a protocol that reads only the runs' manifests (:func:`~talos_core.evaluation.runs.resolve_runs`)."""
         return resolve_runs(self.store, self.model, self.tasks, method or self.method,
                             overrides=self.overrides if overrides is None else overrides, train=self.train,
                             progress=self.progress, force=self.force if force is None else force,
-                            task_overrides=self.task_overrides if overrides is None else None)
+                            task_overrides=self.task_overrides if overrides is None else None, weights=weights)
 
     def context(self, runs: Mapping[str, Run] | None, batch_size: int | None,
                 extra_tasks: Sequence[str] = ()) -> EvalContext:

@@ -133,10 +133,13 @@ def _complete(run: Run) -> Run:
 def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
                  overrides: Mapping[str, Any] | None = None, train: bool = True,
                  progress: bool = False, force: bool = False,
-                 task_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Run]:
+                 task_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                 weights: bool = True) -> dict[str, Run]:
     """``{task: run}`` for every task, fine-tuning the missing ones (``train=True``; all with ``force``).
 
-    ``task_overrides[task]`` is merged over ``overrides`` for that task (:func:`merge_overrides`).
+    ``task_overrides[task]`` is merged over ``overrides`` for that task (:func:`merge_overrides`). ``weights=False``
+    (a step that reads only the runs' manifests, such as their timings) takes a run kept as its manifest alone
+    (exported as JSON, or trained on another machine) as it is, instead of training it again.
     """
     from talos_core.pipeline import not_trained, run_finetune
     from talos_core.runners import get_method
@@ -148,7 +151,7 @@ def resolve_runs(store: Store, model: str, tasks: Sequence[str], method: str, *,
     for task in tasks:
         overrides = merge_overrides(base, task_overrides[task]) if task_overrides and task in task_overrides \
             else base
-        run = None if force else find_run(store, model, task, method, overrides)
+        run = None if force else find_run(store, model, task, method, overrides, weights=weights)
         if force:
             run = run_finetune(build_request(model, task, method, overrides), store, force=True, progress=progress)
         elif run is None:
