@@ -347,3 +347,48 @@ def test_every_link_between_the_docs_resolves():
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
                 bad.append(f"{f.relative_to(REPO)}: {target} (no such heading)")
     assert not bad, bad
+
+
+def _flag_references(prose: str) -> list[tuple[list[int], str | None]]:
+    """``(footnote numbers, check id or None)`` of every "flag 8" / "flags 2, 16, 19" / "flags 1–3: `check`" in
+    ``prose``."""
+    import re
+
+    out = []
+    for m in re.finditer(r"\bflags? (\d+(?:\s*(?:,|and|–)\s*\d+)*)(?::\s*`([a-z0-9-]+)`)?", prose):
+        numbers: list[int] = []
+        for part in re.split(r"\s*(?:,|and)\s*", m.group(1)):
+            lo, _, hi = part.partition("–")
+            numbers += range(int(lo), int(hi or lo) + 1)
+        out.append((numbers, m.group(2)))
+    return out
+
+
+def test_flag_references_in_the_results_prose_name_footnotes_that_exist():
+    """The hand-written prose of each suite in docs/results.md cites the audit's footnotes by number ("flags 3, 4, 6,
+    17: `timing-disturbed`"); every number cited names a footnote of that suite's generated table, and of the check
+    it names when it names one. A store or audit change that renumbers or removes footnotes fails here, instead of
+    leaving prose about a flag that is gone."""
+    import re
+
+    from talos_core.evaluation.audit import CHECKS
+
+    by_title = {c.title: c.id for c in CHECKS}
+    assert _flag_references("(flags 3, 4, 6–7: `timing-disturbed`) and flag 8 and flags 1 and 2") == [
+        ([3, 4, 6, 7], "timing-disturbed"), ([8], None), ([1, 2], None)]
+    text = (REPO / "docs" / "results.md").read_text()
+    checked = 0
+    for section in re.split(r"^## ", text, flags=re.M):
+        block = re.search(r"<!-- talos:report (\w+) -->(.*?)<!-- /talos:report -->", section, re.S)
+        if not block:
+            continue
+        notes = {int(n): by_title.get(title.strip()) for n, title in
+                 re.findall(r"^- \[(\d+)\] \S+ — ([^:]+):", block.group(2), re.M)}
+        prose = section[:block.start()] + section[block.end():]
+        for numbers, check in _flag_references(prose):
+            for n in numbers:
+                assert n in notes, f"results.md ({block.group(1)}) cites flag {n}; its table has {len(notes)}"
+                assert check is None or notes[n] == check, \
+                    f"results.md ({block.group(1)}) cites flag {n} as {check}; footnote {n} is {notes[n]}"
+                checked += 1
+    assert checked > 10
