@@ -392,3 +392,71 @@ def test_flag_references_in_the_results_prose_name_footnotes_that_exist():
                     f"results.md ({block.group(1)}) cites flag {n} as {check}; footnote {n} is {notes[n]}"
                 checked += 1
     assert checked > 10
+
+
+#: Numbers the hand-written prose copies from the shipped store, as templates: ``{suite:row:column}`` is a comparison
+#: number in % (one decimal), ``{suite:row:task:single}`` a single-task test accuracy in %, ``{suite:row:task:zero}``
+#: the zero-shot one. Each rendered template must stand in its file (line breaks ignored), so a re-shipped store
+#: that moves a quoted number fails here until the prose is rewritten.
+QUOTES: tuple[tuple[str, str], ...] = (
+    ("README.md", "single-task {vision:talos:single_task_acc} against non-linear FT's "
+                  "{vision:nonlinear:single_task_acc} and LoTA's {vision:lota:single_task_acc}"),
+    ("README.md", "task addition {vision:talos:addition_abs} against non-linear FT's {vision:nonlinear:addition_abs}"),
+    ("README.md", "negation target {vision:talos:negation_target} against {vision:nonlinear:negation_target}"),
+    ("docs/results.md", "TaLoS {vision:talos:mnist:zero} → {vision:talos:mnist:single} / {vision:talos:digits:zero} → "
+                        "{vision:talos:digits:single} / {vision:talos:animal-shapes:zero} → "
+                        "{vision:talos:animal-shapes:single}, non-linear FT {vision:nonlinear:mnist:single} / "
+                        "{vision:nonlinear:digits:single} / {vision:nonlinear:animal-shapes:single}, linearized FT "
+                        "{vision:linearized:mnist:single} / {vision:linearized:digits:single} / "
+                        "{vision:linearized:animal-shapes:single}, LoTA {vision:lota:mnist:single} / "
+                        "{vision:lota:digits:single} / {vision:lota:animal-shapes:single}"),
+    ("docs/results.md", "TaLoS adds to {vision:talos:addition_abs}"),
+    ("docs/results.md", "LoTA to {vision:lota:addition_abs}"),
+    ("docs/results.md", "Negation: non-linear FT reaches {vision:nonlinear:negation_target}, LoTA "
+                        "{vision:lota:negation_target}, TaLoS {vision:talos:negation_target}"),
+    ("docs/results.md", "single-task {vision:talos-k0.9-lr0.0001:single_task_acc} against "
+                        "{vision:talos:single_task_acc} at 1e-3"),
+    ("docs/results.md", "Test: TIES {vision:ties:addition_abs} addition and {vision:ties:negation_target} negation "
+                        "target"),
+    ("docs/results.md", "DARE {vision:dare:addition_abs} and {vision:dare:negation_target}"),
+    ("docs/results.md", "Breadcrumbs {vision:breadcrumbs:addition_abs} and {vision:breadcrumbs:negation_target}"),
+)
+
+
+def _render_quote(template: str, store: Store) -> str:
+    import re
+
+    from talos_core.schema import result_name
+
+    tables: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def table(kind: str, suite: str) -> pd.DataFrame:
+        if (kind, suite) not in tables:
+            model = store.read_result("suite", suite)["model"]
+            tables[kind, suite] = store.read_table(kind, result_name(suite, model))
+        return tables[kind, suite]
+
+    def value(m: re.Match) -> str:
+        parts = m.group(1).split(":")
+        if len(parts) == 3:
+            suite, row, column = parts
+            t = table("comparison", suite)
+            v = t.loc[t["method"] == row, column]
+        else:
+            suite, row, task, what = parts
+            t = table("single", suite)
+            v = t.loc[(t["method"] == row) & (t["task"] == task) & (t["split"] == "test"),
+                      {"single": "finetuned_acc", "zero": "zero_shot_acc"}[what]]
+        assert len(v) == 1, f"{m.group(1)}: {len(v)} values in the store"
+        return f"{100 * float(v.iloc[0]):.1f}"
+
+    return re.sub(r"\{([^{}]+)\}", value, template)
+
+
+@pytest.mark.parametrize("path,template", QUOTES)
+def test_numbers_the_prose_copies_match_the_shipped_store(path, template):
+    import re
+
+    rendered = _render_quote(template, Store(SHIPPED))
+    text = re.sub(r"\s+", " ", (REPO / path).read_text())
+    assert re.sub(r"\s+", " ", rendered) in text, f"{path} does not say: {rendered}"
