@@ -470,6 +470,51 @@ def test_plan_projects_where_this_stores_runs_stopped(tmp_path):
                                                                              if u not in trained})
 
 
+def test_plan_projects_the_forward_passes_the_logits_cache_served(tmp_path, monkeypatch):
+    """``cache_shares`` pools, per protocol, the share of edited forward passes the store's done steps got from the
+    logits cache (their recorded ``step_work``), and ``unit_seconds`` prices a step of that protocol's forward
+    passes less it: known answers on a constructed suite record; a share of 0 gives the bound back; a step whose
+    protocol has no done step keeps its bound."""
+    import json
+
+    from talos_core.suites import plan as P
+    from talos_core.suites.workload import load_sizes, plan_views
+
+    spec = get_suite("tiny")
+    kw = dict(methods=["talos", "nonlinear"], posthoc=["ties"])
+    steps = suite_steps(spec, "paper", kw["methods"], kw["posthoc"], seed=0, device="auto")
+    label = {st.protocol: st.label for st in steps}
+    store = Store(tmp_path / "s")
+    store.ensure()
+    (store.root / "results" / "suite").mkdir(parents=True)
+    work = {label["posthoc"]: {"forward": 300, "cached": 100}, label["negation"]: {"forward": 10, "cached": 0},
+            "a step of another table": {"forward": 0, "cached": 50}, label["addition"]: {"forward": "x", "cached": 1}}
+    (store.root / "results" / "suite" / "tiny.json").write_text(json.dumps({"step_work": work}))
+    assert P.cache_shares(store, "tiny", steps) == {"posthoc": (0.25, 1), "negation": (0.0, 1)}
+    assert P.cache_shares(Store(tmp_path / "empty"), "tiny", steps) == {}
+
+    import talos_core.suites.costs as costs
+
+    monkeypatch.setattr(costs, "eval_cell", lambda model, device, kind: {"s_per_example": 0.01, "ref": "test", "source": "test"})
+    plan = plan_suite("tiny", "paper", None, device="cpu-2core", **kw)
+    views = plan_views(plan, steps, spec.control_task)
+    sizes = load_sizes([*spec.tasks, spec.control_task], spec.scales["paper"].max_val,
+                       spec.scales["paper"].max_test)[0]
+    full, _ = P.unit_seconds(plan, steps, views, sizes)
+    none, _ = P.unit_seconds(plan, steps, views, sizes, cache={"posthoc": (0.0, 1)})
+    quarter, _ = P.unit_seconds(plan, steps, views, sizes, cache={"posthoc": (0.25, 1)})
+    assert none == pytest.approx(full)
+    ph = label["posthoc"]
+    assert 0 < quarter[ph] < full[ph]
+    assert {u: quarter[u] for u in full if u != ph} == pytest.approx({u: full[u] for u in full if u != ph})
+
+    projected = plan_suite("tiny", "paper", store, device="cpu-2core", **kw)
+    assert projected.cost["projected"]["cache"] == {"negation": {"share": 0.0, "steps": 1},
+                                                    "posthoc": {"share": 0.25, "steps": 1}}
+    assert "logits cache served in this store's done steps of its protocol (negation 0.00 (1 step), posthoc 0.25 " \
+           "(1 step))" in projected.text()
+
+
 @pytest.mark.slow
 def test_plan_sees_what_the_store_has(tmp_path):
     """The tiny suite's plan before and after running it: every run and step is then in the store."""

@@ -229,9 +229,14 @@ class Plan:
             said = ", ".join(f"{m} {v['share']:.2f} (" + (f"median of {runs(v['runs'])} of its own" if v["own"] else
                                                            f"none of its own: every method's median, {runs(v['runs'])}")
                              + ")" for m, v in proj["shares"].items())
-            out.append(f"  projected, each run to train priced where this store's runs that stopped early stopped, as "
-                       f"a share of their maximum steps ({said}): {proj['wall_hours']:.1f} h wall for "
-                       f"{proj['worker_hours']:.1f} worker-hours; evaluation steps stay at their bound")
+            served = ", ".join(f"{p} {v['share']:.2f} ({v['steps']} step{'' if v['steps'] == 1 else 's'})"
+                               for p, v in (proj.get("cache") or {}).items())
+            parts = ([f"each run to train priced where this store's runs that stopped early stopped, as a share of "
+                      f"their maximum steps ({said})"] if said else []) \
+                + ([f"each step's edited forward passes less the share the logits cache served in this store's done "
+                    f"steps of its protocol ({served})"] if served else [])
+            out.append(f"  projected, {'; '.join(parts)}: {proj['wall_hours']:.1f} h wall for "
+                       f"{proj['worker_hours']:.1f} worker-hours; the rest of the evaluation stays at its bound")
         return out
 
     def to_dict(self) -> dict:
@@ -365,14 +370,17 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
                 kept=store.store.kept_work() if store.store is not None else [], workers=workers)
     plan.cost = estimate(plan.to_train(), device)
     if sizes is not None:
-        _add_work(plan, steps, spec, sizes, stop_fractions(store.store, model))
+        _add_work(plan, steps, spec, sizes, stop_fractions(store.store, model),
+                  cache_shares(store.store, spec.name, steps))
     return plan
 
 
 def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple,
-              stops: Mapping[str, tuple[float, int]] | None = None) -> None:
+              stops: Mapping[str, tuple[float, int]] | None = None,
+              cache: Mapping[str, tuple[float, int]] | None = None) -> None:
     """The evaluation work of the plan's steps still to do (:mod:`talos_core.suites.workload`), and its cost: the wall
-    time as a bound and, with ``stops`` (:func:`stop_fractions` of the store), projected where runs stop early."""
+    time as a bound and, with ``stops`` (:func:`stop_fractions` of the store) or ``cache`` (:func:`cache_shares`),
+    projected where runs stop early and with the forward passes the logits cache serves."""
     from collections import Counter
 
     from talos_core.suites.costs import estimate_eval
@@ -400,20 +408,27 @@ def _add_work(plan: Plan, steps: Sequence, spec, sizes: tuple,
                                                                  None))
     plan.cost["schedule"] = schedule(plan, steps, views, found, plan.workers)
     early = {r.method for r in todo if r.early_stopping}
-    if stops and early:  # the store shows where runs like these stop: price the runs to train there too
-        used = {m: (stops[m] if m in stops else stops["*"]) for m in sorted(early)}
+    todo_protocols = {ps.protocol for ps in plan.steps if not ps.done}
+    cached = {p: {"share": f, "steps": n} for p, (f, n) in sorted((cache or {}).items()) if p in todo_protocols}
+    if (stops and early) or cached:  # the store shows where runs like these stop, what the cache serves: price so
+        used = {m: (stops[m] if m in stops else stops["*"]) for m in sorted(early)} if stops else {}
         shares = {m: {"share": f, "runs": n, "own": m in stops} for m, (f, n) in used.items()}
-        plan.cost["projected"] = {**schedule(plan, steps, views, found, plan.workers, stops), "shares": shares}
+        plan.cost["projected"] = {**schedule(plan, steps, views, found, plan.workers, stops if used else None,
+                                             {p: (v["share"], v["steps"]) for p, v in cached.items()}),
+                                  "shares": shares, "cache": cached}
 
 
 def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes,
-                 stops: Mapping[str, tuple[float, int]] | None = None) -> tuple[dict, dict]:
+                 stops: Mapping[str, tuple[float, int]] | None = None,
+                 cache: Mapping[str, tuple[float, int]] | None = None) -> tuple[dict, dict]:
     """``({unit: seconds}, {unit: units it waits for})`` of the plan's steps still to do as the executors run them
     (:func:`talos_core.suites.executors.step_graph`): one unit per fine-tuning run a step trains (its iterations and
     the evaluation its fine-tuning makes: validation curve, val/test accuracy, calibration) and one per step (the rest
     of its evaluation), each priced with the plan's cells (an unmeasured one counts 0). With ``stops``
     (:func:`stop_fractions`) a run that stops early is priced at that share of its maximum steps (its method's, else
-    every method's ``"*"``), its validation curve with it; without, at its maximum (a bound)."""
+    every method's ``"*"``), its validation curve with it; without, at its maximum (a bound). With ``cache``
+    (:func:`cache_shares`) a step's edited forward passes (``forward``, the kind the logits cache serves) are priced
+    less the share its protocol's done steps had served; without, all of them (a bound)."""
     from collections import Counter
     from dataclasses import replace
 
@@ -448,6 +463,8 @@ def unit_seconds(plan: Plan, steps: Sequence, views: Sequence, sizes,
             seconds[unit], needs[unit] = train_s(priced), [d for d in run_graph[ps.label] if d in todo]
             parts.append(unit)
         rest = step_work(view, sizes) - sum((finetune_work(r, sizes) for r in view.trains), Counter())
+        if cache and ps.protocol in cache:
+            rest["forward"] = round(rest["forward"] * (1.0 - cache[ps.protocol][0]))
         seconds[ps.label] = eval_s(rest)
         needs[ps.label] = [d for d in graph[ps.label] if d in todo] + parts
     return seconds, needs
@@ -486,6 +503,35 @@ def stop_fractions(store: Store | None, model: str) -> dict[str, tuple[float, in
     return out
 
 
+def cache_shares(store: Store | None, suite: str, steps: Sequence) -> dict[str, tuple[float, int]]:
+    """Of the edited forward passes the store's done steps of each protocol made, the share the logits cache served
+    (the suite record's ``step_work``: ``cached`` / (``forward`` + ``cached``), pooled over the protocol's steps of
+    ``steps``, the suite's step table): ``{protocol: (share, steps)}``; ``{}`` without a record or such steps. A
+    post-hoc merge whose processed vector equals another row's, a negation point the addition search evaluated: the
+    cache serves them, and how often depends on the suite (`vision`'s post-hoc steps 7–61 %, `text`'s 9–10 %)."""
+    if store is None:
+        return {}
+    try:
+        record = store.read_result("suite", suite)
+    except TalosError:
+        return {}
+    work = record.get("step_work") if isinstance(record, dict) else None
+    if not isinstance(work, dict):
+        return {}
+    pooled: dict[str, list[int]] = {}
+    for st in steps:
+        w = work.get(st.label)
+        if not isinstance(w, dict):
+            continue
+        forward, cached = w.get("forward"), w.get("cached")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (forward, cached)) \
+                or forward + cached == 0:
+            continue
+        acc = pooled.setdefault(st.protocol, [0, 0, 0])
+        acc[0], acc[1], acc[2] = acc[0] + cached, acc[1] + forward + cached, acc[2] + 1
+    return {p: (c / n, k) for p, (c, n, k) in sorted(pooled.items())}
+
+
 def makespan(seconds: Mapping[str, float], needs: Mapping[str, Sequence[str]], workers: int) -> float:
     """Wall seconds of units (``{unit: seconds}``, in table order) with these dependencies on ``workers`` processes:
     each free worker takes the first unit whose units it waits for are done, as ``--executor processes`` does.
@@ -514,11 +560,12 @@ def makespan(seconds: Mapping[str, float], needs: Mapping[str, Sequence[str]], w
 
 
 def schedule(plan: Plan, steps: Sequence, views: Sequence, sizes, workers: int,
-             stops: Mapping[str, tuple[float, int]] | None = None) -> dict:
-    """The wall time of the plan's units (:func:`unit_seconds`, with ``stops`` where given) on ``workers`` processes
-    (:func:`makespan`), with the total (worker-hours) and the longest chain of dependent units (no number of workers
-    does better)."""
-    seconds, needs = unit_seconds(plan, steps, views, sizes, stops)
+             stops: Mapping[str, tuple[float, int]] | None = None,
+             cache: Mapping[str, tuple[float, int]] | None = None) -> dict:
+    """The wall time of the plan's units (:func:`unit_seconds`, with ``stops`` and ``cache`` where given) on
+    ``workers`` processes (:func:`makespan`), with the total (worker-hours) and the longest chain of dependent units
+    (no number of workers does better)."""
+    seconds, needs = unit_seconds(plan, steps, views, sizes, stops, cache)
     chain: dict[str, float] = {}
     for u in seconds:
         chain[u] = seconds[u] + max((chain[d] for d in needs[u] if d in chain), default=0.0)
