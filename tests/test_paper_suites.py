@@ -495,7 +495,8 @@ def test_plan_projects_the_forward_passes_the_logits_cache_served(tmp_path, monk
 
     import talos_core.suites.costs as costs
 
-    monkeypatch.setattr(costs, "eval_cell", lambda model, device, kind: {"s_per_example": 0.01, "ref": "test", "source": "test"})
+    cell = {"s_per_example": 0.01, "ref": "test", "source": "test"}  # tiny-text's evaluation is not measured
+    monkeypatch.setattr(costs, "eval_cell", lambda model, device, kind: cell)
     plan = plan_suite("tiny", "paper", None, device="cpu-2core", **kw)
     views = plan_views(plan, steps, spec.control_task)
     sizes = load_sizes([*spec.tasks, spec.control_task], spec.scales["paper"].max_val,
