@@ -86,6 +86,8 @@ from dashboard.figures_efficiency import (
     machines_note,
     mean_interval,
     memory_kind_label,
+    memory_kinds,
+    memory_title,
     selection_scores,
     sparsity_curve,
 )
@@ -116,7 +118,7 @@ __all__ = ["BEST_STYLE", "CHAR_PX", "COMPARISON_HEADERS", "COMPARISON_HIGHER_BET
            "efficiency_summary", "export_ready", "has_intervals", "header", "hline", "interval_of", "layer_label",
            "learning_curves", "legend_line", "linearization_scatter", "localization_heatmap", "make_figure",
            "mask_density_bars", "mask_density_grid", "mask_density_heatmap", "mask_iou_heatmap", "matrices_per_row",
-           "machines_note", "matrix_height", "mean_interval", "memory_kind_label", "method_color", "negation_bars",
-           "negation_curve",
+           "machines_note", "matrix_height", "mean_interval", "memory_kind_label", "memory_kinds", "memory_title",
+           "method_color", "negation_bars", "negation_curve",
            "published_addition_bars", "published_addition_table", "selection_scores", "separated_best", "shared_range",
            "sharing_heatmap", "sparsity_curve", "turn_labels", "vline", "xi_heatmap", "xi_side_by_side"]

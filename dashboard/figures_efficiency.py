@@ -91,6 +91,26 @@ def memory_kind_label(kind: Any) -> str:
     return MEMORY_KINDS.get(str(kind), str(kind))
 
 
+def memory_title(summ: pd.DataFrame) -> str:
+    """The peak-memory panel's title: the kind of peak its methods recorded, or each kind when they differ (a GPU's
+    allocated memory beside a CPU process's resident set are not one measure).
+
+    >>> memory_title(pd.DataFrame({"peak_memory_kind": ["peak_rss_since_reset", "peak_rss_since_reset"]}))
+    'peak memory (MB, peak RSS)'
+    >>> memory_title(pd.DataFrame({"peak_memory_kind": ["cuda_max_memory_allocated", "peak_rss_since_reset"]}))
+    'peak memory (MB, not one measure: GPU, max. allocated / peak RSS)'
+    """
+    kinds = memory_kinds(summ)
+    return f"peak memory (MB{', ' + kinds if kinds else ''})"
+
+
+def memory_kinds(table: pd.DataFrame) -> str:
+    """The kinds of peak memory a table's rows recorded, in words: one kind, or ``"not one measure: a / b"``, or
+    ``""`` when none is recorded (the panel title's and the page caption's words)."""
+    kinds = list(dict.fromkeys(k for k in (memory_kind_label(v) for v in table.get("peak_memory_kind", [])) if k))
+    return f"not one measure: {' / '.join(kinds)}" if len(kinds) > 1 else (kinds[0] if kinds else "")
+
+
 def machines_note(eff: pd.DataFrame, label: Any = str) -> str | None:
     """A sentence when the methods of an efficiency table were timed on different machines (its ``machine``
     column; ``label`` names a method), else ``None``: then the bars compare machines, not methods.
@@ -125,8 +145,7 @@ def efficiency_bars(eff: pd.DataFrame, *, title: str = "Cost per method (over al
     methods = [str(m) for m in summ["method"]]
     labels = [method_label(m) for m in methods]
     colors = [method_color(m) for m in methods]
-    kind = memory_kind_label(summ["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in summ else ""
-    titles = ["time per step (ms)", f"peak memory (MB{', ' + kind if kind else ''})", "mask calibration (s)"]
+    titles = ["time per step (ms)", memory_title(summ), "mask calibration (s)"]
     axes, anns = _panel_axes(3, spacing=0.09, titles=titles, rangemode="tozero")
     col = lambda c: summ[c].to_numpy(dtype=float) if c in summ else np.zeros(len(summ))  # noqa: E731
     ms = 1000.0

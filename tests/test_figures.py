@@ -287,3 +287,14 @@ def test_localization_colour_scale_is_white_at_one():
     white = [c for c in scale if c[1] == "#f7f7f7"]
     assert white and white[0][0] == pytest.approx((1.0 - 0.5) / (3.0 - 0.5))
     assert scale[-1][1] == "#2166ac"  # above 1 (better than zero-shot) is blue
+
+
+def test_efficiency_bars_say_when_peak_memory_is_not_one_measure(fixture_store):
+    """A GPU's allocated memory beside a CPU process's resident set: the memory panel names both kinds instead of
+    the first method's (which labelled a CPU's RSS as GPU memory on a store timed on both)."""
+    eff = D.load_table(fixture_store, "efficiency", _name()).assign(peak_memory_kind="peak_rss_since_reset")
+    one = F.efficiency_bars(eff)
+    assert "peak memory (MB, peak RSS)" in [a.text for a in one.layout.annotations]
+    eff.loc[eff["method"] == "talos", "peak_memory_kind"] = "cuda_max_memory_allocated"
+    titles = [a.text for a in F.efficiency_bars(eff).layout.annotations]
+    assert "peak memory (MB, not one measure: peak RSS / GPU, max. allocated)" in titles

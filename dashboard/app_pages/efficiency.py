@@ -45,7 +45,7 @@ if ctx.has("efficiency"):
             if note := figures.machines_note(sub, label=method_label):
                 st.warning(note)
             ui.chart(figures.efficiency_bars(sub), f"efficiency_{ctx.suite}_{ctx.model}", key="eff")
-            kind = figures.memory_kind_label(sub["peak_memory_kind"].iloc[0]) if "peak_memory_kind" in sub else ""
+            kind = figures.memory_kinds(sub)
             st.caption("Time per training step, the mean over all steps of all tasks (hatched = optimizer step); "
                        "whiskers: the 95 % interval of the mean (1.96 standard errors). The standard deviation of the "
                        "steps is in the Data table: a few slow steps (a pause of the machine) make it larger than "
