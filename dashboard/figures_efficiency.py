@@ -92,15 +92,17 @@ def memory_kind_label(kind: Any) -> str:
 
 
 def memory_title(summ: pd.DataFrame) -> str:
-    """The peak-memory panel's title: the kind of peak its methods recorded, or each kind when they differ (a GPU's
-    allocated memory beside a CPU process's resident set are not one measure).
+    """The peak-memory panel's title: the kind of peak its methods recorded, or that the kinds differ (a GPU's
+    allocated memory beside a CPU process's resident set are not one measure; the page's caption names them).
 
     >>> memory_title(pd.DataFrame({"peak_memory_kind": ["peak_rss_since_reset", "peak_rss_since_reset"]}))
     'peak memory (MB, peak RSS)'
     >>> memory_title(pd.DataFrame({"peak_memory_kind": ["cuda_max_memory_allocated", "peak_rss_since_reset"]}))
-    'peak memory (MB, not one measure: GPU, max. allocated / peak RSS)'
+    'peak memory (MB, kinds differ)'
     """
     kinds = memory_kinds(summ)
+    if kinds.startswith("not one measure"):  # the caption under the chart names them: the panel title stays short
+        return "peak memory (MB, kinds differ)"
     return f"peak memory (MB{', ' + kinds if kinds else ''})"
 
 
