@@ -101,7 +101,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 #: each other share a layer. Where a lower module needs a higher one's data, the caller passes it in.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("talos_core", "talos_core._torchvision_guard", "talos_core.errors", "talos_core.atomic",
-                    "talos_core.memory", "talos_core.hardware")),
+                    "talos_core.memory", "talos_core.hardware", "talos_core.provenance")),
     # the method declarations: data the catalogue is derived from, torch-free (their runners: RUNNER_HOOKS)
     ("declarations", tuple(f"talos_core.methods.{m}" for m in (
         "declaration", "finetuning", "registry", "ties", "dare", "breadcrumbs", "tall", "tsv", "iso", "lines",

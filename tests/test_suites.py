@@ -367,6 +367,12 @@ def test_tiny_suite_is_complete_and_deterministic(tmp_path):
     assert not logits_cache_dir(a).exists()  # a complete suite leaves no logits cache behind
     meta = a.read_result("suite", "tiny")  # the resolved evaluation precision is part of the record
     assert meta["eval_precision"] == "fp32" and meta["sessions"][-1]["eval_precision"] == "fp32"
+    # which code ran the session (this checkout's commit), and how far it got at its latest step event
+    from talos_core.provenance import code_version
+
+    session = meta["sessions"][-1]
+    assert session["code"]["commit"] == code_version()["commit"] and session["code"]["talos_core"]
+    assert 0 < session["elapsed_s"] <= session["wall_time_s"]
     single = a.read_result("single", "tiny__tiny-text")  # post-hoc rows were upserted without losing `data`
     assert single["data"] == {"max_val": 16, "max_test": 24, "eval_precision": "fp32"}
     assert set(single["runs"]) == {"talos", "nonlinear", "ties"}

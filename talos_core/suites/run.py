@@ -18,6 +18,7 @@ from typing import Any
 
 from talos_core.atomic import json_ready
 from talos_core.errors import TalosError, check_int, check_seed, unknown
+from talos_core.provenance import code_version
 from talos_core.store import Store
 from talos_core.suites.specs import SuiteSpec, get_suite, with_model
 from talos_core.suites.steps import Step, logits_cache_dir, suite_steps
@@ -246,6 +247,7 @@ class _SuiteRecord:
     sessions: list[dict]
     timings: dict[str, float] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)  # this session's start (its elapsed_s)
 
     def __post_init__(self) -> None:
         self.timings = {**self.done, **self.timings}
@@ -268,6 +270,9 @@ class _SuiteRecord:
     def step_changed(self, states: Mapping[str, dict], label: str) -> None:
         """A step changed state (``states[label]``, the progress display's): the record follows."""
         state = states[label]
+        # how long this session has run, as of its latest step event: a session cut off (its machine lost, its
+        # processes killed) never writes its wall time, and this says how far it got
+        self.session["elapsed_s"] = round(time.perf_counter() - self.t0, 3)
         if state["state"] == "done" and label in self.order:
             self.timings[label] = state["seconds"]
             if state.get("work") is not None:
@@ -300,7 +305,8 @@ def _open_record(spec: SuiteSpec, store: Store, opts: SuiteRunOptions, ft_method
     done, work, sessions = _resumed(store, name, fingerprint, log=log, prefix=f"[{name}/{scale}]") \
         if opts.resumes else ({}, {}, [])
     session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": str(resolve_device(opts.device)),
-               "torch_threads": torch.get_num_threads(), "eval_precision": precision, "steps_run": []}
+               "torch_threads": torch.get_num_threads(), "eval_precision": precision, "code": code_version(),
+               "steps_run": []}
     if opts.executor.executor != "local":
         session["executor"] = opts.executor.executor
         if opts.executor.address:
