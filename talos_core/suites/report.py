@@ -61,6 +61,18 @@ def _flat(override: dict) -> dict:
     return out
 
 
+def _devices(meta: dict) -> list[str]:
+    """The devices the suite's steps ran on: each session's that ran a step, in order (a part on a lent GPU beside
+    the CPU's), else the record's last device.
+
+    >>> _devices({"device": "cpu", "sessions": [{"device": "cpu", "steps_run": ["a"]}, {"device": "cuda",
+    ...           "steps_run": ["b"]}, {"device": "cpu", "steps_run": []}]})
+    ['cpu', 'cuda']
+    """
+    ran = [str(s.get("device")) for s in meta.get("sessions") or [] if isinstance(s, dict) and s.get("steps_run")]
+    return list(dict.fromkeys(ran)) or [str(meta.get("device"))]
+
+
 def _in_suite_order(order: list[str], items: list, method: Callable[[Any], str] = lambda m: m) -> list:
     """``items`` (method names, or records whose ``method(item)`` is one) in the suite's ``order`` (its methods, then
     its post-hoc methods), methods it does not list last, by name: the row order of both report tables."""
@@ -172,7 +184,7 @@ def results_markdown(store: Store | str, suite: str) -> str:
     md = markdown_text
     lines = [f"**{suite}** — `{md(meta['model'])}` on {', '.join(map(md, meta['tasks']))} (control: "
              f"{md(meta['control_task'])}); scale `{md(meta['scale'])}`, seed {meta['seed']}, "
-             f"{meta['wall_time_s'] / 60:.1f} min on {md(meta['device'])}",
+             f"{meta['wall_time_s'] / 60:.1f} min of step time on {', '.join(map(md, _devices(meta)))}",
              "", "| method | add. abs | add. norm | neg. target ↓ | neg. control | single-task | zero-shot "
              "| time/step (s) | peak memory (MiB) | audit flags |",
              "|---|---|---|---|---|---|---|---|---|---|"]
