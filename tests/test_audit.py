@@ -265,6 +265,13 @@ def _incomplete(spec):
     spec["suite"]["complete"] = False
 
 
+def _code_mixed(spec):
+    spec["suite"]["sessions"] = [
+        {"code": {"talos_core": "0.1.0", "commit": "aaaaaaa1" * 5, "dirty": False}, "steps_run": ["a", "b"]},
+        {"steps_run": ["c"]},  # a session from before the record kept its code: named, not judged
+        {"code": {"talos_core": "0.1.0", "commit": "bbbbbbb2" * 5, "dirty": False}, "steps_run": ["d", "comparison"]}]
+
+
 CASES = [
     (_alpha_last, {("alpha-at-edge", "nonlinear")}),
     (_alpha_zero, {("alpha-at-edge", "nonlinear")}),
@@ -291,7 +298,24 @@ CASES = [
     (_timing_two_machines, {("timing-other-machine", "lota")}),
     (_posthoc_edge, {("selection-at-edge", "lines")}),
     (_incomplete, {("suite-incomplete", None)}),
+    (_code_mixed, {("code-mixed", None)}),
 ]
+
+
+def test_one_code_version_is_silent_and_a_dirty_checkout_is_not(tmp_path):
+    """Sessions that all ran one commit raise nothing (the comparison every session gathers again does not count);
+    uncommitted changes do, with the steps they ran; the flag decides no claim."""
+    spec = copy.deepcopy(_spec())
+    one = {"talos_core": "0.1.0", "commit": "c" * 40, "dirty": False}
+    spec["suite"]["sessions"] = [{"code": one, "steps_run": ["a"]}, {"code": one, "steps_run": ["b"]},
+                                 {"code": {**one, "commit": "d" * 40}, "steps_run": ["comparison"]}]
+    assert _checks(_write(tmp_path / "one", spec)) == set()
+    spec["suite"]["sessions"][1]["code"] = {**one, "dirty": True}
+    (flag,) = audit_suite(_write(tmp_path / "dirty", spec), "s")
+    assert flag.check == "code-mixed" and flag.metrics == (audit.PROVENANCE,)
+    assert flag.message == "steps ran under 2 code versions: cccccccccccc: 1 step; cccccccccccc (uncommitted " \
+                           "changes): 1 step"
+    assert evidence_flags([flag], (("talos", "addition_abs"), ("talos", TRAINING))) == ()
 
 
 def test_a_run_stopped_by_its_patience_is_judged_by_its_stopping_rule_not_by_its_last_quarter(tmp_path):

@@ -51,6 +51,7 @@ TIMING_RATIO = 1.5
 #: every metric of a row (run-level flags: a number computed from an unsound run is unsound whatever it is)
 ALL = "*"
 GALLERY = "preview/examples"  # the dashboard's first-order panel and example galleries: no number of the tables
+PROVENANCE = "provenance"  # which code computed the results: a fact about every number, deciding no claim by itself
 ADDITION = ("addition_abs", "addition_norm")
 NEGATION = ("negation_target", "negation_control")
 
@@ -128,6 +129,10 @@ CHECKS: tuple[Check, ...] = (
     Check("suite-incomplete", "suite not finished",
           "The suite record says the run stopped before every step finished, so some numbers may be missing or "
           "stale."),
+    Check("code-mixed", "steps ran under different code",
+          "The suite's steps were computed by more than one version of the code (each session records the commit it "
+          "ran), or from a checkout with uncommitted changes, so a difference between rows may come from the code, "
+          "not from the methods; the sessions say which steps each version ran."),
 )
 
 _BY_ID = {c.id: c for c in CHECKS}
@@ -830,6 +835,35 @@ def _array_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
                 yield Flag("result-unreadable", r.suite, row, (GALLERY,), f"{kind}/{r.name(row)}", str(exc), {})
 
 
+def _code_flags(r: SuiteReader) -> Iterable[Flag]:
+    """The code versions the suite record's sessions ran their steps under (``code`` per session: commit, dirty; the
+    comparison, which every session gathers again, does not count). Two recorded versions, or a dirty checkout, is
+    one suite-wide flag; sessions that recorded no code (records before 2026-11-28) are named, never judged."""
+    versions: dict[str, int] = {}
+    unrecorded = 0
+    dirty = False
+    for session in r.meta.get("sessions") or []:
+        if not isinstance(session, Mapping):
+            continue
+        steps = [s for s in session.get("steps_run") or [] if s != "comparison"]
+        if not steps:
+            continue
+        code = session.get("code") if isinstance(session.get("code"), Mapping) else None
+        if code is None:
+            unrecorded += len(steps)
+            continue
+        key = str(code.get("commit") or f"talos_core {code.get('talos_core')}")[:12]
+        if code.get("dirty"):
+            key, dirty = key + " (uncommitted changes)", True
+        versions[key] = versions.get(key, 0) + len(steps)
+    if len(versions) > 1 or dirty:
+        said = "; ".join(f"{k}: {n} step{'' if n == 1 else 's'}" for k, n in versions.items())
+        more = f"; {unrecorded} steps by sessions that recorded no code" if unrecorded else ""
+        yield Flag("code-mixed", r.suite, None, (PROVENANCE,), f"suite/{r.suite}",
+                   f"steps ran under {len(versions)} code version{'' if len(versions) == 1 else 's'}: {said}{more}",
+                   {"versions": versions, "unrecorded": unrecorded})
+
+
 # --------------------------------------------------------------------------------------------
 def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     """Every flag raised on ``suite`` of ``store`` (a path or a :class:`~talos_core.store.Store`), in the order of
@@ -856,6 +890,7 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _mask_flags(r)
     flags += _ablation_flags(r)
     flags += _array_flags(r, rows)
+    flags += _code_flags(r)
     flags += [Flag("result-unreadable", suite, None, (ALL,), source, problem, {})
               for source, problem in sorted(r.problems.items())]
     order = {c.id: i for i, c in enumerate(CHECKS)}
