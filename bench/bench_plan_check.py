@@ -41,7 +41,7 @@ def check(store_root: Path, suite: str, device: str) -> dict:
     model = record["model"]
     steps = suite_steps(spec, record["scale"], list(record["methods"]), list(record["posthoc"]),
                         seed=record["seed"], device="auto")
-    stops, cache = P.stop_fractions(store, model), P.cache_shares(store, suite, steps)
+    stops, cache = P.stop_fractions(store, model), P.cache_shares(record.get("step_work") or {}, steps)
     plan = P.plan_suite(spec, record["scale"], None, device=device, workers=2)
     views = plan_views(plan, steps, spec.control_task)
     sc = spec.scales[record["scale"]]

@@ -489,9 +489,13 @@ def test_plan_projects_the_forward_passes_the_logits_cache_served(tmp_path, monk
     (store.root / "results" / "suite").mkdir(parents=True)
     work = {label["posthoc"]: {"forward": 300, "cached": 100}, label["negation"]: {"forward": 10, "cached": 0},
             "a step of another table": {"forward": 0, "cached": 50}, label["addition"]: {"forward": "x", "cached": 1}}
-    (store.root / "results" / "suite" / "tiny.json").write_text(json.dumps({"step_work": work}))
-    assert P.cache_shares(store, "tiny", steps) == {"posthoc": (0.25, 1), "negation": (0.0, 1)}
-    assert P.cache_shares(Store(tmp_path / "empty"), "tiny", steps) == {}
+    record = {"model": spec.model, "scale": "paper", "step_work": work}
+    (store.root / "results" / "suite" / "tiny.json").write_text(json.dumps(record))
+    assert P.cache_shares(work, steps) == {"posthoc": (0.25, 1), "negation": (0.0, 1)}
+    assert P.cache_shares({}, steps) == {}
+    # read through the plan's listing, as --resume reads the record: only a record of the same settings counts
+    assert P.listing(store, "tiny", {"model": spec.model, "scale": "paper"}).step_work == work
+    assert P.listing(store, "tiny", {"model": spec.model, "scale": "mini"}).step_work == {}
 
     import talos_core.suites.costs as costs
 

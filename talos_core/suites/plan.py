@@ -26,13 +26,15 @@ from talos_core.store import Store
 @dataclass(frozen=True)
 class StoreListing:
     """What a plan needs to know of a store: its path (``None``: no store), the step labels its suite record has
-    done with the same settings (what ``--resume`` skips), and the store itself for run look-ups and for the results
-    later steps read (``None``: an empty store)."""
+    done with the same settings (what ``--resume`` skips) and what those steps pushed through the model (the record's
+    ``step_work``: :func:`cache_shares`), and the store itself for run look-ups and for the results later steps read
+    (``None``: an empty store)."""
 
     root: str | None = None
     done_steps: frozenset[str] = frozenset()
     complete: bool = False
     store: Store | None = None
+    step_work: Mapping[str, Any] = field(default_factory=dict)
 
     def has_run(self, model: str, task: str, method: str, overrides: Mapping[str, Any], *,
                 weights: bool = True) -> bool:
@@ -261,12 +263,14 @@ def listing(store: Store | str | None, suite: str, fingerprint: Mapping[str, Any
         return StoreListing(root=str(store.root))
     done: frozenset[str] = frozenset()
     complete = False
+    work: Mapping[str, Any] = {}
     if suite in store.results("suite"):
         rec = store.read_result("suite", suite)
         if all(rec.get(k) == v for k, v in (fingerprint or {}).items()):
             done = frozenset(rec.get("step_times_s") or {})
             complete = bool(rec.get("complete", False))
-    return StoreListing(root=str(store.root), done_steps=done, complete=complete, store=store)
+            work = rec.get("step_work") if isinstance(rec.get("step_work"), dict) else {}
+    return StoreListing(root=str(store.root), done_steps=done, complete=complete, store=store, step_work=work)
 
 
 def plan_suite(spec, scale: str, store: Store | str | StoreListing | None = None, model: str | None = None, *,
@@ -370,8 +374,7 @@ def build_plan(spec, scale: str, steps: Sequence, store: StoreListing, *, device
                 kept=store.store.kept_work() if store.store is not None else [], workers=workers)
     plan.cost = estimate(plan.to_train(), device)
     if sizes is not None:
-        _add_work(plan, steps, spec, sizes, stop_fractions(store.store, model),
-                  cache_shares(store.store, spec.name, steps))
+        _add_work(plan, steps, spec, sizes, stop_fractions(store.store, model), cache_shares(store.step_work, steps))
     return plan
 
 
@@ -503,24 +506,16 @@ def stop_fractions(store: Store | None, model: str) -> dict[str, tuple[float, in
     return out
 
 
-def cache_shares(store: Store | None, suite: str, steps: Sequence) -> dict[str, tuple[float, int]]:
-    """Of the edited forward passes the store's done steps of each protocol made, the share the logits cache served
-    (the suite record's ``step_work``: ``cached`` / (``forward`` + ``cached``), pooled over the protocol's steps of
-    ``steps``, the suite's step table): ``{protocol: (share, steps)}``; ``{}`` without a record or such steps. A
-    post-hoc merge whose processed vector equals another row's, a negation point the addition search evaluated: the
-    cache serves them, and how often depends on the suite (`vision`'s post-hoc steps 7–61 %, `text`'s 9–10 %)."""
-    if store is None:
-        return {}
-    try:
-        record = store.read_result("suite", suite)
-    except TalosError:
-        return {}
-    work = record.get("step_work") if isinstance(record, dict) else None
-    if not isinstance(work, dict):
-        return {}
+def cache_shares(step_work: Mapping[str, Any], steps: Sequence) -> dict[str, tuple[float, int]]:
+    """Of the edited forward passes a suite record's done steps of each protocol made, the share the logits cache
+    served (``step_work``, the record's: ``cached`` / (``forward`` + ``cached``), pooled over the protocol's steps of
+    ``steps``, the suite's step table): ``{protocol: (share, steps)}``; ``{}`` without such steps. A post-hoc merge
+    whose processed vector equals another row's, a negation point the addition search evaluated: the cache serves
+    them, and how often depends on the suite (`vision`'s post-hoc steps 7–61 %, `text`'s 9–10 %). A plan reads the
+    record's ``step_work`` through its :class:`StoreListing`, only where the record's settings agree."""
     pooled: dict[str, list[int]] = {}
     for st in steps:
-        w = work.get(st.label)
+        w = step_work.get(st.label)
         if not isinstance(w, dict):
             continue
         forward, cached = w.get("forward"), w.get("cached")
