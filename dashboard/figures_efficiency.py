@@ -100,17 +100,22 @@ def memory_title(summ: pd.DataFrame) -> str:
     >>> memory_title(pd.DataFrame({"peak_memory_kind": ["cuda_max_memory_allocated", "peak_rss_since_reset"]}))
     'peak memory (MB, kinds differ)'
     """
-    kinds = memory_kinds(summ)
-    if kinds.startswith("not one measure"):  # the caption under the chart names them: the panel title stays short
+    kinds = _memory_kind_labels(summ)
+    if len(kinds) > 1:  # the caption under the chart names them: the panel title stays short
         return "peak memory (MB, kinds differ)"
-    return f"peak memory (MB{', ' + kinds if kinds else ''})"
+    return f"peak memory (MB{', ' + kinds[0] if kinds else ''})"
 
 
 def memory_kinds(table: pd.DataFrame) -> str:
     """The kinds of peak memory a table's rows recorded, in words: one kind, or ``"not one measure: a / b"``, or
-    ``""`` when none is recorded (the panel title's and the page caption's words)."""
-    kinds = list(dict.fromkeys(k for k in (memory_kind_label(v) for v in table.get("peak_memory_kind", [])) if k))
+    ``""`` when none is recorded (the page caption's words)."""
+    kinds = _memory_kind_labels(table)
     return f"not one measure: {' / '.join(kinds)}" if len(kinds) > 1 else (kinds[0] if kinds else "")
+
+
+def _memory_kind_labels(table: pd.DataFrame) -> list[str]:
+    """Each kind of peak memory the table's rows recorded, once, in words (:func:`memory_kind_label`)."""
+    return list(dict.fromkeys(k for k in (memory_kind_label(v) for v in table.get("peak_memory_kind", [])) if k))
 
 
 def machines_note(eff: pd.DataFrame, label: Any = str) -> str | None:
