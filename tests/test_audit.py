@@ -188,6 +188,45 @@ def _lr_disagrees(spec):
     spec["lr_check"]["talos"].update(agrees=False, best_lr=1e-3)
 
 
+def _lr_check_runs(spec, means: tuple[float, float], val_n: dict[str, int]) -> None:
+    """The talos lr check compares 1e-4 (chosen) with 1e-3 on tasks a and b, each run's validation size as given."""
+    check = spec["lr_check"]["talos"]
+    check["means"] = [{"lr": 1e-4, "val_acc": means[0]}, {"lr": 1e-3, "val_acc": means[1]}]
+    for task, n in val_n.items():
+        for lr in (1e-4, 1e-3):
+            rid = f"m__{task}__talos__lr{lr:g}"
+            spec["runs"][rid] = {"run_id": rid, "model": "m", "task": task, "method": "talos",
+                                 "data_sizes": {"val": n}}
+            check["records"].append({"task": task, "lr": lr, "val_acc": 0.8, "run_id": rid, "steps": 100})
+
+
+def _lr_margin(spec):
+    # mean over a (100 examples) and b (50): one example of b moves the mean by 1 / (2 × 50) = 0.01, so a lead of
+    # 0.02 is two examples of b
+    _lr_check_runs(spec, (0.80, 0.78), {"a": 100, "b": 50})
+
+
+def test_lr_margin_counts_the_smallest_check_tasks_examples(tmp_path):
+    """Three examples of the smallest task's lead is enough (silent); so is a check whose runs' validation sizes the
+    store lacks (nothing to count); a rate the check rejects is lr-disagrees's, not lr-margin's."""
+    spec = copy.deepcopy(_spec())
+    _lr_check_runs(spec, (0.80, 0.77), {"a": 100, "b": 50})
+    assert _checks(_write(tmp_path / "three", spec)) == set()
+    spec = copy.deepcopy(_spec())
+    _lr_margin(spec)
+    (flag,) = audit_suite(_write(tmp_path / "two", spec), "s")
+    assert flag.message == ("talos trained at lr 0.0001, which the suite's check preferred over 0.001 by 2 "
+                            "validation examples of b (50 examples; 0.800 vs 0.780 mean validation accuracy)")
+    assert flag.numbers["lead_examples"] == 2 and flag.metrics == (audit.ALL,)
+    for rec in spec["lr_check"]["talos"]["records"]:
+        spec["runs"][rec["run_id"]].pop("data_sizes")
+    assert _checks(_write(tmp_path / "unsized", spec)) == set()
+    spec = copy.deepcopy(_spec())
+    _lr_margin(spec)
+    spec["lr_check"]["talos"].update(agrees=False, best_lr=1e-3)
+    assert _checks(_write(tmp_path / "rejected", spec)) == {("lr-disagrees", "talos")}
+
+
 def _selection_margin(spec):
     for r in spec["selection"]["talos"]["records"]:
         if r["task"] == "a" and r["value"] == 0.5:
@@ -286,6 +325,7 @@ CASES = [
     (_no_curve, {("convergence-unknown", "nonlinear")}),
     (_other_schedule, {("budget-other-schedule", "nonlinear")}),
     (_lr_disagrees, {("lr-disagrees", "talos")}),
+    (_lr_margin, {("lr-margin", "talos")}),
     (_selection_margin, {("selection-margin", "talos")}),
     (_selection_edge, {("selection-at-edge", "talos")}),
     (_little_gain, {("little-gain", "lota")}),

@@ -106,6 +106,10 @@ CHECKS: tuple[Check, ...] = (
     Check("lr-disagrees", "learning-rate check disagrees",
           "The suite's own learning-rate check found another learning rate better on validation than the one "
           "the method was trained with."),
+    Check("lr-margin", "learning rate chosen by a few examples",
+          "The suite's learning-rate check preferred the rate the method trained at by fewer than three validation "
+          "examples (of its smallest check task), so the other rate did as well within noise and the method's "
+          "numbers could as well have come from it."),
     Check("little-gain", "learned little",
           "Fine-tuning gained less than 5 points of test accuracy over the pre-trained model on a task, so "
           "numbers relative to that gain (normalized accuracy, what linearization keeps) say little."),
@@ -583,6 +587,52 @@ def _lr_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
                        {"suite_lr": suite_lr, "best_lr": best, "means": {str(k): v for k, v in means.items()}})
 
 
+def _lr_lead(r: SuiteReader, check: Mapping) -> tuple[int, str, int, float] | None:
+    """How many validation examples the check's chosen rate led the runner-up by, counted in examples of its smallest
+    check task (the mean over tasks weighs one example of task t by 1/(T n_t), so the smallest task's examples are
+    the fewest whose change reverses the choice): ``(lead, task, n, runner-up rate)``; None when the check's runs'
+    validation sizes are not in the store or it compared fewer than two rates."""
+    means = {float(m["lr"]): float(m["val_acc"]) for m in check.get("means") or []}
+    best = float(check.get("best_lr", math.nan))
+    if best not in means or len(means) < 2:
+        return None
+    sizes: dict[str, int] = {}
+    for rec in _records(check):
+        man = r.manifest(str(rec.get("run_id", "")))
+        n = int(((man or {}).get("data_sizes") or {}).get("val") or 0)
+        if not n:
+            return None
+        sizes[str(rec["task"])] = n
+    if not sizes:
+        return None
+    runner = max((lr for lr in means if lr != best), key=lambda lr: means[lr])
+    task = min(sizes, key=lambda t: (sizes[t], t))
+    lead = round((means[best] - means[runner]) * len(sizes) * sizes[task])
+    return lead, task, sizes[task], runner
+
+
+def _lr_margin_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
+    for method in sorted({r.trained_by(row) for row in rows} - {None}):
+        check = r.result("lr_check", method)
+        if not check or check.get("agrees") is False:  # a rate the check rejects: lr-disagrees says so
+            continue
+        lead = _lr_lead(r, check)
+        if lead is None or lead[0] >= MIN_EXAMPLES:
+            continue
+        n_lead, task, n, runner = lead
+        means = {float(m["lr"]): float(m["val_acc"]) for m in check.get("means") or []}
+        best = float(check["best_lr"])
+        for row in rows:
+            parsed = schema.parse_variant(row)
+            if r.trained_by(row) != method or (parsed and "lr" in parsed[1]):
+                continue
+            yield Flag("lr-margin", r.suite, row, (ALL,), f"lr_check/{r.name(method)}",
+                       f"{method} trained at lr {best:g}, which the suite's check preferred over {runner:g} by "
+                       f"{n_lead} validation example{'' if n_lead == 1 else 's'} of {task} ({n} examples; "
+                       f"{means[best]:.3f} vs {means[runner]:.3f} mean validation accuracy)",
+                       {"lr": best, "runner_up": runner, "lead_examples": n_lead, "task": task, "val_n": n})
+
+
 def _posthoc_edges(r: SuiteReader, row: str) -> Iterable[Flag]:
     """A post-hoc row whose addition result records its search (``search``: every hyperparameter point tried): each
     numeric hyperparameter with at least three values searched whose choice is the smallest or largest of them (two
@@ -882,6 +932,7 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _norm_unedited_flags(r, rows)
     flags += _displacement_flags(r, rows)
     flags += _lr_flags(r, rows)
+    flags += _lr_margin_flags(r, rows)
     flags += _selection_flags(r, rows)
     flags += _single_flags(r, rows)
     flags += _comparison_flags(r)
