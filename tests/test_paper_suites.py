@@ -520,6 +520,40 @@ def test_plan_projects_the_forward_passes_the_logits_cache_served(tmp_path, monk
            "(1 step))" in projected.text()
 
 
+def test_plan_check_leaves_out_the_other_machines_steps(tmp_path, monkeypatch):
+    """``bench.bench_plan_check --skip-device cuda`` (a suite run in parts on a GPU and a CPU): the steps the record's
+    cuda sessions ran are done for the plan and absent from the measured step times; the CPU's are priced and
+    measured. Known answers on a constructed record of the tiny suite."""
+    import json
+
+    import talos_core.suites.costs as costs
+    from bench.bench_plan_check import check, markdown, steps_run_on
+
+    spec = get_suite("tiny")
+    methods, posthoc = ["talos", "nonlinear"], ["ties"]
+    steps = suite_steps(spec, "paper", methods, posthoc, seed=0, device="auto")
+    gpu = [st.label for st in steps if st.method == "talos" and st.label != "comparison"]
+    cpu = [st.label for st in steps if st.method == "nonlinear"][:2]
+    store = Store(tmp_path / "s")
+    store.ensure()
+    (store.root / "results" / "suite").mkdir(parents=True)
+    record = {"model": spec.model, "scale": "paper", "methods": methods, "posthoc": posthoc, "seed": 0,
+              "step_times_s": {**{label: 36.0 for label in gpu}, **{label: 360.0 for label in cpu}},
+              "sessions": [{"device": "cuda", "steps_run": [*gpu, "comparison"]},
+                           {"device": "cpu", "steps_run": [*cpu, "comparison"]}]}
+    (store.root / "results" / "suite" / "tiny.json").write_text(json.dumps(record))
+    assert steps_run_on(record, "cuda") == frozenset(gpu)
+    cell = {"s_per_example": 0.01, "ref": "test", "source": "test"}  # tiny-text's evaluation is not measured
+    monkeypatch.setattr(costs, "eval_cell", lambda model, device, kind: cell)
+    whole, part = check(store.root, "tiny", "cpu-2core"), check(store.root, "tiny", "cpu-2core", "cuda")
+    assert whole["measured_worker_hours"] == pytest.approx((36 * len(gpu) + 360 * len(cpu)) / 3600)
+    assert part["measured_worker_hours"] == pytest.approx(360 * len(cpu) / 3600)
+    assert part["skipped"] == {"device": "cuda", "steps": sorted(gpu)}
+    for kind in ("without_cache", "with_cache"):
+        assert 0 < part["projected"][kind]["worker_hours"] < whole["projected"][kind]["worker_hours"]
+    assert f"the {len(gpu)} steps its sessions on `cuda` ran" in markdown(part, None)
+
+
 @pytest.mark.slow
 def test_plan_sees_what_the_store_has(tmp_path):
     """The tiny suite's plan before and after running it: every run and step is then in the store."""
