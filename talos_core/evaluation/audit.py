@@ -570,30 +570,45 @@ def _run_flags(r: SuiteReader, row: str, runs: Mapping[str, str], metrics: tuple
 
 
 def _lr_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
+    """Per method with an lr check, on every row trained at the method's rate (its rows, and for non-linear FT the
+    merges of its vectors; not a labelled one-rate row): ``lr-disagrees`` when the check rejects the rate the method
+    trained at, else ``lr-margin`` when the rate led the runner-up by fewer than :data:`MIN_EXAMPLES` examples."""
     for method in sorted({r.trained_by(row) for row in rows} - {None}):
         check = r.result("lr_check", method)
-        if not check or check.get("agrees") is not False:
+        if not check:
             continue
         means = {float(m["lr"]): float(m["val_acc"]) for m in check.get("means") or []}
-        suite_lr, best = float(check.get("suite_lr", math.nan)), float(check.get("best_lr", math.nan))
+        best = float(check.get("best_lr", math.nan))
+        if check.get("agrees") is False:
+            suite_lr = float(check.get("suite_lr", math.nan))
+            check_id = "lr-disagrees"
+            message = (f"{method} trained at lr {suite_lr:g}: the suite's check finds {best:g} better "
+                       f"({means.get(best, math.nan):.3f} vs {means.get(suite_lr, math.nan):.3f} mean validation "
+                       f"accuracy at {check.get('budget')} steps)")
+            numbers = {"suite_lr": suite_lr, "best_lr": best, "means": {str(k): v for k, v in means.items()}}
+        else:
+            lead = _lr_lead(r, check, means, best)
+            if lead is None or lead[0] >= MIN_EXAMPLES:
+                continue
+            n_lead, task, n, runner = lead
+            check_id = "lr-margin"
+            message = (f"{method} trained at lr {best:g}, which the suite's check preferred over {runner:g} by "
+                       f"{n_lead} validation example{'' if n_lead == 1 else 's'} of {task} ({n} examples; "
+                       f"{means[best]:.3f} vs {means[runner]:.3f} mean validation accuracy)")
+            numbers = {"lr": best, "runner_up": runner, "lead_examples": n_lead, "task": task, "val_n": n}
         for row in rows:
             parsed = schema.parse_variant(row)
-            if r.trained_by(row) != method or (parsed and "lr" in parsed[1]):
-                continue
-            yield Flag("lr-disagrees", r.suite, row, (ALL,), f"lr_check/{r.name(method)}",
-                       f"{method} trained at lr {suite_lr:g}: the suite's check finds {best:g} better "
-                       f"({means.get(best, math.nan):.3f} vs {means.get(suite_lr, math.nan):.3f} mean validation "
-                       f"accuracy at {check.get('budget')} steps)",
-                       {"suite_lr": suite_lr, "best_lr": best, "means": {str(k): v for k, v in means.items()}})
+            if r.trained_by(row) == method and not (parsed and "lr" in parsed[1]):
+                yield Flag(check_id, r.suite, row, (ALL,), f"lr_check/{r.name(method)}", message, numbers)
 
 
-def _lr_lead(r: SuiteReader, check: Mapping) -> tuple[int, str, int, float] | None:
-    """How many validation examples the check's chosen rate led the runner-up by, counted in examples of its smallest
-    check task (the mean over tasks weighs one example of task t by 1/(T n_t), so the smallest task's examples are
-    the fewest whose change reverses the choice): ``(lead, task, n, runner-up rate)``; None when the check's runs'
-    validation sizes are not in the store or it compared fewer than two rates."""
-    means = {float(m["lr"]): float(m["val_acc"]) for m in check.get("means") or []}
-    best = float(check.get("best_lr", math.nan))
+def _lr_lead(r: SuiteReader, check: Mapping, means: Mapping[float, float],
+             best: float) -> tuple[int, str, int, float] | None:
+    """How many validation examples the check's chosen rate ``best`` led the runner-up by (``means``: mean validation
+    accuracy per rate), counted in examples of its smallest check task (the mean over tasks weighs one example of
+    task t by 1/(T n_t), so the smallest task's examples are the fewest whose change reverses the choice):
+    ``(lead, task, n, runner-up rate)``; None when the check's runs' validation sizes are not in the store or it
+    compared fewer than two rates."""
     if best not in means or len(means) < 2:
         return None
     sizes: dict[str, int] = {}
@@ -609,28 +624,6 @@ def _lr_lead(r: SuiteReader, check: Mapping) -> tuple[int, str, int, float] | No
     task = min(sizes, key=lambda t: (sizes[t], t))
     lead = round((means[best] - means[runner]) * len(sizes) * sizes[task])
     return lead, task, sizes[task], runner
-
-
-def _lr_margin_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
-    for method in sorted({r.trained_by(row) for row in rows} - {None}):
-        check = r.result("lr_check", method)
-        if not check or check.get("agrees") is False:  # a rate the check rejects: lr-disagrees says so
-            continue
-        lead = _lr_lead(r, check)
-        if lead is None or lead[0] >= MIN_EXAMPLES:
-            continue
-        n_lead, task, n, runner = lead
-        means = {float(m["lr"]): float(m["val_acc"]) for m in check.get("means") or []}
-        best = float(check["best_lr"])
-        for row in rows:
-            parsed = schema.parse_variant(row)
-            if r.trained_by(row) != method or (parsed and "lr" in parsed[1]):
-                continue
-            yield Flag("lr-margin", r.suite, row, (ALL,), f"lr_check/{r.name(method)}",
-                       f"{method} trained at lr {best:g}, which the suite's check preferred over {runner:g} by "
-                       f"{n_lead} validation example{'' if n_lead == 1 else 's'} of {task} ({n} examples; "
-                       f"{means[best]:.3f} vs {means[runner]:.3f} mean validation accuracy)",
-                       {"lr": best, "runner_up": runner, "lead_examples": n_lead, "task": task, "val_n": n})
 
 
 def _posthoc_edges(r: SuiteReader, row: str) -> Iterable[Flag]:
@@ -932,7 +925,6 @@ def audit_suite(store: str | Path | Any, suite: str) -> list[Flag]:
     flags += _norm_unedited_flags(r, rows)
     flags += _displacement_flags(r, rows)
     flags += _lr_flags(r, rows)
-    flags += _lr_margin_flags(r, rows)
     flags += _selection_flags(r, rows)
     flags += _single_flags(r, rows)
     flags += _comparison_flags(r)
