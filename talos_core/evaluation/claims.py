@@ -207,18 +207,53 @@ def _best_in(table: pd.DataFrame, control_holds: dict[str, bool] | None = None) 
     return "TaLoS " + "; ".join(text), parts
 
 
+def _pruning_shared(prune: np.ndarray) -> tuple[float, float, bool]:
+    """The pruning half of claim (b) on a task × task matrix of accuracy ratios (row: the task whose bottom entries
+    are pruned, column: the task evaluated): the mean on the same task, the mean on the others, and whether the
+    others lose at most :data:`SHARING_TOLERANCE` more than the task itself."""
+    same, other = float(np.mean(np.diag(prune))), float(np.mean(_off_diagonal(prune)))
+    return same, other, other >= same - SHARING_TOLERANCE
+
+
+def _flips_without_one(prune: np.ndarray, tasks: Sequence[str]) -> list[tuple[str, float, float]]:
+    """The tasks whose leaving out (its row and column) turns the pruning rule's outcome around, with the two means
+    then; nothing below three tasks (one left would have no other task).
+
+    >>> m = np.array([[0.8, 0.5, 0.9], [0.4, 0.3, 0.9], [0.2, 0.4, 0.4]])
+    >>> _pruning_shared(m)[2], _flips_without_one(m, ["a", "b", "c"])
+    (True, [('c', 0.55, 0.45)])
+    >>> _flips_without_one(m[:2, :2], ["a", "b"])
+    []
+    """
+    if len(tasks) < 3:
+        return []
+    holds = _pruning_shared(prune)[2]
+    out = []
+    for k, task in enumerate(tasks):
+        keep = [i for i in range(len(tasks)) if i != k]
+        same, other, ok = _pruning_shared(prune[np.ix_(keep, keep)])
+        if ok != holds:
+            out.append((task, round(same, 4), round(other, 4)))
+    return out
+
+
 def _shared_entries(s: _Suite) -> tuple[str, list[Part]]:
     talos, lota = s.fixed_row("mask_iou", "talos"), s.fixed_row("mask_iou", "lota")
     ti, li = _off_diagonal(s.result("mask_iou", talos)["matrix"]), _off_diagonal(s.result("mask_iou", lota)["matrix"])
     sharing = s.result("sharing", "prune")
     prune = np.asarray(sharing["matrix"], dtype=float)
-    same, other = float(np.mean(np.diag(prune))), float(np.mean(_off_diagonal(prune)))
+    same, other, shared = _pruning_shared(prune)
     bottom = f"bottom {100 * sharing['fraction']:g} %" if "fraction" in sharing else "bottom entries"
     numbers = (f"mask IoU across tasks {talos} {_span(ti)} vs {lota} {_span(li)}; pruning a task's {bottom} "
                f"keeps {same:.2f} of its accuracy on the same task, {other:.2f} on the others (means; ranges "
                f"{_span(np.diag(prune).tolist(), '.2f')} and {_span(_off_diagonal(prune), '.2f')})")
-    return numbers, [Part("rule", bool(min(ti) > max(li) and other >= same - SHARING_TOLERANCE),
-                          [(talos, "masks"), (lota, "masks")])]
+    tasks = [str(t) for t in sharing.get("tasks") or []]
+    if len(tasks) == len(prune) >= 3:
+        flips = _flips_without_one(prune, tasks)
+        numbers += ("; leaving one task out turns the pruning comparison around: " + ", ".join(
+            f"without {t} {a:.2f} / {b:.2f}" for t, a, b in flips) if flips
+            else "; leaving any one task out keeps the pruning comparison")
+    return numbers, [Part("rule", bool(min(ti) > max(li) and shared), [(talos, "masks"), (lota, "masks")])]
 
 
 _ATTENTION = {"q": "Q", "k": "K", "qkv": "packed QKV", "v": "V", "attn_out": "attention output"}
@@ -328,7 +363,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("b", "the least sensitive entries are shared across tasks (mask IoU, pruning experiment)",
           "every cross-task IoU of the TaLoS masks is above every one of the LoTA masks (the fixed-0.9 rows where "
           f"the store has them), and pruning a task's bottom entries costs the other tasks at most "
-          f"{SHARING_TOLERANCE:g} more (mean accuracy ratio) than the task itself"),
+          f"{SHARING_TOLERANCE:g} more (mean accuracy ratio) than the task itself; the numbers say whether leaving "
+          "any one task out (of three or more) turns the pruning comparison around, which does not change the "
+          "verdict but says how much it rests on one task"),
     Claim("c", "TaLoS masks sit in the Q and K projections (mask statistics)",
           "the Q and K projections hold more than half of TaLoS's trainable entries; n/a without attention"),
     Claim("d", "TaLoS behaves linearly: its linearized model keeps the fine-tuned accuracy",
