@@ -420,6 +420,8 @@ QUOTES: tuple[tuple[str, str], ...] = (
                         "target"),
     ("docs/results.md", "DARE {vision:dare:addition_abs} and {vision:dare:negation_target}"),
     ("docs/results.md", "Breadcrumbs {vision:breadcrumbs:addition_abs} and {vision:breadcrumbs:negation_target}"),
+    ("docs/results.md", "LoTA {vision:lota:addition_abs}, linearized FT {vision:linearized:addition_abs}, LoTA "
+                        "(k = 0.9) {vision:lota-k0.9:addition_abs} — are above TaLoS's {vision:talos:addition_abs}"),
 )
 
 
