@@ -320,6 +320,10 @@ class SuiteReader:
             self._manifests[run_id] = data if isinstance(data, dict) else None
         return self._manifests[run_id]
 
+    def val_size(self, run_id: str) -> int:
+        """How many validation examples a run of the store saw (its manifest's ``data_sizes.val``); 0 when unknown."""
+        return int(((self.manifest(run_id) or {}).get("data_sizes") or {}).get("val") or 0)
+
     def rows(self) -> list[str]:
         comp = self.result("comparison")
         if comp is not None:
@@ -613,8 +617,7 @@ def _lr_lead(r: SuiteReader, check: Mapping, means: Mapping[float, float],
         return None
     sizes: dict[str, int] = {}
     for rec in _records(check):
-        man = r.manifest(str(rec.get("run_id", "")))
-        n = int(((man or {}).get("data_sizes") or {}).get("val") or 0)
+        n = r.val_size(str(rec.get("run_id", "")))
         if not n:
             return None
         sizes[str(rec["task"])] = n
@@ -674,8 +677,7 @@ def _selection_flags(r: SuiteReader, rows: Sequence[str]) -> Iterable[Flag]:
                           key=lambda x: float(x["score"]))
             if not chosen or not rest:
                 continue
-            man = r.manifest(str(chosen[0].get("run_id", "")))
-            n = int(((man or {}).get("data_sizes") or {}).get("val") or 0)
+            n = r.val_size(str(chosen[0].get("run_id", "")))
             if not n:
                 continue
             gap = round((float(rest[0]["score"]) - float(chosen[0]["score"])) * n)
