@@ -157,6 +157,30 @@ def test_iso_cts_sizes_always_split_the_rank() -> None:
         sp.iso_cts_sizes(8, 2, 1.5)
 
 
+def test_an_svd_that_fails_to_converge_in_float32_is_computed_in_float64(monkeypatch) -> None:
+    # LAPACK's divide-and-conquer (torch's CPU driver) failed to converge in float32 on the near-orthogonal basis
+    # Iso-CTS orthogonalizes for one MiniLM task vector (all singular values within 5e-4 of 1): a float32 failure is
+    # computed again in float64 and returned in float32; a float64 failure is raised
+    real = torch.linalg.svd
+    calls = []
+
+    def flaky(x, *args, **kwargs):
+        calls.append(x.dtype)
+        if x.dtype == torch.float32:
+            raise torch.linalg.LinAlgError("linalg.svd: The algorithm failed to converge")
+        return real(x, *args, **kwargs)
+
+    monkeypatch.setattr(torch.linalg, "svd", flaky)
+    x = torch.linalg.qr(torch.randn(8, 8, generator=torch.Generator().manual_seed(3)))[0] * 1.0001
+    u, s, vh = sp._svd(x.float())
+    assert calls == [torch.float32, torch.float64] and u.dtype == s.dtype == vh.dtype == torch.float32
+    _close(u @ torch.diag(s) @ vh, x.float().numpy(), 1e-5)
+    _close(sp.polar(x.float()), (x / 1.0001).float().numpy(), 1e-5)
+    monkeypatch.setattr(torch.linalg, "svd", lambda *a, **k: (_ for _ in ()).throw(torch.linalg.LinAlgError("x")))
+    with pytest.raises(torch.linalg.LinAlgError):
+        sp._svd(x.double())
+
+
 # ------------------------------------------------------------------------------------------ dict level
 
 

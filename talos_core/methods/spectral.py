@@ -50,7 +50,16 @@ def _work(x: torch.Tensor) -> torch.Tensor:
 
 
 def _svd(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return torch.linalg.svd(x, full_matrices=False)
+    """Thin SVD of ``x``; where LAPACK's divide-and-conquer driver (torch's on CPUs) fails to converge on a float32
+    input whose singular values cluster — the near-orthogonal bases :func:`polar` orthogonalizes, all of whose
+    singular values are ≈ 1 (Iso-CTS of one MiniLM task vector, 2026-11-28) — it is computed again in float64 and
+    returned in ``x``'s dtype."""
+    try:
+        return torch.linalg.svd(x, full_matrices=False)
+    except torch.linalg.LinAlgError:
+        if x.dtype == torch.float64:
+            raise
+        return tuple(t.to(x.dtype) for t in torch.linalg.svd(x.to(torch.float64), full_matrices=False))
 
 
 def polar(x: torch.Tensor) -> torch.Tensor:
