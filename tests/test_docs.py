@@ -422,6 +422,34 @@ QUOTES: tuple[tuple[str, str], ...] = (
     ("docs/results.md", "Breadcrumbs {vision:breadcrumbs:addition_abs} and {vision:breadcrumbs:negation_target}"),
     ("docs/results.md", "LoTA {vision:lota:addition_abs}, linearized FT {vision:linearized:addition_abs}, LoTA "
                         "(k = 0.9) {vision:lota-k0.9:addition_abs} — are above TaLoS's {vision:talos:addition_abs}"),
+    ("README.md", "single-task {text:talos:single_task_acc} against non-linear FT's {text:nonlinear:single_task_acc} "
+                  "and LoTA's {text:lota:single_task_acc}"),
+    ("README.md", "task addition {text:talos:addition_abs} against non-linear FT's {text:nonlinear:addition_abs} and "
+                  "TSV-Merge's {text:tsv:addition_abs}"),
+    ("README.md", "negation target {text:talos:negation_target} against {text:nonlinear:negation_target} and "
+                  "{text:tsv:negation_target}"),
+    ("docs/results.md", "zero-shot {text:talos:tweets:zero} / {text:talos:wordnet-nouns:zero} / "
+                        "{text:talos:wordnet-verbs:zero} / {text:talos:drug-reviews:zero} / "
+                        "{text:talos:fortune-topics:zero}; TaLoS {text:talos:tweets:single} / "
+                        "{text:talos:wordnet-nouns:single} / {text:talos:wordnet-verbs:single} / "
+                        "{text:talos:drug-reviews:single} / {text:talos:fortune-topics:single}, non-linear FT "
+                        "{text:nonlinear:tweets:single} / {text:nonlinear:wordnet-nouns:single} / "
+                        "{text:nonlinear:wordnet-verbs:single} / {text:nonlinear:drug-reviews:single} / "
+                        "{text:nonlinear:fortune-topics:single}, LoTA {text:lota:tweets:single} / "
+                        "{text:lota:wordnet-nouns:single} / {text:lota:wordnet-verbs:single} / "
+                        "{text:lota:drug-reviews:single} / {text:lota:fortune-topics:single}"),
+    ("docs/results.md", "budgets read off curves) to {text:talos:single_task_acc}"),
+    ("docs/results.md", "single-task {text:talos-k0.9-lr0.0001:single_task_acc} against "
+                        "{text:talos-k0.9:single_task_acc} at 1e-3 (k = 0.9 both), addition "
+                        "{text:talos-k0.9-lr0.0001:addition_abs}"),
+    ("docs/results.md", "TSV-Merge leads with {text:tsv:addition_abs} (not separated from Iso-CTS's "
+                        "{text:iso_cts:addition_abs} or Iso-C's {text:iso_c:addition_abs}), then non-linear FT "
+                        "{text:nonlinear:addition_abs}"),
+    ("docs/results.md", "TaLoS adds to {text:talos:addition_abs}, the lowest main row"),
+    ("docs/results.md", "TSV-Merge {text:tsv:negation_target}, non-linear FT {text:nonlinear:negation_target}, LoTA "
+                        "{text:lota:negation_target}, TaLoS {text:talos:negation_target}"),
+    ("docs/results.md", "TaLoS {text:talos:single_task_acc} against LoTA's {text:lota:single_task_acc} and L-LoRA's "
+                        "{text:llora:single_task_acc}"),
 )
 
 

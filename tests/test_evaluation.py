@@ -1117,3 +1117,39 @@ def test_efficiency_reads_runs_kept_as_manifests_alone(tmp_path):
     for r in before["records"]:
         assert rows[(r["method"], r["task"])]["fwd_bwd_s_mean"] == r["fwd_bwd_s_mean"]
     assert not any((tmp_path / "store" / "runs").glob("*/task_vector.safetensors"))
+
+
+def test_efficiency_of_a_row_reads_the_runs_its_arithmetic_read(tmp_path):
+    """A store can hold two trainings of one request: a run kept as a manifest alone (the CPU's, whose weights went
+    with a machine) and the run that trained it again on a GPU in fp32 (another id), which the row's results read.
+    The efficiency step times the runs the row's addition result names, not the manifest its request id finds first
+    (the shipped text store's linearized FT, 2026-11-28)."""
+    import shutil
+    from pathlib import Path
+
+    from talos_core.cli import main
+    from talos_core.evaluation.runs import build_request, merge_overrides
+    from talos_core.store import Store, export_store
+    from talos_core.suites.steps import suite_row
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_results"
+    export_store(shipped, tmp_path / "store")
+    store = Store(tmp_path / "store")
+    row = suite_row(store, "text", "linearized")
+    used = store.read_result("addition", "text__minilm-l6__linearized")["runs"]["tweets"]
+    decoy = build_request(row.model, "tweets", row.method,
+                          merge_overrides(row.overrides, (row.task_overrides or {}).get("tweets"))).run_id()
+    assert decoy != used and not store.has_run(decoy)
+    shutil.copytree(store.root / "runs" / used, store.root / "runs" / decoy)
+    manifest = json.loads((store.root / "runs" / decoy / "manifest.json").read_text())
+    assert manifest["config"]["train"]["precision"] == "fp32"  # the GPU's fp32 is in its id; a CPU run's is not
+    manifest["config"]["train"]["precision"] = "auto"
+    manifest["run_id"], manifest["device"], manifest["timings"]["fwd_bwd_s_mean"] = decoy, "cpu", 99.0
+    (store.root / "runs" / decoy / "manifest.json").write_text(json.dumps(manifest))
+    assert Store(tmp_path / "store").get_run(decoy).manifest.timings["fwd_bwd_s_mean"] == 99.0
+    assert main(["evaluate", "efficiency", "--suite", "text", "--suite-row", "linearized", "--model", "minilm-l6",
+                 "--store", str(tmp_path / "store"), "--no-train"]) == 0
+    after = json.loads((tmp_path / "store/results/efficiency/text__minilm-l6.json").read_text())
+    tweets = next(r for r in after["records"] if r["method"] == "linearized" and r["task"] == "tweets")
+    assert tweets["fwd_bwd_s_mean"] == pytest.approx(
+        Store(tmp_path / "store").get_run(used).manifest.timings["fwd_bwd_s_mean"], rel=1e-6)

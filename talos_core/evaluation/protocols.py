@@ -394,10 +394,27 @@ def _preview(req: EvalRequest, s: PreviewSettings) -> EvalOutcome:
     return EvalOutcome("preview", table, [("preview", name)], lines)
 
 
+def _row_runs(req: EvalRequest) -> dict[str, str]:
+    """``{task: run id}`` the row's stored addition (else negation) result was computed from, those the store holds.
+    A store can hold two trainings of one request — a run kept as a manifest alone and the run that trained it again
+    elsewhere (another device or precision: another id) — and only the results say which one the row's numbers
+    came from; without such a result, ``{}``."""
+    name = req.name(req.result_id)
+    for kind in ("addition", "negation"):
+        if name in req.store.results(kind):
+            used = req.store.read_result(kind, name).get("runs") or {}
+            return {t: r for t, r in used.items() if isinstance(r, str) and req.store.has_run(r)}
+    return {}
+
+
 def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
     from talos_core.evaluation.reports import EFFICIENCY_COLUMNS, efficiency_summary, efficiency_table
 
-    full = efficiency_table(req.runs(weights=False).values())  # timings only: a manifest kept without weights serves
+    runs = req.runs(weights=False)  # timings only: a manifest kept without weights serves
+    for task, rid in _row_runs(req).items():  # the runs the row's arithmetic read, where the store holds another too
+        if task in runs and runs[task].id != rid:
+            runs[task] = req.store.get_run(rid)
+    full = efficiency_table(runs.values())
     full["method"] = req.result_id
     name = req.name()
     with req.store.locked("efficiency", name):
