@@ -279,6 +279,13 @@ def test_efficiency_page_without_learning_curves_says_so(monkeypatch, fixture_st
     assert not [f for f in figures(at) if (f.layout.title.text or "").startswith("Validation accuracy vs")]
 
 
+def test_efficiency_page_says_each_converged_run_is_its_own_curve(monkeypatch):
+    # the shipped stores ran the converged protocol: no learning-curve step, each run early-stopped on its own curve
+    at = open_app(monkeypatch, REPO / "cached_results", "efficiency")
+    info = " ".join(i.value for i in at.info)
+    assert "every run is its own learning curve" in info and "fixed budget" not in info
+
+
 def test_arithmetic_page_shows_chosen_hyperparameters(monkeypatch, protocol_store):
     at = open_app(monkeypatch, protocol_store, "arithmetic", {"method": "talos"})
     chosen = [d.value for d in at.dataframe if "TaLoS · sparsity" in d.value.columns]
