@@ -355,6 +355,29 @@ def curves_note(suite: Mapping[str, Any] | None, curves: Sequence[Any]) -> str |
             f"store{where} trained a fixed {_g(steps)} steps per task, not these budgets.")
 
 
+def no_curves_sentence(suite: Mapping[str, Any] | None) -> str:
+    """What the Efficiency page says where the store has no learning-curve results: under the converged protocol (a
+    scale with early stopping) every run is its own curve; otherwise the runs trained a fixed budget.
+
+    >>> no_curves_sentence({"scale_settings": {"steps": 2000, "eval_every": 50, "early_stopping_patience": 5}})[:72]
+    'No learning curves in this store as a step of their own: under the conve'
+    >>> no_curves_sentence({"scale_settings": {"steps": 40}})[:60]
+    'No learning curves in this store for this suite/model: its r'
+    """
+    steps = fixed_steps(suite)
+    ss = (suite or {}).get("scale_settings")
+    patience = _num(ss.get("early_stopping_patience")) if isinstance(ss, Mapping) else None
+    if patience:  # the converged protocol: the curve is the run
+        return ("No learning curves in this store as a step of their own: under the converged protocol each run "
+                f"trained up to {md(steps)} steps, validated every {md(ss.get('eval_every'))} steps and stopped after "
+                f"{_g(patience)} validations without gain, its best evaluation kept, so every run is its own learning "
+                "curve (recorded in its run manifest); the audit flags a run whose curve was still rising at its end.")
+    return ("No learning curves in this store for this suite/model: its runs trained a fixed budget"
+            + (f" of {md(steps)} steps per task (suite record)" if steps else "")
+            + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
+              "step) show validation accuracy vs step here.")
+
+
 def fixed_steps(suite: Mapping[str, Any] | None) -> int | None:
     """The fixed step budget of a suite record (``scale_settings.steps``), ``None`` when not recorded.
 

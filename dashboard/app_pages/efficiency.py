@@ -88,20 +88,7 @@ if curves:
             if shown:
                 ui.table(table, f"learning_curves_{ctx.suite}_{ctx.model}", key="lc_tbl")
 else:
-    record = data.suite_record(ctx.root, ctx.suite)[0]
-    steps = protocol.fixed_steps(record)
-    scale = (record or {}).get("scale_settings") or {}
-    if scale.get("early_stopping_patience"):  # the converged protocol: the curve is the run
-        st.info("No learning curves in this store as a step of their own: under the converged protocol each run "
-                f"trained up to {ui.md(steps or scale.get('steps'))} steps, validated every "
-                f"{ui.md(scale.get('eval_every'))} steps and stopped after {ui.md(scale['early_stopping_patience'])} "
-                "validations without gain, its best evaluation kept, so every run is its own learning curve (recorded "
-                "in its run manifest); the audit flags a run whose curve was still rising at its end.")
-    else:
-        st.info("No learning curves in this store for this suite/model: its runs trained a fixed budget"
-                + (f" of {ui.md(steps)} steps per task (suite record)" if steps else "")
-                + ", not one measured by convergence. Stores produced with the paper's protocol (learning-curve "
-                  "step) show validation accuracy vs step here.")
+    st.info(protocol.no_curves_sentence(data.suite_record(ctx.root, ctx.suite)[0]))
 checks = [c for c in (ui.load("lr_check", ctx, m, stop=False) for m in ctx.methods("lr_check")) if c is not None]
 if checks:  # the learning rate re-checked at the budget (stores without lr_check results show nothing here)
     st.markdown(protocol.lr_check_sentence(checks))

@@ -395,16 +395,19 @@ def _preview(req: EvalRequest, s: PreviewSettings) -> EvalOutcome:
 
 
 def _row_runs(req: EvalRequest) -> dict[str, str]:
-    """``{task: run id}`` the row's stored addition (else negation) result was computed from, those the store holds.
-    A store can hold two trainings of one request — a run kept as a manifest alone and the run that trained it again
-    elsewhere (another device or precision: another id) — and only the results say which one the row's numbers
-    came from; without such a result, ``{}``."""
-    name = req.name(req.result_id)
-    for kind in ("addition", "negation"):
-        if name in req.store.results(kind):
-            used = req.store.read_result(kind, name).get("runs") or {}
-            return {t: r for t, r in used.items() if isinstance(r, str) and req.store.has_run(r)}
-    return {}
+    """``{task: run id}`` the row's stored results were computed from (:meth:`SuiteReader.row_runs
+    <talos_core.evaluation.audit.SuiteReader.row_runs>`: its addition, else negation, else ``single`` result), those the
+    store holds. A store can hold two trainings of one request — a run kept as a manifest alone and the run that
+    trained it again elsewhere (another device or precision: another id) — and only the results say which one the
+    row's numbers came from; ``{}`` outside a suite of this model."""
+    from talos_core.evaluation.audit import SuiteReader
+
+    if req.suite not in req.store.results("suite"):
+        return {}
+    reader = SuiteReader(req.store.root, req.suite)
+    if reader.model != req.model:
+        return {}
+    return {t: r for t, r in reader.row_runs(req.result_id).items() if req.store.has_run(r)}
 
 
 def _efficiency(req: EvalRequest, s: NoSettings) -> EvalOutcome:
